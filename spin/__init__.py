@@ -1,0 +1,32 @@
+"""spin: a sPIN-style network-offload emulator.
+
+Handlers written as plain Python functions run, compiled by Numba, inside emulated NICs that
+exchange real RoCEv2 frames through switches, in deterministic virtual time (picoseconds).
+
+Public API (imported lazily so ``import spin`` stays cheap):
+
+* ``Topology``, ``Scenario``, ``Simulation``, ``RunResult``
+* ``HandlerProgram``, ``ExecutionContext``, ``HandlerCost``, ``handler``
+* configs: ``LinkConfig``, ``NicConfig``, ``HostConfig``, ``SwitchConfig``, ``EngineConfig``
+* errors: ``SpinError`` and subclasses in ``spin.errors``
+* the handler API (``spin_dma_to_host``, ``spin_send_packet``, return codes...) in ``spin.api``
+"""
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Topology": "spin.topology", "Scenario": "spin.simulation", "Simulation": "spin.simulation",
+    "RunResult": "spin.results", "HandlerProgram": "spin.handler",
+    "ExecutionContext": "spin.handler", "HandlerCost": "spin.handler", "handler": "spin.handler",
+    "LinkConfig": "spin.config", "NicConfig": "spin.config", "HostConfig": "spin.config",
+    "SwitchConfig": "spin.config", "EngineConfig": "spin.config",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'spin' has no attribute {name!r}")

@@ -1,0 +1,32 @@
+"""The exception hierarchy: every error the emulator raises on purpose derives from SpinError.
+
+Messages name the offending value and, where there is a finite set, the valid choices.
+"""
+
+
+class SpinError(Exception):
+    """Base of every error raised by spin on purpose."""
+
+
+class ConfigError(SpinError):
+    """A configuration or scenario value is invalid (names the field, value and valid choices)."""
+
+
+class TopologyError(ConfigError):
+    """The topology cannot be built or routed (unknown device, unreachable destination...)."""
+
+
+class HandlerError(SpinError):
+    """A handler has a wrong signature, or failed while processing a packet."""
+
+
+class WireError(SpinError):
+    """A frame could not be built or parsed (used by tools; the engine counts drops instead)."""
+
+
+class TransportError(SpinError):
+    """ZeroMQ transport failure: a peer timed out, was refused, or sent a foreign batch."""
+
+
+class WorkerError(SpinError):
+    """A worker process of a multi-process run failed; names the worker and its devices."""

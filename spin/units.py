@@ -1,0 +1,45 @@
+"""Virtual-time and size units. Time is integer picoseconds everywhere inside the engine.
+
+A 64 B frame at 400 Gb/s lasts 64 * 8 / 400e9 s = 1.28 ns = 1280 ps, so picoseconds keep every
+standard link rate (100/200/400/800 Gb/s) exact in integers.
+"""
+
+PS = 1
+NS = 1_000
+US = 1_000_000
+MS = 1_000_000_000
+S = 1_000_000_000_000
+
+# Ethernet wire overhead not present in captured frame bytes: preamble+SFD (8 B),
+# inter-frame gap (12 B), FCS (4 B).
+ETHERNET_WIRE_OVERHEAD_BYTES = 24
+
+
+def ns(x: float) -> int:
+    return int(round(x * NS))
+
+
+def us(x: float) -> int:
+    return int(round(x * US))
+
+
+def ms(x: float) -> int:
+    return int(round(x * MS))
+
+
+def serialization_ps(nbytes: int, rate_gbps: int) -> int:
+    """Time to put ``nbytes`` on a ``rate_gbps`` link, rounded up to whole picoseconds."""
+    return (nbytes * 8000 + rate_gbps - 1) // rate_gbps
+
+
+def fmt_time_ps(t_ps: int) -> str:
+    """Human-readable time with its unit."""
+    if t_ps >= S:
+        return f"{t_ps / S:.3f} s"
+    if t_ps >= MS:
+        return f"{t_ps / MS:.3f} ms"
+    if t_ps >= US:
+        return f"{t_ps / US:.3f} µs"
+    if t_ps >= NS:
+        return f"{t_ps / NS:.3f} ns"
+    return f"{t_ps} ps"
