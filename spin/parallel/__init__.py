@@ -1,0 +1,25 @@
+"""Multi-process layer: workers exchanging frame batches under conservative synchronisation.
+
+Engine-agnostic: an engine implements ``WorkerProgram`` and is built in each worker by a factory
+``"module:function"(spec, worker_id, n_workers)``. Run with ``run_fabric`` (local processes,
+optionally remote workers over CurveZMQ) or ``run_single`` (one worker, in process, no zmq).
+"""
+
+from spin.parallel.batch import FrameBatch
+from spin.parallel.coordinator import Coordinator, CoordinatorConfig, RunOutcome, WorkerOutcome, run_fabric
+from spin.parallel.program import INF_PS, WorkerProgram, load_factory
+from spin.parallel.sync import SyncOutcome, run_single
+
+__all__ = [
+    "INF_PS",
+    "Coordinator",
+    "CoordinatorConfig",
+    "FrameBatch",
+    "RunOutcome",
+    "SyncOutcome",
+    "WorkerOutcome",
+    "WorkerProgram",
+    "load_factory",
+    "run_fabric",
+    "run_single",
+]

@@ -1,0 +1,293 @@
+"""Worker process entry: ``python -m spin.parallel.worker_main --join tcp://HOST:PORT [--key-file F]``.
+
+A worker binds its data socket, says hello to the coordinator, receives its id, the scenario spec,
+the program factory, the run epoch and the peers' endpoints, builds its program, runs the rounds
+and returns its result. A watchdog thread exchanges heartbeats with the coordinator on its own
+socket, so a worker busy in a long engine call still notices a lost coordinator (> heartbeat
+timeout: exit) or an abort. Local children also ask the kernel to kill them with their parent
+(PR_SET_PDEATHSIG), so no worker outlives its run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import zmq
+
+from spin.errors import SpinError, TransportError
+from spin.parallel.auth import KeyPair, load_keys, make_client, start_authenticator
+from spin.parallel.coordinator import (
+    MSG_ABORT,
+    MSG_BEAT,
+    MSG_ERROR,
+    MSG_HELLO,
+    MSG_READY,
+    MSG_REJECT,
+    MSG_RESULT,
+    MSG_SETUP,
+    MSG_START,
+    Aborted,
+    Setup,
+)
+from spin.parallel.mesh import Mesh, MeshConfig, tune_socket
+from spin.parallel.program import describe, load_factory
+from spin.parallel.sync import run_rounds
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_JOIN = 2
+EXIT_ABORTED = 3
+EXIT_ORPHANED = 75
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL us when the spawning thread dies; exit now if it already has."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the heartbeat watchdog still applies
+        return
+    if os.getppid() != parent_pid:
+        os._exit(EXIT_ORPHANED)
+
+
+def local_address_towards(endpoint: str) -> str:
+    """The address of the interface that routes to the coordinator (where peers can reach us)."""
+    host = urlparse(endpoint).hostname or "127.0.0.1"
+    if host in ("localhost", "127.0.0.1", "::1"):
+        return "127.0.0.1" if host != "::1" else "::1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        s.connect((host, 9))  # UDP connect sends nothing; it only picks the route
+        return s.getsockname()[0]
+
+
+@dataclass
+class _Shared:
+    """State the main thread publishes for the watchdog's heartbeats (plain attribute writes)."""
+
+    t_ps: int = 0
+    rounds: int = 0
+    events: int = 0
+
+
+class Watchdog(threading.Thread):
+    """Heartbeats both ways on a dedicated socket; exits the process if the coordinator is lost."""
+
+    def __init__(self, sock: zmq.Socket, setup: Setup, shared: _Shared) -> None:
+        super().__init__(name="spin-watchdog", daemon=True)
+        self._sock = sock
+        self._setup = setup
+        self._shared = shared
+        self.abort = threading.Event()
+        self.stop = threading.Event()
+        self.abort_reason = ""
+
+    def run(self) -> None:
+        s = self._setup
+        last_heard = last_sent = time.monotonic()
+        abort_at = 0.0
+        while not self.stop.is_set():
+            if self._sock.poll(int(s.heartbeat_interval_s * 500), zmq.POLLIN):
+                kind, payload = self._sock.recv_multipart()
+                last_heard = time.monotonic()
+                if kind == MSG_ABORT and not self.abort.is_set():
+                    self.abort_reason = payload.decode(errors="replace")
+                    abort_at = last_heard
+                    self.abort.set()
+            now = time.monotonic()
+            if now - last_sent >= s.heartbeat_interval_s:
+                beat = {"t_ps": self._shared.t_ps, "rounds": self._shared.rounds, "events": self._shared.events}
+                try:
+                    self._sock.send_multipart([MSG_BEAT, json.dumps(beat).encode()], zmq.NOBLOCK)
+                except zmq.Again:
+                    pass
+                last_sent = now
+            if now - last_heard > s.heartbeat_timeout_s:
+                sys.stderr.write(
+                    f"spin worker {s.worker_id} (pid {os.getpid()}): no heartbeat from the coordinator "
+                    f"for {s.heartbeat_timeout_s} s; exiting\n"
+                )
+                sys.stderr.flush()
+                os._exit(EXIT_ORPHANED)
+            if self.abort.is_set() and now - abort_at > s.abort_grace_s:
+                os._exit(EXIT_ABORTED)  # the main thread is stuck in the program; do not wait for it
+        self._sock.close(0)
+
+    def check(self) -> None:
+        """Called by the main thread while it waits: raise if the coordinator aborted the run."""
+        if self.abort.is_set():
+            raise Aborted(self.abort_reason)
+
+
+def _dealer(ctx: zmq.Context, endpoint: str, keys: KeyPair | None, send_timeout_s: float) -> zmq.Socket:
+    sock = ctx.socket(zmq.DEALER)
+    tune_socket(sock, 1000, connecting=True)
+    sock.setsockopt(zmq.SNDTIMEO, int(send_timeout_s * 1000))
+    sock.setsockopt(zmq.IDENTITY, os.urandom(12))
+    make_client(sock, keys)
+    sock.connect(endpoint)
+    return sock
+
+
+def _send(sock: zmq.Socket, kind: bytes, payload: dict) -> None:
+    sock.send_multipart([kind, json.dumps(payload).encode()])
+
+
+def _wait(sock: zmq.Socket, timeout_s: float, check=None) -> tuple[bytes, bytes] | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sock.poll(100, zmq.POLLIN):
+            kind, payload = sock.recv_multipart()
+            return kind, payload
+        if check is not None:
+            check()
+    return None
+
+
+def _join_failed(endpoint: str, timeout_s: float, keyed: bool) -> TransportError:
+    hint = (
+        "check that --key-file holds the run's key (the same file as the coordinator's)"
+        if keyed
+        else "if the coordinator listens beyond loopback it requires CurveZMQ: pass --key-file with the run's key"
+    )
+    return TransportError(
+        f"no answer from the coordinator at {endpoint} within {timeout_s} s: is it running and waiting "
+        f"for workers? {hint}"
+    )
+
+
+def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeout_s: float) -> int:
+    """Join a run and serve it; returns the process exit code."""
+    ctx = zmq.Context()
+    auth = start_authenticator(ctx, keys) if keys is not None else None
+    mesh: Mesh | None = None
+    ctl = _dealer(ctx, endpoint, keys, join_timeout_s)
+    hb = _dealer(ctx, endpoint, keys, join_timeout_s)
+    watchdog: Watchdog | None = None
+    program = None
+    worker_id = -1
+    try:
+        mesh = Mesh(ctx, keys, MeshConfig())
+        data_ep = mesh.bind(local_address_towards(endpoint))
+        hello = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "data_endpoint": data_ep,
+            "hb_identity": hb.getsockopt(zmq.IDENTITY).hex(),
+            "slot": slot,
+            "token": token,
+        }
+        try:
+            _send(ctl, MSG_HELLO, hello)
+            hb.send_multipart([MSG_BEAT, b"{}"])  # lets the coordinator route to this socket
+        except zmq.Again:
+            raise _join_failed(endpoint, join_timeout_s, keys is not None) from None
+        got = _wait(ctl, join_timeout_s)
+        if got is None:
+            raise _join_failed(endpoint, join_timeout_s, keys is not None)
+        kind, payload = got
+        if kind == MSG_REJECT:
+            raise TransportError(f"the coordinator at {endpoint} refused this worker: {payload.decode()}")
+        if kind != MSG_SETUP:
+            raise TransportError(f"expected setup from {endpoint}, got {kind!r}")
+        setup: Setup = pickle.loads(payload)  # trusted: the coordinator we were told to join
+        worker_id = setup.worker_id
+        shared = _Shared()
+        watchdog = Watchdog(hb, setup, shared)
+        hb = None  # owned by the watchdog thread now
+        watchdog.start()
+        mesh.set_interrupt(watchdog.check)
+        mesh.connect(setup.worker_id, list(setup.endpoints), setup.epoch)
+        program = load_factory(setup.factory)(setup.spec, setup.worker_id, len(setup.endpoints))
+        _send(ctl, MSG_READY, {"describe": describe(program)})
+        got = _wait(ctl, 365 * 86400.0, watchdog.check)
+        if got is not None and got[0] == MSG_ABORT:
+            raise Aborted(got[1].decode(errors="replace"))
+        if got is None or got[0] != MSG_START:
+            raise TransportError(f"worker {worker_id}: expected start, got {got and got[0]!r}")
+
+        def on_round(t_ps: int, rounds: int, events: int) -> None:
+            shared.t_ps, shared.rounds, shared.events = t_ps, rounds, events
+
+        out = run_rounds(program, mesh, setup.worker_id, len(setup.endpoints), setup.until_ps, on_round)
+        result = program.result()
+        _send(
+            ctl,
+            MSG_RESULT,
+            {
+                "result": result,
+                "rounds": out.rounds,
+                "end_ps": out.end_ps,
+                "loop_wall_s": out.wall_s,
+                "events": out.events,
+                "stats": mesh.stats.as_dict(),
+            },
+        )
+        _wait(ctl, setup.heartbeat_timeout_s, watchdog.check)  # bye: our result was received
+        return EXIT_OK
+    except Aborted:
+        return EXIT_ABORTED
+    except BaseException as exc:  # report everything, including KeyboardInterrupt, then exit
+        report = {
+            "kind": type(exc).__name__,
+            "message": str(exc),
+            "traceback": traceback.format_exc(),
+            "describe": describe(program) if program is not None else "program not built",
+        }
+        try:
+            _send(ctl, MSG_ERROR, report)
+            if worker_id >= 0:  # a member of the run: wait until the coordinator has the report
+                _wait(ctl, 2.0)
+        except zmq.ZMQError:
+            pass
+        sys.stderr.write(f"spin worker {worker_id} (pid {os.getpid()}): {type(exc).__name__}: {exc}\n")
+        return EXIT_JOIN if worker_id < 0 else EXIT_FAILED
+    finally:
+        if watchdog is not None:
+            watchdog.stop.set()
+            watchdog.join(timeout=2.0)
+        if hb is not None:
+            hb.close(0)
+        ctl.close(0)
+        if mesh is not None:
+            mesh.close()
+        if auth is not None:
+            auth.stop()
+        ctx.term()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spin.parallel.worker_main", description=__doc__.splitlines()[0])
+    parser.add_argument("--join", required=True, help="coordinator endpoint, tcp://HOST:PORT")
+    parser.add_argument("--key-file", help="the run's CurveZMQ secret key file (spin.key_secret)")
+    parser.add_argument("--join-timeout-s", type=float, default=120.0)
+    parser.add_argument("--slot", type=int, default=-1, help=argparse.SUPPRESS)  # local children only
+    parser.add_argument("--token", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.parent_pid:
+        die_with_parent(args.parent_pid)
+    try:
+        keys = load_keys(args.key_file) if args.key_file else None
+    except SpinError as exc:
+        sys.stderr.write(f"spin worker: {exc}\n")
+        return EXIT_JOIN
+    return serve(args.join, keys, args.slot, args.token, args.join_timeout_s)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
