@@ -1,0 +1,135 @@
+"""The host: runs a message-level program (send, wait, compute, reduce) against the NIC, with a
+CPU cost model so host-based baselines pay what software pays.
+
+Costs: ``host_o_send_ps`` per posted send, ``host_o_recv_ps`` per received message consumed by a
+wait, and ``host_reduce_mps_per_byte`` (milli-picoseconds per input byte) for host-side
+reductions. Each op that takes time schedules the next step, so a host is one event per op.
+"""
+import numba as nb
+import numpy as np
+
+from spin.engine import state as S
+from spin.engine.heap import push_event
+
+from .tx import post_message
+
+
+@nb.njit(cache=True)
+def _reduce(st, dev, dst_addr, src_addr, n, dtype_code):
+    base = st.dev[dev, S.D_HOST_MEM_OFF]
+    size = st.dev[dev, S.D_HOST_MEM_SIZE]
+    width = 4 if dtype_code == 0 or dtype_code == 2 else 8
+    if dst_addr < 0 or src_addr < 0 or dst_addr + n * width > size or src_addr + n * width > size:
+        raise IndexError("spin host reduce: range outside host memory")
+    if (dst_addr % width) != 0 or (src_addr % width) != 0:
+        raise ValueError("spin host reduce: addresses must be aligned to the element size")
+    mem = st.host_mem
+    if dtype_code == 0:
+        d = mem[base + dst_addr: base + dst_addr + 4 * n].view(np.int32)
+        s = mem[base + src_addr: base + src_addr + 4 * n].view(np.int32)
+        for i in range(n):
+            d[i] += s[i]
+    elif dtype_code == 1:
+        d = mem[base + dst_addr: base + dst_addr + 8 * n].view(np.int64)
+        s = mem[base + src_addr: base + src_addr + 8 * n].view(np.int64)
+        for i in range(n):
+            d[i] += s[i]
+    elif dtype_code == 2:
+        d = mem[base + dst_addr: base + dst_addr + 4 * n].view(np.float32)
+        s = mem[base + src_addr: base + src_addr + 4 * n].view(np.float32)
+        for i in range(n):
+            d[i] += s[i]
+    else:
+        d = mem[base + dst_addr: base + dst_addr + 8 * n].view(np.float64)
+        s = mem[base + src_addr: base + src_addr + 8 * n].view(np.float64)
+        for i in range(n):
+            d[i] += s[i]
+    return n * width
+
+
+@nb.njit(cache=True)
+def host_step(st, dev, now):
+    """Run the host program from its program counter until it blocks or spends time."""
+    first = st.dev[dev, S.D_HOST_OP_FIRST]
+    count = st.dev[dev, S.D_HOST_OP_COUNT]
+    while st.dev[dev, S.D_HOST_PC] < count:
+        op = st.host_ops[first + st.dev[dev, S.D_HOST_PC]]
+        code = op[0]
+        if code == S.OP_SEND:
+            cost = st.dev[dev, S.D_HOST_O_SEND_PS]
+            st.dev[dev, S.D_HOST_BUSY_PS] += cost
+            st.dev[dev, S.D_HOST_PC] += 1
+            post_message(st, dev, op[1], op[2], op[3], op[4], op[5], op[6], now + cost)
+            push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
+            return
+        elif code == S.OP_WAIT_RECV:
+            qp = op[1]
+            if st.host_recv_count[dev, qp] >= op[2]:
+                cost = st.dev[dev, S.D_HOST_O_RECV_PS] * op[3]
+                st.dev[dev, S.D_HOST_BUSY_PS] += cost
+                st.dev[dev, S.D_HOST_PC] += 1
+                st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
+                if cost > 0:
+                    push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
+                    return
+            else:
+                st.dev[dev, S.D_HOST_STATE] = S.HOST_WAIT_RECV
+                st.dev[dev, S.D_WAIT0] = qp
+                st.dev[dev, S.D_WAIT1] = op[2]
+                return
+        elif code == S.OP_WAIT_EVENT:
+            if st.dev[dev, S.D_HOST_EVENT_COUNT] >= op[1]:
+                cost = st.dev[dev, S.D_HOST_O_RECV_PS] * op[2]
+                st.dev[dev, S.D_HOST_BUSY_PS] += cost
+                st.dev[dev, S.D_HOST_PC] += 1
+                st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
+                if cost > 0:
+                    push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
+                    return
+            else:
+                st.dev[dev, S.D_HOST_STATE] = S.HOST_WAIT_EVENT
+                st.dev[dev, S.D_WAIT1] = op[1]
+                return
+        elif code == S.OP_COMPUTE:
+            st.dev[dev, S.D_HOST_BUSY_PS] += op[1]
+            st.dev[dev, S.D_HOST_PC] += 1
+            push_event(st, now + op[1], dev, S.EV_HOST, dev, 0, 0)
+            return
+        elif code == S.OP_REDUCE:
+            nbytes = _reduce(st, dev, op[1], op[2], op[3], op[4])
+            cost = (nbytes * st.dev[dev, S.D_HOST_REDUCE_MPS_PER_BYTE] + 999) // 1000
+            st.dev[dev, S.D_HOST_BUSY_PS] += cost
+            st.dev[dev, S.D_HOST_PC] += 1
+            push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
+            return
+        elif code == S.OP_MARK:
+            st.marks[dev, op[1]] = now
+            st.dev[dev, S.D_HOST_PC] += 1
+        elif code == S.OP_CALL:
+            st.dev[dev, S.D_HOST_PC] += 1
+            st.sc[S.SC_STATUS] = S.STATUS_HOST_CALL
+            st.sc[S.SC_CALL_DEV] = dev
+            st.sc[S.SC_CALL_ID] = op[1]
+            push_event(st, now, dev, S.EV_HOST, dev, 0, 0)
+            return
+        else:
+            raise ValueError("spin host: unknown host program opcode")
+    st.dev[dev, S.D_HOST_STATE] = S.HOST_DONE
+
+
+@nb.njit(cache=True)
+def host_message_delivered(st, dev, qp, now):
+    """A message finished landing in host memory (completion-queue entry)."""
+    st.host_recv_count[dev, qp] += 1
+    if st.dev[dev, S.D_HOST_STATE] == S.HOST_WAIT_RECV and st.dev[dev, S.D_WAIT0] == qp \
+            and st.host_recv_count[dev, qp] >= st.dev[dev, S.D_WAIT1]:
+        st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
+        push_event(st, now, dev, S.EV_HOST, dev, 0, 0)
+
+
+@nb.njit(cache=True)
+def host_event_raised(st, dev, now):
+    st.dev[dev, S.D_HOST_EVENT_COUNT] += 1
+    if st.dev[dev, S.D_HOST_STATE] == S.HOST_WAIT_EVENT and st.dev[dev, S.D_HOST_EVENT_COUNT] >= st.dev[dev, S.D_WAIT1]:
+        st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
+        push_event(st, now, dev, S.EV_HOST, dev, 0, 0)

@@ -1,0 +1,32 @@
+"""PCIe DMA timing between NIC and host: a latency plus a bandwidth-serialised transfer, with
+independent read and write directions (PCIe is full duplex)."""
+import numba as nb
+
+from spin.engine import state as S
+
+
+@nb.njit(cache=True, inline="always")
+def transfer_ps(st, dev, nbytes):
+    return (nbytes * st.dev[dev, S.D_PCIE_MPS_PER_BYTE] + 999) // 1000
+
+
+@nb.njit(cache=True)
+def pcie_write(st, dev, t_ps, nbytes):
+    """NIC -> host write issued at ``t_ps``; returns when the data is visible in host memory."""
+    start = max(t_ps, st.dev[dev, S.D_PCIE_W_BUSY])
+    end = start + transfer_ps(st, dev, nbytes)
+    st.dev[dev, S.D_PCIE_W_BUSY] = end
+    st.dev[dev, S.D_NIC_DMA_W_BYTES] += nbytes
+    return end + st.dev[dev, S.D_PCIE_LAT_PS]
+
+
+@nb.njit(cache=True)
+def pcie_read(st, dev, t_ps, nbytes):
+    """NIC <- host read issued at ``t_ps``; returns when the data is in NIC memory
+    (request latency, serialised transfer, completion latency)."""
+    lat = st.dev[dev, S.D_PCIE_LAT_PS]
+    start = max(t_ps + lat, st.dev[dev, S.D_PCIE_R_BUSY])
+    end = start + transfer_ps(st, dev, nbytes)
+    st.dev[dev, S.D_PCIE_R_BUSY] = end
+    st.dev[dev, S.D_NIC_DMA_R_BYTES] += nbytes
+    return end + lat

@@ -1,0 +1,104 @@
+"""Typed, frozen configuration of links, NICs, hosts, switches and the engine.
+
+Units are in the field names. Every default cites where it comes from; all are overridable.
+Validation errors are raised as ``ConfigError`` naming the field, the value and what is allowed.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def make(cls, **kwargs: Any):
+        """Build with validation errors turned into ConfigError with field, value and choices."""
+        try:
+            return cls(**kwargs)
+        except ValidationError as exc:
+            raise config_error(cls.__name__, exc) from None
+
+
+def config_error(where: str, exc: ValidationError) -> ConfigError:
+    lines = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(root)"
+        value = err.get("input")
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(sorted(_fields_of(where)))
+            msg = f"unknown field; valid fields: {valid}"
+        lines.append(f"{where}.{field} = {value!r}: {msg}")
+    return ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+
+
+def _fields_of(name: str) -> list[str]:
+    for cls in (LinkConfig, NicConfig, HostConfig, SwitchConfig, EngineConfig):
+        if cls.__name__ == name:
+            return list(cls.model_fields)
+    return []
+
+
+class LinkConfig(_Frozen):
+    # 400 Gb/s: the line rate PsPIN was designed for (PsPIN, ISCA'21).
+    rate_gbps: int = Field(400, gt=0, le=1_600)
+    # ~100 ns: a few metres of cable (~5 ns/m) plus PHY and RS-FEC latency (~100 ns at 400G).
+    latency_ns: float = Field(100.0, gt=0)
+
+
+class NicConfig(_Frozen):
+    # 32 HPUs at 1 GHz: PsPIN's 4 clusters x 8 RI5CY cores (pspin_cfg_pkg.sv, docs/examples.md).
+    hpus: int = Field(32, ge=1, le=1024)
+    hpu_clock_mhz: int = Field(1000, ge=1)
+    # Matching cost per header packet / per later packet: the sPIN simulator's defaults
+    # c=100 and sPIN_c_packet=10 cycles (LogGOPSim2 cmdline.ggo).
+    match_header_cycles: int = Field(100, ge=0)
+    match_packet_cycles: int = Field(10, ge=0)
+    # PCIe Gen5 x16: 32 GT/s x 16 lanes, 128b/130b = 63 GB/s raw per direction; ~50 GB/s after
+    # TLP/DLLP overheads with 256 B payloads. One-way latency ~400 ns (Neugebauer et al.,
+    # "Understanding PCIe performance for end host networking", SIGCOMM'18).
+    pcie_rate_gbytes_per_s: float = Field(50.0, gt=0)
+    pcie_latency_ns: float = Field(400.0, ge=0)
+    # In-flight receive messages per NIC: PsPIN has 256 message queues (MPQs).
+    max_inflight_messages: int = Field(256, ge=1)
+    # Frames the transmit engine may queue at the egress port before it waits.
+    tx_window_frames: int = Field(8, ge=1)
+
+
+class HostConfig(_Frozen):
+    memory_bytes: int = Field(1 << 20, ge=64)
+    # Per-message host software overhead o = 1.5 us: the sPIN simulator's LogGOPS default
+    # (LogGOPSim2 cmdline.ggo o=1500 ns), applied to posting a send and to consuming a receive.
+    send_overhead_ns: float = Field(1500.0, ge=0)
+    recv_overhead_ns: float = Field(1500.0, ge=0)
+    # Host-side reduction: ~5 GB/s per core for a streaming a[i] += b[i] (two loads and a store
+    # per element; STREAM "add" per core on server CPUs), i.e. 200 ps per input byte.
+    reduce_ps_per_byte: float = Field(200.0, ge=0)
+    qps: int = Field(64, ge=1, le=4096)
+
+
+class SwitchConfig(_Frozen):
+    # Port-to-port latency of a datacentre switch pipeline: ~450 ns (Tofino-class, store and
+    # forward of the frame is modelled separately by the link serialisation).
+    latency_ns: float = Field(450.0, ge=0)
+    # Per-port output buffer; tail drop beyond it.
+    port_buffer_bytes: int = Field(1 << 20, ge=2048)
+
+
+class EngineConfig(_Frozen):
+    # RoCE path MTU; 1 KiB is what PsPIN's figures use.
+    mtu_bytes: Literal[256, 512, 1024, 2048, 4096] = 1024
+    buffer_slots: int = Field(1 << 14, ge=64)
+    queue_frames: int = Field(1024, ge=4)
+    max_events_pending: int = Field(1 << 16, ge=64)
+    max_rx_messages: int = Field(1 << 14, ge=16)
+    max_tx_messages: int = Field(1 << 14, ge=16)
+    log_messages: int = Field(1 << 16, ge=0)
+    check_icrc: bool = True
+    boundscheck: bool = False
+    capture_frames: int = Field(1 << 14, ge=16)

@@ -1,0 +1,366 @@
+"""Layout of the engine state: one namedtuple of preallocated numpy arrays.
+
+Numba types a namedtuple of arrays as a plain struct, so every jitted function takes the whole
+state as one argument (``st``) and mutates arrays in place. Python builds it once per run
+(``allocate_state``) and reads the counters back when the run ends. Scalars live in ``st.sc``
+(an int64 array indexed by the ``SC_*`` constants) because namedtuple fields are immutable.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..drops import NUM_DROP_REASONS
+
+INF_PS = np.int64(2**62)
+
+# --- scalar slots in st.sc --------------------------------------------------------------------
+SC_NOW = 0
+SC_HEAP_N = 1
+SC_EV_FREE_TOP = 2
+SC_SLOT_FREE_TOP = 3
+SC_EVENTS = 4
+SC_STATUS = 5
+SC_OUT_N = 6
+SC_CAP_N = 7
+SC_CAP_BYTES = 8
+SC_MSG_FREE_TOP = 9
+SC_TXM_FREE_TOP = 10
+SC_MSGLOG_N = 11
+SC_TXLOG_N = 12
+SC_PEND_N = 13
+SC_MTU = 14
+SC_CHECK_ICRC = 15
+SC_N_NODES = 16
+SC_MAX_QP = 17
+SC_CALL_DEV = 18
+SC_CALL_ID = 19
+SC_PKT_EVENTS = 20
+SC_SLOTS_IN_USE_MAX = 21
+NUM_SC = 32
+
+# --- run status (why run_until returned) ------------------------------------------------------
+STATUS_DONE = 0          # reached t_end or ran out of events
+STATUS_CAPTURE_FULL = 1  # capture buffer needs draining
+STATUS_OUTBOX_FULL = 2   # cross-worker outbox needs shipping
+STATUS_HOST_CALL = 3     # a host program asked for a Python callback
+STATUS_EVENT_LIMIT = 4   # max_events reached (progress reporting)
+
+# --- "current handler" slots in st.cur (read by the handler API and by error reports) --------
+CUR_DEV = 0
+CUR_EC = 1
+CUR_MSG = 2
+CUR_KIND = 3
+CUR_SLOT = 4
+CUR_TIME = 5
+CUR_PAYLOAD_OFF = 6
+CUR_PAYLOAD_LEN = 7
+CUR_MSG_OFFSET = 8
+CUR_SRC = 9
+CUR_HPU = 10
+CUR_EXTRA_CYCLES = 11
+CUR_PSN = 12
+CUR_QP = 13
+CUR_EXTRA_PS = 14
+CUR_FRAME_LEN = 15
+CUR_ACTIVE = 16
+NUM_CUR = 24
+
+KIND_HEADER = 0
+KIND_PAYLOAD = 1
+KIND_COMPLETION = 2
+HANDLER_KIND_NAMES = ("header", "payload", "completion")
+
+# --- event kinds ------------------------------------------------------------------------------
+EV_TX_DONE = 1      # dev, a=global port: head frame finished serialising
+EV_ARRIVE = 2       # dev, a=global port (ingress), b=slot
+EV_ENQUEUE = 3      # dev, a=global port (egress), b=slot
+EV_HOST = 4         # dev: host program continues
+EV_HOST_RECV = 5    # dev, a=qp: a message was delivered to host memory
+EV_HOST_EVENT = 6   # dev, a=value: a handler raised a host event
+EV_COMPLETION = 7   # dev, a=message slot: run the completion handler
+EV_TXM = 8          # dev: NIC transmit engine emits the next packet
+
+# --- device kinds -----------------------------------------------------------------------------
+DEV_NIC = 0
+DEV_SWITCH = 1
+
+# --- pending handler actions (finalised at handler end) ---------------------------------------
+ACT_DMA_TO_HOST = 1      # a=nbytes, b=generate_event
+ACT_SEND_SLOT = 2        # a=slot
+ACT_HOST_EVENT = 3       # a=value
+ACT_PUT_FROM_HOST = 4    # a=dst, b=qp, c=host_addr, d=nbytes, e=remote_va
+ACT_HOST_WRITE = 5       # a=nbytes (8)
+ACT_DMA_FROM_HOST = 6    # a=nbytes (blocking read: lengthens the handler)
+MAX_PENDING_ACTIONS = 256
+
+# --- host program opcodes ---------------------------------------------------------------------
+OP_SEND = 1          # dst_node, qp, nbytes, local_addr, remote_addr, rkey
+OP_WAIT_RECV = 2     # qp, cumulative_count
+OP_WAIT_EVENT = 3    # cumulative_count
+OP_COMPUTE = 4       # duration_ps
+OP_REDUCE = 5        # dst_addr, src_addr, n_elems, dtype_code
+OP_MARK = 6          # mark index
+OP_CALL = 7          # callback id
+HOST_OP_WIDTH = 8
+
+HOST_RUNNING = 0
+HOST_WAIT_RECV = 1
+HOST_WAIT_EVENT = 2
+HOST_DONE = 3
+
+DTYPE_CODES = {"int32": 0, "int64": 1, "float32": 2, "float64": 3}
+
+MSG_STATE_WORDS = 16
+MSGLOG_WIDTH = 8   # dev, src, qp, bytes, t_first_ps, t_done_ps, ec, handled
+TXLOG_WIDTH = 6    # src, dst, qp, bytes, t_post_ps, 0
+
+MSG_FLAG_PROCEED_ALL = 1
+MSG_FLAG_DROP_ALL = 2
+
+# --- table columns (one int64 2-D table per entity keeps the state tuple narrow, which
+#     keeps Numba compile time and call overhead low) -------------------------------------
+# columns of st.dev
+D_KIND = 0
+D_SEQ = 1
+D_PORT0 = 2
+D_NPORTS = 3
+D_LOCAL = 4
+D_NODE = 5
+D_SW = 6
+D_NIC_HPUS = 7
+D_NIC_CYCLE_PS = 8
+D_NIC_MATCH_HDR_CYCLES = 9
+D_NIC_MATCH_PKT_CYCLES = 10
+D_PCIE_LAT_PS = 11
+D_PCIE_MPS_PER_BYTE = 12
+D_PCIE_W_BUSY = 13
+D_PCIE_R_BUSY = 14
+D_HPU_BUSY_PS = 15
+D_NIC_DMA_W_BYTES = 16
+D_NIC_DMA_R_BYTES = 17
+D_NIC_MAX_MSGS = 18
+D_NIC_MSGS_ACTIVE = 19
+D_NIC_TX_WINDOW = 20
+D_NIC_TX_SCHED = 21
+D_HOST_MEM_OFF = 22
+D_HOST_MEM_SIZE = 23
+D_HOST_O_SEND_PS = 24
+D_HOST_O_RECV_PS = 25
+D_HOST_REDUCE_MPS_PER_BYTE = 26
+D_HOST_OP_FIRST = 27
+D_HOST_OP_COUNT = 28
+D_HOST_PC = 29
+D_HOST_STATE = 30
+D_HOST_EVENT_COUNT = 31
+D_HOST_BUSY_PS = 32
+D_SW_LAT_PS = 33
+D_EC_FIRST = 34
+D_EC_COUNT = 35
+D_TXQ_HEAD = 36
+D_TXQ_N = 37
+D_WAIT0 = 38
+D_WAIT1 = 39
+D_HC = 40  # handler calls: D_HC + kind (3 columns)
+DEV_COLS = 43
+
+# columns of st.port
+PT_DEV = 0
+PT_PEER = 1
+PT_RATE_GBPS = 2
+PT_LAT_PS = 3
+PT_REMOTE = 4
+PT_CAPTURE = 5
+PT_Q_HEAD = 6
+PT_Q_N = 7
+PT_Q_BYTES = 8
+PT_Q_LIMIT_BYTES = 9
+PT_BUSY = 10
+PT_TX_FRAMES = 11
+PT_TX_BYTES = 12
+PT_DROPS = 13
+PT_MAX_Q_BYTES = 14
+PT_BUSY_PS = 15
+PORT_COLS = 16
+
+# columns of st.msg
+M_DEV = 0
+M_SRC = 1
+M_QP = 2
+M_EC = 3
+M_FIRST_PSN = 4
+M_NPKTS = 5
+M_SEEN = 6
+M_VA = 7
+M_RKEY = 8
+M_LEN = 9
+M_HDR_END = 10
+M_PL_END = 11
+M_DMA_END = 12
+M_LAST_READY = 13
+M_FLAGS = 14
+M_T_FIRST = 15
+MSG_COLS = 16
+
+# columns of st.txm
+T_DEV = 0
+T_DST = 1
+T_QP = 2
+T_LEN = 3
+T_SENT = 4
+T_HOST_ADDR = 5
+T_REMOTE_VA = 6
+T_RKEY = 7
+T_EV = 8
+T_T_POST = 9
+T_PSN = 10
+TXM_COLS = 11
+
+# columns of st.ec
+EC_PROG = 0
+EC_INST = 1
+EC_MATCH_QP = 2
+EC_MATCH_RKEY = 3
+EC_MATCH_SRC = 4
+EC_COLS = 5
+
+# columns of st.ev
+E_TIME = 0
+E_KEY = 1
+E_KIND = 2
+E_DEV = 3
+E_A = 4
+E_B = 5
+EV_COLS = 6
+
+# columns of st.cap
+C_TIME = 0
+C_PORT = 1
+C_LEN = 2
+C_OFF = 3
+CAP_COLS = 4
+
+# columns of st.out
+O_TIME = 0
+O_PORT = 1
+O_KEY = 2
+O_LEN = 3
+OUT_COLS = 4
+
+# columns of st.prog
+PR_HAS = 0      # + kind
+PR_CYCLES = 3   # + kind
+PR_MCPB = 6     # + kind: milli-cycles per payload byte
+PROG_COLS = 9
+
+FIELDS = (
+    "sc", "cur", "drops", "parsed",
+    "ev", "ev_free", "heap",                      # events: table + free list + heap of ids
+    "dev", "hpu_free", "host_recv_count", "marks", "txq", "host_ops", "host_mem",
+    "port", "port_q",                             # ports: table + FIFO rings of slot ids
+    "pool", "slot_len", "slot_free",              # frame buffer pool
+    "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
+    "txm", "txm_free", "tx_keys", "tx_vals",
+    "ec", "prog", "route",
+    "msglog", "txlog", "pend",
+    "cap", "cap_bytes", "out", "out_frames",
+)
+
+EngineState = namedtuple("EngineState", FIELDS)
+
+
+@dataclass(frozen=True)
+class StateSizes:
+    """Capacities of the preallocated engine arrays (exhaustion is a clear error, not a drop)."""
+
+    n_devs: int
+    n_ports: int
+    n_nodes: int
+    n_switches: int
+    n_ecs: int
+    n_progs: int
+    n_host_ops: int
+    host_mem_total: int
+    max_hpus: int
+    max_qp: int
+    n_marks: int
+    slot_bytes: int
+    n_slots: int
+    queue_frames: int
+    max_events: int
+    max_rx_messages: int
+    max_tx_messages: int
+    txq_cap: int
+    msglog_cap: int
+    txlog_cap: int
+    capture_frames: int
+    capture_bytes: int
+    outbox_frames: int
+
+
+def _hash_cap(n: int) -> int:
+    cap = 1024
+    while cap < 4 * n:
+        cap *= 2
+    return cap
+
+
+def allocate_state(z: StateSizes) -> EngineState:
+    """Allocate every array of the engine state, zeroed or marked empty."""
+    i8, i32, i64, u8 = np.int8, np.int32, np.int64, np.uint8
+    d, p = z.n_devs, z.n_ports
+    arrays = dict(
+        sc=np.zeros(NUM_SC, i64), cur=np.zeros(NUM_CUR, i64),
+        drops=np.zeros((d, NUM_DROP_REASONS), i64), parsed=np.zeros(32, i64),
+        ev=np.zeros((z.max_events, EV_COLS), i64),
+        ev_free=np.arange(z.max_events, dtype=i32)[::-1].copy(),
+        heap=np.zeros(z.max_events, i32),
+        dev=np.zeros((d, DEV_COLS), i64),
+        hpu_free=np.zeros((d, max(z.max_hpus, 1)), i64),
+        host_recv_count=np.zeros((d, z.max_qp), i64),
+        marks=np.full((d, max(z.n_marks, 1)), -1, i64),
+        txq=np.zeros((d, z.txq_cap), i32),
+        host_ops=np.zeros((max(z.n_host_ops, 1), HOST_OP_WIDTH), i64),
+        host_mem=np.zeros(max(z.host_mem_total, 8), u8),
+        port=np.zeros((p, PORT_COLS), i64),
+        port_q=np.zeros((p, z.queue_frames), i32),
+        pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_len=np.zeros(z.n_slots, i32),
+        slot_free=np.arange(z.n_slots, dtype=i32)[::-1].copy(),
+        msg=np.zeros((z.max_rx_messages, MSG_COLS), i64),
+        msg_state=np.zeros((z.max_rx_messages, MSG_STATE_WORDS), i64),
+        msg_free=np.arange(z.max_rx_messages, dtype=i32)[::-1].copy(),
+        rx_keys=np.full(_hash_cap(z.max_rx_messages), -1, i64),
+        rx_vals=np.zeros(_hash_cap(z.max_rx_messages), i64),
+        txm=np.zeros((z.max_tx_messages, TXM_COLS), i64),
+        txm_free=np.arange(z.max_tx_messages, dtype=i32)[::-1].copy(),
+        tx_keys=np.full(_hash_cap(z.n_nodes * 4 + 64), -1, i64),
+        tx_vals=np.zeros(_hash_cap(z.n_nodes * 4 + 64), i64),
+        ec=np.zeros((max(z.n_ecs, 1), EC_COLS), i64),
+        prog=np.zeros((max(z.n_progs, 1), PROG_COLS), i64),
+        route=np.full((max(z.n_switches, 1), max(z.n_nodes, 1)), -1, i32),
+        msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
+        txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
+        pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),
+        cap=np.zeros((z.capture_frames, CAP_COLS), i64),
+        cap_bytes=np.zeros(max(z.capture_bytes, 8), u8),
+        out=np.zeros((z.outbox_frames, OUT_COLS), i64),
+        out_frames=np.zeros((z.outbox_frames, z.slot_bytes), u8),
+    )
+    st = EngineState(**arrays)
+    st.sc[SC_EV_FREE_TOP] = z.max_events
+    st.sc[SC_SLOT_FREE_TOP] = z.n_slots
+    st.sc[SC_MSG_FREE_TOP] = z.max_rx_messages
+    st.sc[SC_TXM_FREE_TOP] = z.max_tx_messages
+    st.sc[SC_MAX_QP] = z.max_qp
+    st.sc[SC_N_NODES] = z.n_nodes
+    st.dev[:, D_LOCAL] = 1
+    st.dev[:, D_NODE] = -1
+    st.dev[:, D_SW] = -1
+    st.dev[:, D_HOST_STATE] = HOST_DONE
+    st.port[:, PT_PEER] = -1
+    st.ec[:, EC_MATCH_QP] = -1
+    st.ec[:, EC_MATCH_RKEY] = -1
+    st.ec[:, EC_MATCH_SRC] = -1
+    return st

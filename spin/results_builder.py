@@ -1,0 +1,66 @@
+"""Turn the engine's counters and logs into a RunResult (only devices this worker owns)."""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+
+from . import drops as D
+from .engine import state as S
+from .results import MessageRecord, RunResult
+
+
+def build_result(sim) -> RunResult:
+    st, scen = sim.st, sim.scenario
+    topo = scen.topology
+    local = sim.local
+    n_hosts = scen.n_hosts
+    posts: dict[tuple[int, int, int], deque] = defaultdict(deque)
+    for row in st.txlog[:int(st.sc[S.SC_TXLOG_N])]:
+        posts[(int(row[0]), int(row[1]), int(row[2]))].append(int(row[4]))
+    messages = []
+    for row in st.msglog[:int(st.sc[S.SC_MSGLOG_N])]:
+        dst, src, qp = int(row[0]), int(row[1]), int(row[2])
+        q = posts.get((src, dst, qp))
+        t_post = q.popleft() if q else None
+        messages.append(MessageRecord(src=src, dst=dst, qp=qp, bytes=int(row[3]), t_post_ps=t_post,
+                                      t_first_arrival_ps=int(row[4]), t_done_ps=int(row[5]),
+                                      handled_by_nic=bool(row[7])))
+    links = []
+    for i, link in enumerate(topo.links):
+        for gp, a, b in ((sim.port_of_link[i][0], link.a, link.b),
+                         (sim.port_of_link[i][1], link.b, link.a)):
+            if int(st.port[gp, S.PT_DEV]) not in local:
+                continue
+            links.append({"link": i, "from": a, "to": b, "tx_frames": int(st.port[gp, S.PT_TX_FRAMES]),
+                          "tx_bytes": int(st.port[gp, S.PT_TX_BYTES]), "drops": int(st.port[gp, S.PT_DROPS]),
+                          "max_queue_bytes": int(st.port[gp, S.PT_MAX_Q_BYTES]),
+                          "busy_ps": int(st.port[gp, S.PT_BUSY_PS])})
+    nics, hosts = [], []
+    for d in range(n_hosts):
+        if d not in local:
+            continue
+        nics.append({"node": d, "dma_write_bytes": int(st.dev[d, S.D_NIC_DMA_W_BYTES]),
+                     "dma_read_bytes": int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
+                     "hpu_busy_ps": int(st.dev[d, S.D_HPU_BUSY_PS]),
+                     "handler_calls": {k: int(st.dev[d, S.D_HC + i])
+                                       for i, k in enumerate(S.HANDLER_KIND_NAMES)}})
+        hosts.append({"node": d, "cpu_busy_ps": int(st.dev[d, S.D_HOST_BUSY_PS]),
+                      "finished": bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
+                      "messages_received": int(st.host_recv_count[d].sum()),
+                      "events_received": int(st.dev[d, S.D_HOST_EVENT_COUNT])})
+    switches = []
+    for s, name in enumerate(topo.switches):
+        d = n_hosts + s
+        if d in local:
+            switches.append({"name": name, "drops": D.drop_counts_to_dict(st.drops[d])})
+    drops: dict[str, int] = {}
+    for d in sorted(local):
+        for k, v in D.drop_counts_to_dict(st.drops[d]).items():
+            drops[k] = drops.get(k, 0) + v
+    marks = {}
+    for label, idx in scen.mark_index.items():
+        marks[label] = {d: int(st.marks[d, idx]) for d in range(n_hosts)
+                        if d in local and st.marks[d, idx] >= 0}
+    end = max([int(st.sc[S.SC_NOW])] + [m.t_done_ps for m in messages])
+    return RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
+                     packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
+                     nics=nics, hosts=hosts, switches=switches, drops=drops, marks=marks)

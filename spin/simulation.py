@@ -1,0 +1,350 @@
+"""Scenario (describe) and Simulation (build the engine state, run, collect results).
+
+A ``Scenario`` is plain data: a topology, configs, execution contexts, host programs, initial
+host memory and what to capture. ``Simulation`` turns it into engine arrays for one worker
+(optionally owning only some devices, for multi-process runs) and drives the generated engine.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import drops as D
+from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
+from .engine import state as S
+from .engine.codegen import load_engine
+from .errors import ConfigError, HandlerError, SpinError
+from .handler import ExecutionContext, HandlerProgram
+from .host_program import HostProgram
+from .results import MessageRecord, RunResult
+from .topology import Topology
+from .units import NS
+
+HOST_MEM_ALIGN = 64
+
+
+@dataclass
+class Scenario:
+    """Everything a run needs, as plain picklable data."""
+
+    topology: Topology
+    nic: NicConfig = field(default_factory=NicConfig)
+    host: HostConfig = field(default_factory=HostConfig)
+    switch: SwitchConfig = field(default_factory=SwitchConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    contexts: list[ExecutionContext] = field(default_factory=list)
+    host_programs: dict[int, HostProgram] = field(default_factory=dict)
+    host_memory: list[tuple[int, int, bytes]] = field(default_factory=list)
+    capture_links: list[int] = field(default_factory=list)
+    mark_index: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_hosts(self) -> int:
+        return len(self.topology.hosts)
+
+    def _check_node(self, node: int, what: str) -> None:
+        if not 0 <= node < self.n_hosts:
+            raise ConfigError(f"{what}: node={node}; valid nodes are 0..{self.n_hosts - 1}")
+
+    def install(self, ctx: ExecutionContext) -> ExecutionContext:
+        """Install an execution context on a NIC (matched in installation order)."""
+        self._check_node(ctx.node, "execution context")
+        ctx.initial_memory()
+        self.contexts.append(ctx)
+        return ctx
+
+    def host_program(self, node: int) -> HostProgram:
+        self._check_node(node, "host program")
+        if node not in self.host_programs:
+            self.host_programs[node] = HostProgram(node, self.host.qps, _mark_index=self.mark_index)
+        return self.host_programs[node]
+
+    def write_host_memory(self, node: int, addr: int, data) -> None:
+        """Initial contents of a host's memory (e.g. the buffer a host will send)."""
+        self._check_node(node, "host memory")
+        raw = np.ascontiguousarray(data).tobytes()
+        if addr < 0 or addr + len(raw) > self.host.memory_bytes:
+            raise ConfigError(f"host memory write at addr={addr} of {len(raw)} B exceeds "
+                              f"HostConfig.memory_bytes={self.host.memory_bytes}")
+        self.host_memory.append((node, addr, raw))
+
+    def capture(self, *links: int) -> None:
+        """Record the frames of these links (indices into topology.links; none = all links)."""
+        chosen = links or tuple(range(len(self.topology.links)))
+        for i in chosen:
+            if not 0 <= i < len(self.topology.links):
+                raise ConfigError(f"capture link={i}; valid links are 0..{len(self.topology.links) - 1}")
+        self.capture_links = sorted(set(self.capture_links) | set(chosen))
+
+    def programs(self) -> list[HandlerProgram]:
+        seen: list[HandlerProgram] = []
+        for c in self.contexts:
+            if not any(c.program is p for p in seen):
+                seen.append(c.program)
+        return seen
+
+    def run(self, pcap_dir: str | Path | None = None) -> RunResult:
+        return Simulation(self).run(pcap_dir=pcap_dir)
+
+
+def _ps(ns: float) -> int:
+    return int(round(ns * NS))
+
+
+class Simulation:
+    """One worker's engine for a scenario (all devices unless ``local_devices`` is given)."""
+
+    def __init__(self, scenario: Scenario, local_devices: set[int] | None = None):
+        self.scenario = scenario
+        topo = scenario.topology
+        self.device_names = topo.device_names()
+        self.n_devs = len(self.device_names)
+        self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
+        self.programs = scenario.programs()
+        self.engine = load_engine(self.programs, scenario.engine.boundscheck)
+        self.st = self._build_state()
+        self.hmems = self._build_handler_memory()
+        self.captured: list[tuple[int, int, bytes]] = []
+        self._started = False
+
+    # --- building -----------------------------------------------------------------------
+    def _build_state(self) -> S.EngineState:
+        sc, topo = self.scenario, self.scenario.topology
+        eng, nic, host = sc.engine, sc.nic, sc.host
+        n_hosts = sc.n_hosts
+        ports = topo.ports()
+        n_ports = sum(len(p) for p in ports.values())
+        slot_bytes = ((eng.mtu_bytes + 128 + 63) // 64) * 64
+        host_stride = ((host.memory_bytes + HOST_MEM_ALIGN - 1) // HOST_MEM_ALIGN) * HOST_MEM_ALIGN
+        n_ops = sum(len(p.ops) for p in sc.host_programs.values())
+        sizes = S.StateSizes(
+            n_devs=self.n_devs, n_ports=n_ports, n_nodes=n_hosts, n_switches=len(topo.switches),
+            n_ecs=len(sc.contexts), n_progs=len(self.programs), n_host_ops=n_ops,
+            host_mem_total=host_stride * n_hosts, max_hpus=nic.hpus, max_qp=host.qps,
+            n_marks=max(len(sc.mark_index), 1), slot_bytes=slot_bytes, n_slots=eng.buffer_slots,
+            queue_frames=eng.queue_frames, max_events=eng.max_events_pending,
+            max_rx_messages=eng.max_rx_messages, max_tx_messages=eng.max_tx_messages,
+            txq_cap=eng.max_tx_messages, msglog_cap=max(eng.log_messages, 1),
+            txlog_cap=max(eng.log_messages, 1),
+            capture_frames=eng.capture_frames if sc.capture_links else 16,
+            capture_bytes=eng.capture_frames * slot_bytes if sc.capture_links else 16,
+            outbox_frames=4096)
+        st = S.allocate_state(sizes)
+        st.sc[S.SC_MTU] = eng.mtu_bytes
+        st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
+        # devices and ports
+        gp_of: dict[tuple[str, int], int] = {}
+        gp = 0
+        for d, name in enumerate(self.device_names):
+            is_nic = d < n_hosts
+            st.dev[d, S.D_KIND] = S.DEV_NIC if is_nic else S.DEV_SWITCH
+            st.dev[d, S.D_PORT0] = gp
+            st.dev[d, S.D_NPORTS] = len(ports[name])
+            st.dev[d, S.D_LOCAL] = 1 if d in self.local else 0
+            for link_idx, _peer in ports[name]:
+                gp_of[(name, link_idx)] = gp
+                st.port[gp, S.PT_DEV] = d
+                gp += 1
+            if is_nic:
+                st.dev[d, S.D_NODE] = d
+            else:
+                st.dev[d, S.D_SW] = d - n_hosts
+                st.dev[d, S.D_SW_LAT_PS] = _ps(sc.switch.latency_ns)
+        dev_index = {n: i for i, n in enumerate(self.device_names)}
+        for i, link in enumerate(topo.links):
+            pa, pb = gp_of[(link.a, i)], gp_of[(link.b, i)]
+            for src, dst in ((pa, pb), (pb, pa)):
+                st.port[src, S.PT_PEER] = dst
+                st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
+                st.port[src, S.PT_LAT_PS] = _ps(link.config.latency_ns)
+                st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
+            if i in sc.capture_links:
+                st.port[pa, S.PT_CAPTURE] = 1
+                st.port[pb, S.PT_CAPTURE] = 1
+        for g in range(n_ports):
+            is_switch = st.dev[st.port[g, S.PT_DEV], S.D_KIND] == S.DEV_SWITCH
+            st.port[g, S.PT_Q_LIMIT_BYTES] = (sc.switch.port_buffer_bytes if is_switch
+                                        else eng.queue_frames * slot_bytes)
+        self.port_of_link = {i: (gp_of[(l.a, i)], gp_of[(l.b, i)]) for i, l in enumerate(topo.links)}
+        # NICs and hosts
+        cycle_ps = int(round(1_000_000 / nic.hpu_clock_mhz))
+        for d in range(n_hosts):
+            st.dev[d, S.D_NIC_HPUS] = nic.hpus
+            st.dev[d, S.D_NIC_CYCLE_PS] = cycle_ps
+            st.dev[d, S.D_NIC_MATCH_HDR_CYCLES] = nic.match_header_cycles
+            st.dev[d, S.D_NIC_MATCH_PKT_CYCLES] = nic.match_packet_cycles
+            st.dev[d, S.D_PCIE_LAT_PS] = _ps(nic.pcie_latency_ns)
+            st.dev[d, S.D_PCIE_MPS_PER_BYTE] = int(round(1_000_000 / nic.pcie_rate_gbytes_per_s))
+            st.dev[d, S.D_NIC_MAX_MSGS] = nic.max_inflight_messages
+            st.dev[d, S.D_NIC_TX_WINDOW] = nic.tx_window_frames
+            st.dev[d, S.D_HOST_MEM_OFF] = d * host_stride
+            st.dev[d, S.D_HOST_MEM_SIZE] = host.memory_bytes
+            st.dev[d, S.D_HOST_O_SEND_PS] = _ps(host.send_overhead_ns)
+            st.dev[d, S.D_HOST_O_RECV_PS] = _ps(host.recv_overhead_ns)
+            st.dev[d, S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))
+        for node, addr, raw in sc.host_memory:
+            off = node * host_stride + addr
+            st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
+        k = 0
+        for node in sorted(sc.host_programs):
+            ops = sc.host_programs[node].ops
+            st.dev[node, S.D_HOST_OP_FIRST] = k
+            st.dev[node, S.D_HOST_OP_COUNT] = len(ops)
+            if ops:
+                st.host_ops[k:k + len(ops)] = np.asarray(ops, np.int64)
+                st.dev[node, S.D_HOST_STATE] = S.HOST_RUNNING
+            k += len(ops)
+        # execution contexts, grouped per NIC in installation order
+        inst_count = [0] * len(self.programs)
+        ordered = sorted(enumerate(sc.contexts), key=lambda ic: (ic[1].node, ic[0]))
+        self.ec_order: list[ExecutionContext] = []
+        for e, (_, ctx) in enumerate(ordered):
+            p = next(i for i, q in enumerate(self.programs) if q is ctx.program)
+            if st.dev[ctx.node, S.D_EC_COUNT] == 0:
+                st.dev[ctx.node, S.D_EC_FIRST] = e
+            st.dev[ctx.node, S.D_EC_COUNT] += 1
+            st.ec[e, S.EC_PROG] = p
+            st.ec[e, S.EC_INST] = inst_count[p]
+            inst_count[p] += 1
+            st.ec[e, S.EC_MATCH_QP] = -1 if ctx.match_qp is None else ctx.match_qp
+            st.ec[e, S.EC_MATCH_RKEY] = -1 if ctx.match_rkey is None else ctx.match_rkey
+            st.ec[e, S.EC_MATCH_SRC] = -1 if ctx.match_src is None else ctx.match_src
+            self.ec_order.append(ctx)
+        for p, prog in enumerate(self.programs):
+            for kind, fn in enumerate(prog.handlers()):
+                st.prog[p, S.PR_HAS + kind] = 0 if fn is None else 1
+                cost = prog.cost(kind)
+                st.prog[p, S.PR_CYCLES + kind] = cost.cycles
+                st.prog[p, S.PR_MCPB + kind] = cost.millicycles_per_byte
+        # switch routes
+        for s_name, table in topo.switch_routes().items():
+            s = dev_index[s_name] - n_hosts
+            for node, port in table.items():
+                st.route[s, node] = port
+        return st
+
+    def _build_handler_memory(self) -> tuple:
+        mems = []
+        for prog in self.programs:
+            insts = [c.initial_memory() for c in self.ec_order if c.program is prog]
+            mems.append(np.ascontiguousarray(np.stack(insts)))
+        if not mems:
+            mems.append(np.zeros((1, 1), np.int64))
+        return tuple(mems)
+
+    # --- running ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Schedule every local host program at t=0 (idempotent)."""
+        if self._started:
+            return
+        self._started = True
+        from .engine.heap import push_event
+        for node in range(self.scenario.n_hosts):
+            if node in self.local and self.st.dev[node, S.D_HOST_STATE] == S.HOST_RUNNING:
+                push_event(self.st, 0, node, S.EV_HOST, node, 0, 0)
+
+    def next_event_ps(self) -> int:
+        st = self.st
+        if st.sc[S.SC_HEAP_N] == 0:
+            return int(S.INF_PS)
+        return int(st.ev[st.heap[0], S.E_TIME])
+
+    def run_until(self, t_end_ps: int) -> None:
+        """Process every event before ``t_end_ps``, draining captures on the way."""
+        self.start()
+        while True:
+            try:
+                status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps), 0)
+            except SpinError:
+                raise
+            except Exception as exc:  # raised inside jitted code: name the culprit
+                raise self._describe_failure(exc) from exc
+            if status == S.STATUS_CAPTURE_FULL:
+                self._drain_capture()
+            elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL):
+                return
+            elif status == S.STATUS_HOST_CALL:
+                continue
+
+    def run(self, pcap_dir: str | Path | None = None) -> RunResult:
+        t0 = time.perf_counter()
+        self.run_until(int(S.INF_PS))
+        wall = time.perf_counter() - t0
+        self._drain_capture()
+        if pcap_dir is not None:
+            self.write_pcaps(pcap_dir)
+        result = self.result()
+        result.wall = {"seconds": wall, "events_per_s": result.events / wall if wall > 0 else 0.0}
+        return result
+
+    def _describe_failure(self, exc: Exception) -> SpinError:
+        st = self.st
+        cur = st.cur
+        if cur[S.CUR_ACTIVE]:
+            ec = self.ec_order[int(cur[S.CUR_EC])]
+            kind = S.HANDLER_KIND_NAMES[int(cur[S.CUR_KIND])]
+            fn = ec.program.handlers()[int(cur[S.CUR_KIND])]
+            fname = getattr(getattr(fn, "py_func", fn), "__qualname__", repr(fn))
+            slot = int(cur[S.CUR_SLOT])
+            frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
+            return HandlerError(
+                f"{kind} handler {fname!r} (program {ec.program.name!r}, execution context "
+                f"#{int(cur[S.CUR_EC])} on node {ec.node}) failed with "
+                f"{type(exc).__name__}: {exc}; packet: src node {int(cur[S.CUR_SRC])}, "
+                f"qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, message offset "
+                f"{int(cur[S.CUR_MSG_OFFSET])}, payload {int(cur[S.CUR_PAYLOAD_LEN])} B, "
+                f"t={int(cur[S.CUR_TIME])} ps; frame ({len(frame)} B): {frame[:96].hex()}"
+                + ("..." if len(frame) > 96 else ""))
+        if isinstance(exc, MemoryError):
+            return ConfigError(str(exc))
+        return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
+
+    # --- capture ------------------------------------------------------------------------
+    def _drain_capture(self) -> None:
+        st = self.st
+        n = int(st.sc[S.SC_CAP_N])
+        for k in range(n):
+            off, ln = int(st.cap[k, S.C_OFF]), int(st.cap[k, S.C_LEN])
+            self.captured.append((int(st.cap[k, S.C_TIME]), int(st.cap[k, S.C_PORT]),
+                                  bytes(st.cap_bytes[off:off + ln])))
+        st.sc[S.SC_CAP_N] = 0
+        st.sc[S.SC_CAP_BYTES] = 0
+
+    def captured_frames(self, link: int) -> list[tuple[int, bytes]]:
+        """(time_ps, frame) transmitted on either direction of ``link``, in time order."""
+        pa, pb = self.port_of_link[link]
+        rows = [(t, p, f) for (t, p, f) in self.captured if p in (pa, pb)]
+        rows.sort(key=lambda r: (r[0], r[1]))
+        return [(t, f) for t, _, f in rows]
+
+    def write_pcaps(self, directory: str | Path) -> list[Path]:
+        from .capture import PcapWriter
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for i in self.scenario.capture_links:
+            link = self.scenario.topology.links[i]
+            path = directory / f"link{i}_{link.a}-{link.b}.pcap"
+            with PcapWriter(path) as w:
+                for t, frame in self.captured_frames(i):
+                    w.write(t, frame)
+            paths.append(path)
+        return paths
+
+    # --- results ------------------------------------------------------------------------
+    def host_memory(self, node: int) -> np.ndarray:
+        st = self.st
+        off = int(st.dev[node, S.D_HOST_MEM_OFF])
+        return st.host_mem[off:off + int(st.dev[node, S.D_HOST_MEM_SIZE])].copy()
+
+    def handler_memory(self, ctx: ExecutionContext) -> np.ndarray:
+        e = next(i for i, c in enumerate(self.ec_order) if c is ctx)
+        p = int(self.st.ec[e, S.EC_PROG])
+        return self.hmems[p][int(self.st.ec[e, S.EC_INST])].copy()
+
+    def result(self) -> RunResult:
+        from .results_builder import build_result
+        return build_result(self)
