@@ -72,7 +72,8 @@ def wake_tx(st, dev, t_ps):
 
 @nb.njit(cache=True)
 def tx_step(st, dev, now):
-    """Emit the next packet of the head message (round-robin over posted messages)."""
+    """Emit the next packet of the head message. Messages leave in post order, which keeps the
+    packets of every QP in PSN order as RoCE requires."""
     st.dev[dev, S.D_NIC_TX_SCHED] = 0
     if st.dev[dev, S.D_TXQ_N] == 0:
         return
@@ -114,10 +115,6 @@ def tx_step(st, dev, now):
         sc = st.sc
         st.txm_free[sc[S.SC_TXM_FREE_TOP]] = m
         sc[S.SC_TXM_FREE_TOP] += 1
-    elif st.dev[dev, S.D_TXQ_N] > 1:
-        # round-robin: move the head message to the tail
-        st.dev[dev, S.D_TXQ_HEAD] = (head + 1) % cap
-        st.txq[dev, (head + st.dev[dev, S.D_TXQ_N]) % cap] = m
     if st.dev[dev, S.D_TXQ_N] > 0:
         st.dev[dev, S.D_NIC_TX_SCHED] = 1
         push_event(st, t_emit, dev, S.EV_TXM, dev, 0, 0)

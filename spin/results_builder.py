@@ -1,8 +1,6 @@
 """Turn the engine's counters and logs into a RunResult (only devices this worker owns)."""
 from __future__ import annotations
 
-from collections import defaultdict, deque
-
 from . import drops as D
 from .engine import state as S
 from .results import MessageRecord, RunResult
@@ -13,15 +11,12 @@ def build_result(sim) -> RunResult:
     topo = scen.topology
     local = sim.local
     n_hosts = scen.n_hosts
-    posts: dict[tuple[int, int, int], deque] = defaultdict(deque)
-    for row in st.txlog[:int(st.sc[S.SC_TXLOG_N])]:
-        posts[(int(row[0]), int(row[1]), int(row[2]))].append(int(row[4]))
+    posts = [[int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])]
+             for r in st.txlog[:int(st.sc[S.SC_TXLOG_N])]]
     messages = []
     for row in st.msglog[:int(st.sc[S.SC_MSGLOG_N])]:
         dst, src, qp = int(row[0]), int(row[1]), int(row[2])
-        q = posts.get((src, dst, qp))
-        t_post = q.popleft() if q else None
-        messages.append(MessageRecord(src=src, dst=dst, qp=qp, bytes=int(row[3]), t_post_ps=t_post,
+        messages.append(MessageRecord(src=src, dst=dst, qp=qp, bytes=int(row[3]), t_post_ps=None,
                                       t_first_arrival_ps=int(row[4]), t_done_ps=int(row[5]),
                                       handled_by_nic=bool(row[7])))
     links = []
@@ -61,6 +56,11 @@ def build_result(sim) -> RunResult:
         marks[label] = {d: int(st.marks[d, idx]) for d in range(n_hosts)
                         if d in local and st.marks[d, idx] >= 0}
     end = max([int(st.sc[S.SC_NOW])] + [m.t_done_ps for m in messages])
-    return RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
-                     packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
-                     nics=nics, hosts=hosts, switches=switches, drops=drops, marks=marks)
+    marks = {k: v for k, v in marks.items()}
+    result = RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
+                       packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
+                       nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
+                       marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts)
+    result.pair_posts()
+    result.canonicalize()
+    return result

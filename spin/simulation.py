@@ -40,6 +40,9 @@ class Scenario:
     host_memory: list[tuple[int, int, bytes]] = field(default_factory=list)
     capture_links: list[int] = field(default_factory=list)
     mark_index: dict[str, int] = field(default_factory=dict)
+    # Optional superset of programs to compile the engine for: scenarios that list the same
+    # programs share one compiled (and cached) engine, e.g. a whole test suite.
+    engine_programs: list[HandlerProgram] | None = None
 
     @property
     def n_hosts(self) -> int:
@@ -80,14 +83,26 @@ class Scenario:
         self.capture_links = sorted(set(self.capture_links) | set(chosen))
 
     def programs(self) -> list[HandlerProgram]:
-        seen: list[HandlerProgram] = []
+        """Programs the engine is compiled for, in dispatch order."""
+        seen: list[HandlerProgram] = list(self.engine_programs or [])
         for c in self.contexts:
-            if not any(c.program is p for p in seen):
+            if not any(_same_program(c.program, p) for p in seen):
+                if self.engine_programs is not None:
+                    raise ConfigError(f"program {c.program.name!r} is installed but missing from "
+                                      f"Scenario.engine_programs "
+                                      f"({', '.join(p.name for p in self.engine_programs)})")
                 seen.append(c.program)
         return seen
 
     def run(self, pcap_dir: str | Path | None = None) -> RunResult:
         return Simulation(self).run(pcap_dir=pcap_dir)
+
+
+def _same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
+    """Programs are interchangeable for the engine when they run the same handlers on handler
+    memory of the same dtype and rank (contents and sizes may differ per instance)."""
+    return (a is b) or (a.handlers() == b.handlers() and a.memory.dtype == b.memory.dtype
+                        and a.memory.ndim == b.memory.ndim)
 
 
 def _ps(ns: float) -> int:
@@ -202,7 +217,7 @@ class Simulation:
         ordered = sorted(enumerate(sc.contexts), key=lambda ic: (ic[1].node, ic[0]))
         self.ec_order: list[ExecutionContext] = []
         for e, (_, ctx) in enumerate(ordered):
-            p = next(i for i, q in enumerate(self.programs) if q is ctx.program)
+            p = next(i for i, q in enumerate(self.programs) if _same_program(q, ctx.program))
             if st.dev[ctx.node, S.D_EC_COUNT] == 0:
                 st.dev[ctx.node, S.D_EC_FIRST] = e
             st.dev[ctx.node, S.D_EC_COUNT] += 1
@@ -228,9 +243,16 @@ class Simulation:
 
     def _build_handler_memory(self) -> tuple:
         mems = []
-        for prog in self.programs:
-            insts = [c.initial_memory() for c in self.ec_order if c.program is prog]
-            mems.append(np.ascontiguousarray(np.stack(insts)))
+        for p, prog in enumerate(self.programs):
+            insts = [c.initial_memory() for e, c in enumerate(self.ec_order)
+                     if int(self.st.ec[e, S.EC_PROG]) == p]
+            if not insts:
+                insts = [prog.memory.copy()]
+            shape = tuple(max(m.shape[i] for m in insts) for i in range(prog.memory.ndim))
+            stacked = np.zeros((len(insts),) + shape, prog.memory.dtype)
+            for i, m in enumerate(insts):
+                stacked[(i,) + tuple(slice(0, n) for n in m.shape)] = m
+            mems.append(stacked)
         if not mems:
             mems.append(np.zeros((1, 1), np.int64))
         return tuple(mems)
@@ -252,8 +274,9 @@ class Simulation:
             return int(S.INF_PS)
         return int(st.ev[st.heap[0], S.E_TIME])
 
-    def run_until(self, t_end_ps: int) -> None:
-        """Process every event before ``t_end_ps``, draining captures on the way."""
+    def run_until(self, t_end_ps: int) -> int:
+        """Process every event before ``t_end_ps``, draining captures on the way. Returns early
+        (with STATUS_OUTBOX_FULL) when frames for other workers must be shipped first."""
         self.start()
         while True:
             try:
@@ -265,7 +288,7 @@ class Simulation:
             if status == S.STATUS_CAPTURE_FULL:
                 self._drain_capture()
             elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL):
-                return
+                return int(status)
             elif status == S.STATUS_HOST_CALL:
                 continue
 
@@ -343,7 +366,13 @@ class Simulation:
     def handler_memory(self, ctx: ExecutionContext) -> np.ndarray:
         e = next(i for i, c in enumerate(self.ec_order) if c is ctx)
         p = int(self.st.ec[e, S.EC_PROG])
-        return self.hmems[p][int(self.st.ec[e, S.EC_INST])].copy()
+        mem = self.hmems[p][int(self.st.ec[e, S.EC_INST])]
+        return mem[tuple(slice(0, n) for n in ctx.program.memory.shape)].copy()
+
+    def host_memory_digests(self) -> dict[int, str]:
+        import hashlib
+        return {n: hashlib.sha256(self.host_memory(n).tobytes()).hexdigest()
+                for n in range(self.scenario.n_hosts) if n in self.local}
 
     def result(self) -> RunResult:
         from .results_builder import build_result

@@ -1,0 +1,194 @@
+"""The engine as a ``spin.parallel`` worker program: one Simulation per worker process, owning
+a subset of the devices; frames for devices owned elsewhere leave through the engine's outbox and
+arrive through ``inject_frames`` with the sender's event key, so every worker count produces the
+same event order per device and therefore bit-identical results."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .engine import state as S
+from .engine.ports import inject_frames
+from .errors import ConfigError
+from .parallel.batch import FrameBatch
+from .parallel.program import INF_PS
+from .results import RunResult
+from .simulation import Scenario, Simulation
+
+FACTORY = "spin.fabric_workers:make_worker"
+
+
+@dataclass(frozen=True)
+class PartitionedScenario:
+    scenario: Scenario
+    owner: tuple[int, ...]   # worker id of every device (hosts first, then switches)
+
+
+def auto_partition(scenario: Scenario, workers: int) -> tuple[int, ...]:
+    """Hosts in contiguous, balanced blocks by node id; each switch goes to the worker owning
+    most of its neighbours (lowest worker id on ties)."""
+    topo = scenario.topology
+    n_hosts = len(topo.hosts)
+    owner = [min(workers - 1, (h * workers) // max(n_hosts, 1)) for h in range(n_hosts)]
+    by_name = dict(zip(topo.hosts, owner))
+    ports = topo.ports()
+    for s in topo.switches:
+        votes = [0] * workers
+        for _, peer in ports[s]:
+            if peer in by_name:
+                votes[by_name[peer]] += 1
+        by_name[s] = max(range(workers), key=lambda w: (votes[w], -w))
+        owner.append(by_name[s])
+    return tuple(owner)
+
+
+def explicit_partition(scenario: Scenario, workers: int, assign: dict[str, int]) -> tuple[int, ...]:
+    names = scenario.topology.device_names()
+    unknown = sorted(set(assign) - set(names))
+    if unknown:
+        raise ConfigError(f"workers.assign names unknown devices {unknown}; devices: {', '.join(names)}")
+    base = auto_partition(scenario, workers)
+    owner = []
+    for i, name in enumerate(names):
+        w = assign.get(name, base[i])
+        if not 0 <= w < workers:
+            raise ConfigError(f"workers.assign.{name} = {w}; valid workers are 0..{workers - 1}")
+        owner.append(w)
+    return tuple(owner)
+
+
+class EngineWorker:
+    """``spin.parallel.WorkerProgram`` over a Simulation that owns some devices."""
+
+    def __init__(self, spec: PartitionedScenario, worker_id: int, n_workers: int):
+        self.spec = spec
+        self.worker_id = worker_id
+        self.owner = np.asarray(spec.owner, np.int64)
+        local = {d for d, w in enumerate(spec.owner) if w == worker_id}
+        self.sim = Simulation(spec.scenario, local_devices=local)
+        self.sim.start()
+        topo = spec.scenario.topology
+        names = topo.device_names()
+        index = {n: i for i, n in enumerate(names)}
+        crossing = [int(round(l.config.latency_ns * 1000)) for l in topo.links
+                    if spec.owner[index[l.a]] != spec.owner[index[l.b]]]
+        self._lookahead = min(crossing) if crossing else INF_PS
+        self._names = [names[d] for d in sorted(local)]
+
+    def describe(self) -> str:
+        return f"devices {', '.join(self._names)}"
+
+    def events_processed(self) -> int:
+        return int(self.sim.st.sc[S.SC_EVENTS])
+
+    def lookahead_ps(self) -> int:
+        return self._lookahead
+
+    def next_event_ps(self) -> int:
+        return self.sim.next_event_ps()
+
+    def run_until(self, t_end_ps: int) -> dict[int, FrameBatch]:
+        out: list[FrameBatch] = []
+        while True:
+            status = self.sim.run_until(t_end_ps)
+            out.append(self._take_outbox())
+            if status != S.STATUS_OUTBOX_FULL:
+                break
+        slot = self.sim.st.out_frames.shape[1]
+        batch = FrameBatch.concat(out, slot_bytes=slot)
+        if batch.n == 0:
+            return {}
+        dst_worker = self.owner[batch.dst_device]
+        result = {}
+        for w in np.unique(dst_worker):
+            sel = np.nonzero(dst_worker == w)[0]
+            result[int(w)] = FrameBatch(batch.arrival_ps[sel], batch.dst_device[sel],
+                                        batch.dst_port[sel], batch.order_key[sel],
+                                        batch.length[sel], batch.frames[sel])
+        return result
+
+    def _take_outbox(self) -> FrameBatch:
+        st = self.sim.st
+        n = int(st.sc[S.SC_OUT_N])
+        st.sc[S.SC_OUT_N] = 0
+        if n == 0:
+            return FrameBatch.empty(st.out_frames.shape[1])
+        ports = st.out[:n, S.O_PORT].astype(np.int32)
+        return FrameBatch(arrival_ps=st.out[:n, S.O_TIME].copy(),
+                          dst_device=st.port[ports, S.PT_DEV].astype(np.int32),
+                          dst_port=ports, order_key=st.out[:n, S.O_KEY].copy(),
+                          length=st.out[:n, S.O_LEN].astype(np.int32),
+                          frames=st.out_frames[:n].copy())
+
+    def deliver(self, batch: FrameBatch) -> None:
+        if batch.n == 0:
+            return
+        inject_frames(self.sim.st, np.array(batch.arrival_ps, np.int64),
+                      np.array(batch.dst_port, np.int32), np.array(batch.order_key, np.int64),
+                      np.array(batch.length, np.int32), np.array(batch.frames, np.uint8))
+
+    def result(self) -> dict:
+        self.sim._drain_capture()
+        d = self.sim.result().to_dict(include_wall=False)
+        d["captured"] = [[t, p, f.hex()] for t, p, f in self.sim.captured]
+        return d
+
+
+def make_worker(spec: PartitionedScenario, worker_id: int, n_workers: int) -> EngineWorker:
+    return EngineWorker(spec, worker_id, n_workers)
+
+
+def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | None = None,
+                    quiet: bool = True, partition: dict[str, int] | None = None,
+                    timeout_s: float | None = None) -> RunResult:
+    """Run on ``workers`` local processes and merge their results."""
+    from .parallel.coordinator import run_fabric
+    if workers < 1:
+        raise ConfigError(f"workers = {workers}; must be >= 1")
+    owner = (explicit_partition(scenario, workers, partition) if partition
+             else auto_partition(scenario, workers))
+    spec = PartitionedScenario(scenario, owner)
+    outcome = run_fabric(FACTORY, spec, workers, quiet=quiet, timeout_s=timeout_s)
+    parts, captured = [], []
+    for d in outcome.results:
+        captured += [(int(t), int(p), bytes.fromhex(f)) for t, p, f in d.pop("captured")]
+        parts.append(RunResult.from_dict(d))
+    result = RunResult.merge(parts)
+    result.wall = {"seconds": outcome.wall_s, "rounds": outcome.rounds,
+                   "events_per_s": result.events / outcome.wall_s if outcome.wall_s else 0.0}
+    if pcap_dir is not None:
+        write_merged_pcaps(scenario, captured, pcap_dir)
+    result.captured = captured  # type: ignore[attr-defined]
+    return result
+
+
+def write_merged_pcaps(scenario: Scenario, captured, directory) -> list[Path]:
+    from .capture import PcapWriter
+    sim_ports = _link_ports(scenario)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in scenario.capture_links:
+        link = scenario.topology.links[i]
+        pa, pb = sim_ports[i]
+        rows = sorted((t, p, f) for t, p, f in captured if p in (pa, pb))
+        path = directory / f"link{i}_{link.a}-{link.b}.pcap"
+        with PcapWriter(path) as w:
+            for t, _, f in rows:
+                w.write(t, f)
+        paths.append(path)
+    return paths
+
+
+def _link_ports(scenario: Scenario) -> dict[int, tuple[int, int]]:
+    """Global port indices of both ends of every link (same numbering as Simulation)."""
+    topo = scenario.topology
+    ports = topo.ports()
+    gp_of, gp = {}, 0
+    for name in topo.device_names():
+        for link_idx, _ in ports[name]:
+            gp_of[(name, link_idx)] = gp
+            gp += 1
+    return {i: (gp_of[(l.a, i)], gp_of[(l.b, i)]) for i, l in enumerate(topo.links)}
