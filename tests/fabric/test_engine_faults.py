@@ -8,11 +8,11 @@ from spin.handler import ExecutionContext
 from spin.simulation import Scenario, Simulation
 from spin.topology import Topology
 
-from .faulty import failing_program
+from tests.probe_handlers import engine_test_programs, failing_program
 
 
 def _scenario() -> Scenario:
-    sc = Scenario(Topology.star(4))
+    sc = Scenario(Topology.star(4), engine_programs=engine_test_programs())
     sc.install(ExecutionContext(3, failing_program(), match_qp=1))
     payload = np.zeros(64, np.uint8)
     payload[0] = 0xEE

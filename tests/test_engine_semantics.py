@@ -1,0 +1,151 @@
+"""sPIN semantics and the cost model, checked on single runs in virtual time."""
+import numpy as np
+import pytest
+
+from spin.config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
+from spin.engine import state as S
+from spin.engine.ports import inject_frames
+from spin.handler import ExecutionContext
+from spin.simulation import Scenario, Simulation
+from spin.topology import Topology
+from spin.units import serialization_ps
+from spin.wire import build_frame
+
+from tests.probe_handlers import (C_CALLS, C_START, H_CALLS, H_START, MTU, P_CALLS, PER_PKT,
+                                  PROBE_HEADER_CYCLES, PROBE_PAYLOAD_CYCLES, VIOLATIONS,
+                                  engine_test_programs, probe_program)
+
+
+def _scenario(topo=None, **kw) -> Scenario:
+    return Scenario(topo or Topology.pair(), engine_programs=engine_test_programs(), **kw)
+
+
+def _probe_run(n_packets: int, hpus: int = 32):
+    sc = _scenario(nic=NicConfig(hpus=hpus))
+    data = np.random.default_rng(0).integers(0, 256, n_packets * MTU, dtype=np.uint8)
+    sc.write_host_memory(0, 0, data)
+    ctx = sc.install(ExecutionContext(1, probe_program(), match_qp=5))
+    sc.host_program(0).send(1, len(data), qp=5, remote_addr=0x1000)
+    sc.host_program(1).wait_recv(qp=5).mark("received")
+    sim = Simulation(sc)
+    result = sim.run()
+    return sim, result, sim.handler_memory(ctx), data
+
+
+def test_header_first_payloads_parallel_completion_last():
+    n = 16
+    sim, result, mem, data = _probe_run(n)
+    cycle_ps = 1000
+    assert mem[H_CALLS] == 1 and mem[P_CALLS] == n and mem[C_CALLS] == 1
+    assert mem[VIOLATIONS] == 0
+    header_end = mem[H_START] + PROBE_HEADER_CYCLES * cycle_ps
+    starts = mem[PER_PKT::4][:n]
+    hpus = mem[PER_PKT + 1::4][:n]
+    assert (starts >= header_end).all()
+    assert mem[C_START] >= (starts + PROBE_PAYLOAD_CYCLES * cycle_ps).max()
+    # payload handlers overlap on several HPUs: 2 us handlers, packets arrive every ~22 ns
+    assert len(set(hpus.tolist())) == n
+    assert starts.max() - starts.min() < PROBE_PAYLOAD_CYCLES * cycle_ps
+    # PROCEED: every packet also took the default path into host memory
+    np.testing.assert_array_equal(sim.host_memory(1)[0x1000:0x1000 + len(data)], data)
+    assert "received" in result.marks
+
+
+def test_fewer_hpus_serialise_payload_handlers():
+    n = 8
+    _, fast, _, _ = _probe_run(n, hpus=32)
+    _, slow, mem, _ = _probe_run(n, hpus=1)
+    starts = np.sort(mem[PER_PKT::4][:n])
+    assert (np.diff(starts) >= PROBE_PAYLOAD_CYCLES * 1000).all()
+    delta = slow.mark("received", 1) - fast.mark("received", 1)
+    assert delta >= (n - 1) * PROBE_PAYLOAD_CYCLES * 1000 - 8 * 30_000
+
+
+def test_single_packet_latency_matches_the_cost_model():
+    nbytes = 256
+    nic, host, link = NicConfig(), HostConfig(), LinkConfig()
+    sc = _scenario()
+    sc.host_program(0).send(1, nbytes, qp=2, remote_addr=0)
+    sc.host_program(1).wait_recv(qp=2).mark("got")
+    result = Simulation(sc).run()
+    pcie_lat = int(nic.pcie_latency_ns * 1000)
+    pcie_xfer = (nbytes * int(round(1e6 / nic.pcie_rate_gbytes_per_s)) + 999) // 1000
+    frame = 14 + 20 + 8 + 12 + 16 + nbytes + 4
+    t = int(host.send_overhead_ns * 1000)                      # post the send
+    t += pcie_lat + pcie_xfer + pcie_lat                        # NIC reads the payload
+    t += serialization_ps(frame + 24, link.rate_gbps)           # on the wire
+    t += int(link.latency_ns * 1000)                            # propagation
+    t += nic.match_header_cycles * 1000                         # matching at the receiver
+    t += pcie_xfer + pcie_lat                                   # DMA write, visible to host
+    t += int(host.recv_overhead_ns * 1000)                      # host consumes the completion
+    assert result.mark("got", 1) == t
+
+
+def test_default_path_delivers_multi_packet_message():
+    sc = _scenario(Topology.star(3))
+    data = np.arange(10_000, dtype=np.uint8) * 7
+    sc.write_host_memory(2, 64, data)
+    sc.host_program(2).send(0, len(data), qp=1, local_addr=64, remote_addr=4096)
+    sc.host_program(0).wait_recv(qp=1).mark("got")
+    sim = Simulation(sc)
+    result = sim.run()
+    np.testing.assert_array_equal(sim.host_memory(0)[4096:4096 + len(data)], data)
+    [msg] = result.messages
+    assert (msg.src, msg.dst, msg.bytes, msg.handled_by_nic) == (2, 0, len(data), False)
+    assert msg.t_post_ps == int(HostConfig().send_overhead_ns * 1000)
+    n_frames = -(-len(data) // 1024)
+    assert sum(l["tx_frames"] for l in result.links) == 2 * n_frames  # host->switch->host
+    assert result.nics[0]["dma_write_bytes"] == len(data)
+
+
+def test_malformed_frames_are_dropped_and_counted_by_reason():
+    sc = _scenario()
+    sc.host_program(0).send(1, 100, qp=1, remote_addr=0)
+    sc.host_program(1).wait_recv(qp=1).mark("got")
+    sim = Simulation(sc)
+    good = build_frame(0, 1, 0xC000, 10, 1, 77, bytes(40), reth=(0, 0, 40))
+    bad_csum = bytearray(good)
+    bad_csum[24] ^= 0xFF
+    bad_icrc = bytearray(good)
+    bad_icrc[-10] ^= 1
+    not_ip = bytearray(good)
+    not_ip[12:14] = b"\x86\xdd"
+    frames = [good[:20], bytes(bad_csum), bytes(bad_icrc), bytes(not_ip),
+              bytes(np.random.default_rng(3).integers(0, 256, 300, dtype=np.uint8))]
+    slot = sim.st.pool.shape[1]
+    buf = np.zeros((len(frames), slot), np.uint8)
+    for i, f in enumerate(frames):
+        buf[i, :len(f)] = np.frombuffer(f, np.uint8)
+    nic1_port = int(sim.st.dev[1, S.D_PORT0])
+    inject_frames(sim.st, np.arange(len(frames), dtype=np.int64) * 1000 + 1000,
+                  np.full(len(frames), nic1_port, np.int32), np.arange(len(frames), dtype=np.int64),
+                  np.array([len(f) for f in frames], np.int32), buf)
+    result = sim.run()
+    assert result.drops.get("truncated") == 1
+    assert result.drops.get("bad_ip_checksum") == 1
+    assert result.drops.get("bad_icrc") == 1
+    assert result.drops.get("not_ipv4", 0) >= 1  # the IPv6 ethertype (and maybe the garbage)
+    assert sum(result.drops.values()) == 5
+    assert "got" in result.marks  # the legitimate message still arrived
+
+
+def test_full_switch_buffer_tail_drops_and_reports_unfinished_hosts():
+    topo = Topology.star(5, LinkConfig(rate_gbps=100))
+    sc = _scenario(topo, switch=SwitchConfig(port_buffer_bytes=8192))
+    for i in range(1, 5):
+        sc.host_program(i).send(0, 64 * 1024, qp=1, remote_addr=0)
+    sc.host_program(0).wait_recv(qp=1, count=4).mark("all")
+    result = Simulation(sc).run()
+    assert result.drops.get("queue_full", 0) > 0
+    assert result.switches[0]["drops"]["queue_full"] == result.drops["queue_full"]
+    assert not result.marks.get("all")
+    assert not result.hosts[0]["finished"]
+
+
+def test_results_are_deterministic_and_json_serialisable():
+    a = _probe_run(4)[1]
+    b = _probe_run(4)[1]
+    assert a.deterministic_digest() == b.deterministic_digest()
+    import json
+    d = json.loads(a.to_json())
+    assert d["totals"]["hpu_busy_ps"] > 0 and "wall" in d
