@@ -15,10 +15,18 @@ from .simulation import Scenario, Simulation
 
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,
                  quiet: bool = True, partition: dict[str, int] | None = None,
-                 timeout_s: float | None = None) -> RunResult:
-    """Run ``scenario`` to completion and return its result."""
-    if workers == 1:
-        return Simulation(scenario).run(pcap_dir=pcap_dir)
+                 timeout_s: float | None = None, bind: str = "127.0.0.1",
+                 remote_workers: int = 0, key_file: str | None = None,
+                 port: int = 0) -> RunResult:
+    """Run ``scenario`` to completion and return its result.
+
+    ``remote_workers`` of the ``workers`` are not spawned here: they join from other machines
+    with ``spin worker --join tcp://HOST:PORT --key-file KEY``. Listening beyond loopback
+    (``bind``) requires ``key_file`` (CurveZMQ; see ``spin keys``).
+    """
+    if workers == 1 and remote_workers == 0:
+        return Simulation(scenario).run(pcap_dir=pcap_dir, quiet=quiet)
     from .fabric_workers import run_partitioned
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,
-                           partition=partition, timeout_s=timeout_s)
+                           partition=partition, timeout_s=timeout_s, bind=bind,
+                           remote_workers=remote_workers, key_file=key_file, port=port)

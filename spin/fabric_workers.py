@@ -142,15 +142,19 @@ def make_worker(spec: PartitionedScenario, worker_id: int, n_workers: int) -> En
 
 def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | None = None,
                     quiet: bool = True, partition: dict[str, int] | None = None,
-                    timeout_s: float | None = None) -> RunResult:
-    """Run on ``workers`` local processes and merge their results."""
+                    timeout_s: float | None = None, bind: str = "127.0.0.1",
+                    remote_workers: int = 0, key_file: str | None = None,
+                    port: int = 0) -> RunResult:
+    """Run on ``workers`` processes (``remote_workers`` of them joining from elsewhere) and
+    merge their results."""
     from .parallel.coordinator import run_fabric
     if workers < 1:
         raise ConfigError(f"workers = {workers}; must be >= 1")
     owner = (explicit_partition(scenario, workers, partition) if partition
              else auto_partition(scenario, workers))
     spec = PartitionedScenario(scenario, owner)
-    outcome = run_fabric(FACTORY, spec, workers, quiet=quiet, timeout_s=timeout_s)
+    outcome = run_fabric(FACTORY, spec, workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
+                         allow_remote=remote_workers, key_file=key_file, port=port)
     parts, captured = [], []
     for d in outcome.results:
         captured += [(int(t), int(p), bytes.fromhex(f)) for t, p, f in d.pop("captured")]

@@ -24,6 +24,7 @@ from .topology import Topology
 from .units import NS
 
 HOST_MEM_ALIGN = 64
+PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress
 
 
 @dataclass
@@ -94,8 +95,8 @@ class Scenario:
                 seen.append(c.program)
         return seen
 
-    def run(self, pcap_dir: str | Path | None = None) -> RunResult:
-        return Simulation(self).run(pcap_dir=pcap_dir)
+    def run(self, pcap_dir: str | Path | None = None, quiet: bool = True) -> RunResult:
+        return Simulation(self).run(pcap_dir=pcap_dir, quiet=quiet)
 
 
 def _same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
@@ -274,27 +275,35 @@ class Simulation:
             return int(S.INF_PS)
         return int(st.ev[st.heap[0], S.E_TIME])
 
-    def run_until(self, t_end_ps: int) -> int:
+    def run_until(self, t_end_ps: int, max_events: int = 0) -> int:
         """Process every event before ``t_end_ps``, draining captures on the way. Returns early
         (with STATUS_OUTBOX_FULL) when frames for other workers must be shipped first."""
         self.start()
         while True:
             try:
-                status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps), 0)
+                status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
+                                               np.int64(max_events))
             except SpinError:
                 raise
             except Exception as exc:  # raised inside jitted code: name the culprit
                 raise self._describe_failure(exc) from exc
             if status == S.STATUS_CAPTURE_FULL:
                 self._drain_capture()
-            elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL):
+            elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL, S.STATUS_EVENT_LIMIT):
                 return int(status)
             elif status == S.STATUS_HOST_CALL:
                 continue
 
-    def run(self, pcap_dir: str | Path | None = None) -> RunResult:
+    def run(self, pcap_dir: str | Path | None = None, quiet: bool = True,
+            until_ps: int | None = None) -> RunResult:
+        """Run to completion (or ``until_ps``); a progress bar over virtual time appears for runs
+        longer than a couple of seconds unless ``quiet``."""
+        from .parallel.progress import Progress
         t0 = time.perf_counter()
-        self.run_until(int(S.INF_PS))
+        t_end = int(S.INF_PS) if until_ps is None else int(until_ps)
+        with Progress(until_ps, quiet=quiet) as progress:
+            while self.run_until(t_end, max_events=PROGRESS_CHUNK_EVENTS) == S.STATUS_EVENT_LIMIT:
+                progress.update(int(self.st.sc[S.SC_NOW]), int(self.st.sc[S.SC_EVENTS]))
         wall = time.perf_counter() - t0
         self._drain_capture()
         if pcap_dir is not None:

@@ -22,7 +22,9 @@ class Progress:
         from tqdm import tqdm
 
         total = None if until_ps is None or until_ps >= INF_PS else max(1, until_ps // NS)
-        self._bar = tqdm(total=total, desc=desc, unit="ns", dynamic_ncols=True, leave=False)
+        # delay: runs shorter than a couple of seconds never show a bar
+        self._bar = tqdm(total=total, desc=desc, unit="ns", dynamic_ncols=True, leave=False,
+                         delay=2.0)
 
     def update(self, t_ps: int, events: int = 0, rounds: int = 0) -> None:
         """Report the global virtual time reached (a lower bound) and the events processed so far."""
