@@ -14,7 +14,7 @@ from spin.engine.heap import push_event
 from .tx import post_message
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _reduce(st, dev, dst_addr, src_addr, n, dtype_code):
     base = st.dev[dev, S.D_HOST_MEM_OFF]
     size = st.dev[dev, S.D_HOST_MEM_SIZE]
@@ -47,7 +47,7 @@ def _reduce(st, dev, dst_addr, src_addr, n, dtype_code):
     return n * width
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def host_step(st, dev, now):
     """Run the host program from its program counter until it blocks or spends time."""
     first = st.dev[dev, S.D_HOST_OP_FIRST]
@@ -117,7 +117,7 @@ def host_step(st, dev, now):
     st.dev[dev, S.D_HOST_STATE] = S.HOST_DONE
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def host_message_delivered(st, dev, qp, now):
     """A message finished landing in host memory (completion-queue entry)."""
     st.host_recv_count[dev, qp] += 1
@@ -127,7 +127,7 @@ def host_message_delivered(st, dev, qp, now):
         push_event(st, now, dev, S.EV_HOST, dev, 0, 0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def host_event_raised(st, dev, now):
     st.dev[dev, S.D_HOST_EVENT_COUNT] += 1
     if st.dev[dev, S.D_HOST_STATE] == S.HOST_WAIT_EVENT and st.dev[dev, S.D_HOST_EVENT_COUNT] >= st.dev[dev, S.D_WAIT1]:

@@ -5,12 +5,12 @@ import numba as nb
 from spin.engine import state as S
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", _nrt=False)
 def transfer_ps(st, dev, nbytes):
     return (nbytes * st.dev[dev, S.D_PCIE_MPS_PER_BYTE] + 999) // 1000
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def pcie_write(st, dev, t_ps, nbytes):
     """NIC -> host write issued at ``t_ps``; returns when the data is visible in host memory."""
     start = max(t_ps, st.dev[dev, S.D_PCIE_W_BUSY])
@@ -20,7 +20,7 @@ def pcie_write(st, dev, t_ps, nbytes):
     return end + st.dev[dev, S.D_PCIE_LAT_PS]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def pcie_read(st, dev, t_ps, nbytes):
     """NIC <- host read issued at ``t_ps``; returns when the data is in NIC memory
     (request latency, serialised transfer, completion latency)."""

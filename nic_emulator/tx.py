@@ -17,7 +17,7 @@ from spin.wire.roce import finalize_roce_frame, write_roce_headers
 from .pcie import pcie_read
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_post):
     """Queue an RDMA WRITE of ``nbytes`` host bytes at ``host_addr`` to ``dst_node``."""
     if host_addr < 0 or nbytes < 0 or host_addr + nbytes > st.dev[dev, S.D_HOST_MEM_SIZE]:
@@ -63,14 +63,14 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
     wake_tx(st, dev, t_post)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def wake_tx(st, dev, t_ps):
     if st.dev[dev, S.D_NIC_TX_SCHED] == 0 and st.dev[dev, S.D_TXQ_N] > 0:
         st.dev[dev, S.D_NIC_TX_SCHED] = 1
         push_event(st, t_ps, dev, S.EV_TXM, dev, 0, 0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Emit the next packet of the head message. Messages leave in post order, which keeps the
     packets of every QP in PSN order as RoCE requires."""

@@ -41,7 +41,7 @@ RETURN_CODE_NAMES = {
 SPIN_OK = 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _push_action(ctx, kind, a, b, c, d, e):
     sc = ctx.sc
     k = sc[S.SC_PEND_N]
@@ -57,7 +57,7 @@ def _push_action(ctx, kind, a, b, c, d, e):
     sc[S.SC_PEND_N] = k + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _host_base(ctx, host_addr, nbytes):
     dev = ctx.cur[S.CUR_DEV]
     if host_addr < 0 or nbytes < 0 or host_addr + nbytes > ctx.dev[dev, S.D_HOST_MEM_SIZE]:
@@ -66,7 +66,7 @@ def _host_base(ctx, host_addr, nbytes):
 
 
 # --- host memory ------------------------------------------------------------------------------
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=False):
     """Copy ``nbytes`` of NIC memory (a uint8 array) into host memory over PCIe."""
     if src_offset < 0 or src_offset + nbytes > src.shape[0]:
@@ -77,7 +77,7 @@ def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=Fal
     return SPIN_OK
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
     """Read ``nbytes`` of host memory into NIC memory. Blocking: the handler waits for the data,
     so its HPU stays busy for the PCIe round trip."""
@@ -89,7 +89,7 @@ def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
     return SPIN_OK
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_host_write(ctx, host_addr, value):
     """Write one 64-bit word (little-endian) to host memory, e.g. a flag the host polls."""
     base = _host_base(ctx, host_addr, 8)
@@ -100,14 +100,14 @@ def spin_host_write(ctx, host_addr, value):
     return SPIN_OK
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_host_event(ctx, value):
     """Raise an event to the host (a completion-queue entry); host programs wait for them."""
     _push_action(ctx, S.ACT_HOST_EVENT, value, 0, 0, 0, 0)
     return SPIN_OK
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_host_mem(ctx):
     """This node's whole host memory as a uint8 array (read it to model host-resident data
     that a DMA read would fetch; prefer spin_dma_from_host so the cost is charged)."""
@@ -117,7 +117,7 @@ def spin_host_mem(ctx):
 
 
 # --- sending ----------------------------------------------------------------------------------
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_addr):
     """Send ``nbytes`` from NIC memory as one RDMA WRITE ONLY packet to ``dst_node``/``dest_qp``,
     landing at ``remote_addr`` in the destination's host memory (unless a handler there
@@ -142,7 +142,7 @@ def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_add
     return SPIN_OK
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_put_from_host(ctx, dst_node, dest_qp, host_addr, nbytes, remote_addr):
     """Send ``nbytes`` of host memory as an RDMA WRITE message of any size (the NIC reads it
     over PCIe and segments it), as sPIN's PutFromHost."""
@@ -154,7 +154,7 @@ def spin_put_from_host(ctx, dst_node, dest_qp, host_addr, nbytes, remote_addr):
 
 
 # --- atomics on handler memory ----------------------------------------------------------------
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_fetch_add(arr, index, value):
     """Atomic fetch-and-add on handler memory; returns the old value."""
     old = arr[index]
@@ -162,7 +162,7 @@ def spin_fetch_add(arr, index, value):
     return old
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_compare_and_swap(arr, index, expected, new):
     """Atomic compare-and-swap on handler memory; returns the old value."""
     old = arr[index]
@@ -172,76 +172,76 @@ def spin_compare_and_swap(arr, index, expected, new):
 
 
 # --- cost and context queries -----------------------------------------------------------------
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_add_cycles(ctx, cycles):
     """Charge data-dependent work (e.g. a loop whose length depends on the packet)."""
     ctx.cur[S.CUR_EXTRA_CYCLES] += cycles
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_msg_offset(ctx):
     """Byte offset of this packet's payload within its message."""
     return ctx.cur[S.CUR_MSG_OFFSET]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_msg_size(ctx):
     """Total message length in bytes (RETH DMA length)."""
     return ctx.msg[ctx.cur[S.CUR_MSG], S.M_LEN]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_msg_addr(ctx):
     """Target host address of the message (RETH virtual address)."""
     return ctx.msg[ctx.cur[S.CUR_MSG], S.M_VA]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_msg_rkey(ctx):
     return ctx.msg[ctx.cur[S.CUR_MSG], S.M_RKEY]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_msg_state(ctx):
     """Per-message scratch state: 16 int64 words, zeroed when the message starts."""
     return ctx.msg_state[ctx.cur[S.CUR_MSG]]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_source(ctx):
     """Node id of the message's sender."""
     return ctx.cur[S.CUR_SRC]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_node(ctx):
     """Node id of the NIC running the handler."""
     return ctx.dev[ctx.cur[S.CUR_DEV], S.D_NODE]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_qp(ctx):
     return ctx.cur[S.CUR_QP]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_psn(ctx):
     return ctx.cur[S.CUR_PSN]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_hpu(ctx):
     """Index of the HPU running the handler (0 .. hpus-1)."""
     return ctx.cur[S.CUR_HPU]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_now_ps(ctx):
     """Virtual time at which the handler started, in picoseconds."""
     return ctx.cur[S.CUR_TIME]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def spin_frame(ctx):
     """The whole received frame (Ethernet header to ICRC) as a uint8 array."""
     return ctx.pool[ctx.cur[S.CUR_SLOT]][:ctx.cur[S.CUR_FRAME_LEN]]

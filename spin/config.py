@@ -99,6 +99,8 @@ class EngineConfig(_Frozen):
     max_rx_messages: int = Field(1 << 14, ge=16)
     max_tx_messages: int = Field(1 << 14, ge=16)
     log_messages: int = Field(1 << 16, ge=0)
+    # Verify the ICRC of frames entering from outside this engine (other workers, injection);
+    # frames built by the engine are correct by construction.
     check_icrc: bool = True
     boundscheck: bool = False
     capture_frames: int = Field(1 << 14, ge=16)

@@ -12,7 +12,7 @@ IP_DST_OFF = 30
 MIN_FRAME = 34
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def switch_receive(st, dev, in_port, slot, now):
     frame = st.pool[slot]
     length = st.slot_len[slot]

@@ -4,6 +4,6 @@ import numba as nb
 import numpy as np
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def dispatch_handler(kind, prog, inst, st, hmems, pkt):
     return np.int64(-1)

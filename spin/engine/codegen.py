@@ -71,10 +71,10 @@ def _dispatch_source(programs: list[HandlerProgram], boundscheck: bool) -> str:
             if fn is None:
                 continue
             module, qualname, _ = _handler_ref(fn)
-            lines.append(f"_h_{p}_{k} = nb.njit(boundscheck={boundscheck})"
+            lines.append(f"_h_{p}_{k} = nb.njit(boundscheck={boundscheck}, _nrt=False)"
                          f"(_resolve({module!r}, {qualname!r}))")
             branches.append((p, k))
-    lines += ["", "", "@nb.njit(cache=True, boundscheck=%s)" % boundscheck,
+    lines += ["", "", "@nb.njit(cache=True, boundscheck=%s, _nrt=False)" % boundscheck,
               "def dispatch_handler(kind, prog, inst, st, hmems, pkt):"]
     for p, prog in enumerate(programs):
         kinds = [k for (pp, k) in branches if pp == p]
@@ -96,7 +96,8 @@ def engine_module_source(programs: list[HandlerProgram], boundscheck: bool = Fal
     dispatch = _dispatch_source(programs, boundscheck)
     source = template.replace(DISPATCH_MARKER, dispatch)
     if boundscheck:
-        source = source.replace("@nb.njit(cache=True)", "@nb.njit(cache=True, boundscheck=True)")
+        source = source.replace("@nb.njit(cache=True, _nrt=False)",
+                                    "@nb.njit(cache=True, boundscheck=True, _nrt=False)")
     h = hashlib.sha256()
     h.update(source.encode())
     h.update(numba.__version__.encode())

@@ -1,24 +1,25 @@
 """Open-addressing int64 -> int64 map in two arrays, for (device, peer, QP) lookups in the engine.
 
-Keys are non-negative; -1 marks an empty bucket and -2 a deleted one.
+Linear probing with backward-shift deletion: no tombstones, so lookups stay short however many
+messages come and go (tombstones would make every miss scan the whole table after a while).
+Keys are non-negative; -1 marks an empty bucket.
 """
 import numba as nb
 import numpy as np
 
 EMPTY = -1
-DELETED = -2
 
 
-@nb.njit(cache=True, inline="always")
-def _hash(key, mask):
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _home(key, mask):
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return np.int64(h >> np.uint64(20)) & mask
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def map_get(keys, vals, key):
     mask = keys.shape[0] - 1
-    i = _hash(key, mask)
+    i = _home(key, mask)
     while True:
         k = keys[i]
         if k == key:
@@ -28,41 +29,43 @@ def map_get(keys, vals, key):
         i = (i + 1) & mask
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def map_put(keys, vals, key, val):
     mask = keys.shape[0] - 1
-    i = _hash(key, mask)
-    first_free = -1
+    i = _home(key, mask)
     for _ in range(keys.shape[0]):
         k = keys[i]
-        if k == key:
+        if k == key or k == EMPTY:
+            keys[i] = key
             vals[i] = val
             return
-        if k == DELETED and first_free < 0:
-            first_free = i
-        if k == EMPTY:
-            if first_free < 0:
-                first_free = i
-            keys[first_free] = key
-            vals[first_free] = val
-            return
         i = (i + 1) & mask
-    if first_free >= 0:
-        keys[first_free] = key
-        vals[first_free] = val
-        return
     raise MemoryError("spin engine: lookup table full")
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def map_delete(keys, vals, key):
     mask = keys.shape[0] - 1
-    i = _hash(key, mask)
+    i = _home(key, mask)
     while True:
         k = keys[i]
-        if k == key:
-            keys[i] = DELETED
-            return
         if k == EMPTY:
             return
+        if k == key:
+            break
         i = (i + 1) & mask
+    # backward-shift the rest of the probe run into the hole
+    j = i
+    while True:
+        j = (j + 1) & mask
+        kj = keys[j]
+        if kj == EMPTY:
+            break
+        h = _home(kj, mask)
+        # keep kj where it is if its home lies cyclically in (i, j]
+        if (i <= j and i < h <= j) or (i > j and (h > i or h <= j)):
+            continue
+        keys[i] = kj
+        vals[i] = vals[j]
+        i = j
+    keys[i] = EMPTY

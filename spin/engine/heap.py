@@ -9,7 +9,7 @@ import numpy as np
 from . import state as S
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _less(st, i, j):
     ti = st.ev[st.heap[i], S.E_TIME]
     tj = st.ev[st.heap[j], S.E_TIME]
@@ -18,7 +18,7 @@ def _less(st, i, j):
     return st.ev[st.heap[i], S.E_KEY] < st.ev[st.heap[j], S.E_KEY]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def push_event(st, time_ps, creator_dev, kind, dev, a, b):
     """Schedule an event; the creator device's sequence number makes the key unique."""
     sc = st.sc
@@ -38,7 +38,7 @@ def push_event(st, time_ps, creator_dev, kind, dev, a, b):
     _sift_up_insert(st, eid)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     """Schedule an event whose key was fixed elsewhere (a frame arriving from another worker)."""
     sc = st.sc
@@ -56,7 +56,7 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     _sift_up_insert(st, eid)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _sift_up_insert(st, eid):
     sc = st.sc
     i = sc[S.SC_HEAP_N]
@@ -76,14 +76,14 @@ def _sift_up_insert(st, eid):
     heap[i] = eid
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def peek_time(st):
     if st.sc[S.SC_HEAP_N] == 0:
         return S.INF_PS
     return st.ev[st.heap[0], S.E_TIME]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def pop_event(st):
     """Remove the earliest event and return its id; the caller frees it with free_event."""
     sc = st.sc
@@ -117,7 +117,7 @@ def pop_event(st):
     return top
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def free_event(st, eid):
     sc = st.sc
     st.ev_free[sc[S.SC_EV_FREE_TOP]] = eid

@@ -18,19 +18,19 @@ from .pool import copy_bytes, free_slot
 WIRE_OVERHEAD = 24  # preamble+SFD 8, IFG 12, FCS 4 (not in frame bytes)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", _nrt=False)
 def serialization_ps(nbytes, rate_gbps):
     return (np.int64(nbytes) * 8000 + rate_gbps - 1) // rate_gbps
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def next_key(st, dev):
     seq = st.dev[dev, S.D_SEQ]
     st.dev[dev, S.D_SEQ] = seq + 1
     return (np.int64(dev) << 40) | seq
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def enqueue_frame(st, gp, slot, now):
     """Append a frame to an output queue; tail-drop when the port buffer is full."""
     n = st.port[gp, S.PT_Q_N]
@@ -52,7 +52,7 @@ def enqueue_frame(st, gp, slot, now):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def start_tx(st, gp, now):
     slot = st.port_q[gp, st.port[gp, S.PT_Q_HEAD]]
     length = st.slot_len[slot]
@@ -64,7 +64,7 @@ def start_tx(st, gp, now):
     push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV], gp, 0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def capture_frame(st, gp, slot, now):
     sc = st.sc
     k = sc[S.SC_CAP_N]
@@ -84,7 +84,7 @@ def capture_frame(st, gp, slot, now):
         sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def tx_done(st, gp, now):
     """The head frame left the port: hand it to the link, then start the next one."""
     qcap = st.port_q.shape[1]
@@ -122,7 +122,7 @@ def tx_done(st, gp, now):
         st.port[gp, S.PT_BUSY] = 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def inject_frames(st, times, ports, keys, lengths, frames):
     """Queue frames that arrived from another worker (or a test) as arrival events at their
     ingress ports; the sender's event key keeps the order identical to a local delivery."""
@@ -130,5 +130,6 @@ def inject_frames(st, times, ports, keys, lengths, frames):
         slot = _alloc(st)
         copy_bytes(st.pool[slot], 0, frames[i], 0, lengths[i])
         st.slot_len[slot] = lengths[i]
+        st.slot_trusted[slot] = 0  # came from outside this engine: verify its ICRC
         gp = ports[i]
         _push_keyed(st, times[i], keys[i], S.EV_ARRIVE, st.port[gp, S.PT_DEV], gp, slot)

@@ -260,7 +260,7 @@ FIELDS = (
     "ev", "ev_free", "heap",                      # events: table + free list + heap of ids
     "dev", "hpu_free", "host_recv_count", "marks", "txq", "host_ops", "host_mem",
     "port", "port_q",                             # ports: table + FIFO rings of slot ids
-    "pool", "slot_len", "slot_free",              # frame buffer pool
+    "pool", "slot_len", "slot_free", "slot_trusted",  # frame buffer pool
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route",
@@ -328,6 +328,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         port_q=np.zeros((p, z.queue_frames), i32),
         pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_len=np.zeros(z.n_slots, i32),
         slot_free=np.arange(z.n_slots, dtype=i32)[::-1].copy(),
+        slot_trusted=np.zeros(z.n_slots, i8),
         msg=np.zeros((z.max_rx_messages, MSG_COLS), i64),
         msg_state=np.zeros((z.max_rx_messages, MSG_STATE_WORDS), i64),
         msg_free=np.arange(z.max_rx_messages, dtype=i32)[::-1].copy(),

@@ -1,0 +1,53 @@
+"""Unit tests of the engine's data structures against plain-Python references."""
+import heapq
+
+import numpy as np
+
+from spin.engine import state as S
+from spin.engine.hashmap import map_delete, map_get, map_put
+from spin.engine.heap import free_event, pop_event, push_event
+from spin.engine.state import StateSizes, allocate_state
+
+
+def test_hashmap_matches_a_dict_under_random_churn():
+    rng = np.random.default_rng(0)
+    keys, vals = np.full(64, -1, np.int64), np.zeros(64, np.int64)
+    ref: dict[int, int] = {}
+    for step in range(20_000):
+        k = int(rng.integers(0, 60))
+        op = int(rng.integers(0, 3))
+        if op == 0 and len(ref) < 40:
+            map_put(keys, vals, k, step)
+            ref[k] = step
+        elif op == 1:
+            map_delete(keys, vals, k)
+            ref.pop(k, None)
+        for q in range(0, 60, 7):
+            assert map_get(keys, vals, q) == ref.get(q, -1)
+
+
+def _small_state():
+    z = StateSizes(n_devs=4, n_ports=4, n_nodes=2, n_switches=1, n_ecs=0, n_progs=0,
+                   n_host_ops=1, host_mem_total=64, max_hpus=1, max_qp=1, n_marks=1,
+                   slot_bytes=64, n_slots=8, queue_frames=4, max_events=4096,
+                   max_rx_messages=16, max_tx_messages=16, txq_cap=4, msglog_cap=1,
+                   txlog_cap=1, capture_frames=4, capture_bytes=64, outbox_frames=4)
+    return allocate_state(z)
+
+
+def test_heap_pops_in_time_then_key_order():
+    st = _small_state()
+    rng = np.random.default_rng(1)
+    ref = []
+    for i in range(3000):
+        t = int(rng.integers(0, 50))
+        dev = int(rng.integers(0, 4))
+        key = (dev << 40) | int(st.dev[dev, S.D_SEQ])
+        push_event(st, t, dev, 1, dev, i, 0)
+        heapq.heappush(ref, (t, key, i))
+    while ref:
+        t, key, i = heapq.heappop(ref)
+        eid = pop_event(st)
+        assert (st.ev[eid, S.E_TIME], st.ev[eid, S.E_KEY], st.ev[eid, S.E_A]) == (t, key, i)
+        free_event(st, eid)
+    assert st.sc[S.SC_HEAP_N] == 0
