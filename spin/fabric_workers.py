@@ -160,8 +160,10 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
         captured += [(int(t), int(p), bytes.fromhex(f)) for t, p, f in d.pop("captured")]
         parts.append(RunResult.from_dict(d))
     result = RunResult.merge(parts)
-    result.wall = {"seconds": outcome.wall_s, "rounds": outcome.rounds,
-                   "events_per_s": result.events / outcome.wall_s if outcome.wall_s else 0.0}
+    loop = outcome.loop_wall_s
+    result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,
+                   "events_per_s": result.events / loop if loop else 0.0,
+                   "frames_exchanged": outcome.transport.get("frames_sent", 0)}
     if pcap_dir is not None:
         write_merged_pcaps(scenario, captured, pcap_dir)
     result.captured = captured  # type: ignore[attr-defined]
