@@ -5,15 +5,17 @@ messages come and go (tombstones would make every miss scan the whole table afte
 Keys are non-negative; -1 marks an empty bucket.
 """
 import numba as nb
-import numpy as np
 
 EMPTY = -1
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _home(key, mask):
-    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64(h >> np.uint64(20)) & mask
+    # shifts and xors only: folds the (device, peer, QP) fields of the key together, and never
+    # overflows (so plain-Python runs under NUMBA_DISABLE_JIT behave the same, without warnings)
+    h = key ^ (key >> 24) ^ (key >> 48)
+    h ^= (h >> 7) ^ (h >> 13)
+    return h & mask
 
 
 @nb.njit(cache=True, _nrt=False)

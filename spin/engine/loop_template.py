@@ -317,12 +317,13 @@ def run_until(st, hmems, t_end, max_events):
         free_event(st, eid)
         sc[S.SC_NOW] = t
         n += 1
+        if kind <= S.EV_ENQUEUE:  # the per-hop packet events: tx done, arrive, enqueue
+            sc[S.SC_PKT_EVENTS] += 1
         if kind == S.EV_TX_DONE:
             tx_done(st, a, t)
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:
                 wake_tx(st, dev, t)
         elif kind == S.EV_ARRIVE:
-            sc[S.SC_PKT_EVENTS] += 1
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:
                 nic_receive(st, hmems, dev, b, t)
             else:

@@ -65,6 +65,11 @@ class CostModel:
     def pcie_latency_ps(self) -> int:
         return round(self.nic.pcie_latency_ns * NS)
 
+    @property
+    def header_match_ps(self) -> int:
+        """Matching a message's first packet to its execution context."""
+        return self.nic.match_header_cycles * self.cycle_ps
+
     def pcie_transfer_ps(self, nbytes: int) -> int:
         return math.ceil(nbytes * 1000 / self.nic.pcie_rate_gbytes_per_s)
 

@@ -1,0 +1,212 @@
+"""The ``spin`` command: ``demo``, ``run``, ``bench`` and ``worker`` subcommands.
+
+Errors raised on purpose (``spin.errors.SpinError``) print one line, ``spin: error: ...``, and
+exit with status 2; no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import SpinError
+
+EXIT_ERROR = 2
+
+
+def _write_json(path: str, data) -> None:
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+    from .report import demo_table
+    if not args.quiet:
+        print("spin demo: host-based baseline vs NIC offload (virtual time; compiling the engine "
+              "takes ~20 s the first time)", flush=True)
+    demo = run_demo(rounds=args.rounds, ping_bytes=args.ping_bytes, hosts=args.hosts,
+                    reduce_bytes=args.reduce_bytes)
+    print(demo_table(demo))
+    if args.json:
+        _write_json(args.json, demo)
+        print(f"\nresults written to {args.json}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .report import run_summary
+    from .scenario_file import load_scenario, run_loaded
+    scenario, options = load_scenario(args.scenario)
+    if args.workers is not None:
+        options = options.with_workers(args.workers)
+    if args.until_us is not None:
+        options = options.with_until_us(args.until_us)
+    transport = {}
+    if args.remote_workers:
+        transport = dict(remote_workers=args.remote_workers, bind=args.bind, port=args.port,
+                         key_file=args.key_file)
+        if options.workers <= args.remote_workers:
+            options = options.with_workers(args.remote_workers + 1)
+        if not args.quiet:
+            print(f"waiting for {args.remote_workers} worker(s) to join: spin worker --join "
+                  f"tcp://{args.bind}:{args.port or '<port>'}"
+                  + (f" --key-file {args.key_file}" if args.key_file else ""), flush=True)
+    elif args.bind != "127.0.0.1" or args.key_file:
+        transport = dict(bind=args.bind, port=args.port, key_file=args.key_file)
+    run = run_loaded(scenario, options, pcap_dir=args.pcap, quiet=args.quiet, **transport)
+    if not args.quiet:
+        print(run_summary(run.result, options.name))
+        for line in run.check_lines:
+            print(line)
+        if args.pcap:
+            print(f"\npcap files in {args.pcap}: {', '.join(p.name for p in run.pcaps) or 'none'}")
+    if args.json:
+        data = run.result.to_dict()
+        data["checks"] = run.check_lines
+        data["scenario"] = {"name": options.name, "file": str(options.source),
+                            "workers": options.workers}
+        _write_json(args.json, data)
+        if not args.quiet:
+            print(f"results written to {args.json}")
+    if not run.checks_passed:
+        if args.quiet:
+            for line in run.check_lines:
+                if "FAILED" in line:
+                    print(line, file=sys.stderr)
+        print("spin: error: data check failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench
+    from .report import bench_lines
+    figures = run_bench(quick=args.quick, progress=None if args.json_only else print)
+    print(bench_lines(figures))
+    if args.json:
+        _write_json(args.json, figures)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from .parallel.auth import generate_keys
+    secret = generate_keys(args.directory)
+    print(f"secret key: {secret}  (give it to the coordinator and every worker with --key-file;"
+          f" anyone holding it can join a run)")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from .parallel.worker_main import main as worker_main
+    argv = ["--join", args.join]
+    if args.key_file:
+        argv += ["--key-file", args.key_file]
+    if args.join_timeout_s is not None:
+        argv += ["--join-timeout-s", str(args.join_timeout_s)]
+    return int(worker_main(argv) or 0)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("spin-emulator")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="spin", description="sPIN-style network-offload emulator: handlers in emulated NICs "
+        "and switches, real RoCEv2 frames, deterministic virtual time (ps).")
+    p.add_argument("--version", action="version", version=f"spin {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    d = sub.add_parser("demo", help="ping-pong and reduce, host baseline vs NIC offload, side by side",
+                       description="Run ping-pong and an 8-host reduce, each host-based and "
+                       "offloaded to NIC handlers, check the data and print completion time (µs), "
+                       "host CPU time (µs), PCIe bytes (B), link bytes (B), HPU busy time (µs) and "
+                       "speedup (x).")
+    d.add_argument("--rounds", type=int, default=8, help="ping-pong rounds (default 8)")
+    d.add_argument("--ping-bytes", type=int, default=512, help="ping size in bytes (default 512 B)")
+    d.add_argument("--hosts", type=int, default=8,
+                   help="hosts in the reduce, root included (default 8)")
+    d.add_argument("--reduce-bytes", type=int, default=65536,
+                   help="int32 vector size per host in bytes, <= 65536 (default 65536 B = 64 KiB)")
+    d.add_argument("--json", metavar="FILE", help="write the structured results as JSON")
+    d.add_argument("--quiet", action="store_true", help="print only the table")
+    d.set_defaults(func=cmd_demo)
+
+    r = sub.add_parser("run", help="run a TOML scenario and print a summary",
+                       description="Run a scenario file (schema: spin.scenario_file) and print "
+                       "per-flow completion times (µs), bytes per link (B), DMA bytes (B), HPU busy "
+                       "(µs), host CPU (µs) and drops by reason (frames).")
+    r.add_argument("scenario", help="scenario file (.toml)")
+    r.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes (overrides [workers] count; default 1)")
+    r.add_argument("--pcap", metavar="DIR",
+                   help="write captured links as DIR/link<i>_<a>-<b>.pcap (links from [capture], "
+                   "all links if the file has no [capture])")
+    r.add_argument("--json", metavar="FILE", help="write the RunResult as JSON (times in ps)")
+    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--until-us", type=float, metavar="T",
+                   help="stop at virtual time T microseconds (µs) instead of at completion")
+    r.set_defaults(func=cmd_run)
+
+    r.add_argument("--remote-workers", type=int, default=0, metavar="K",
+                   help="of the workers, K are started elsewhere with 'spin worker --join'")
+    r.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
+                   help="address the coordinator listens on (beyond loopback needs --key-file)")
+    r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")
+    r.add_argument("--key-file", metavar="F", help="CurveZMQ secret key file from 'spin keys'")
+
+    k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")
+    k.add_argument("directory", help="folder to write spin.key / spin.key_secret into")
+    k.set_defaults(func=cmd_keys)
+
+    b = sub.add_parser("bench", help="engine performance figures (wall clock)",
+                       description="Measure handler dispatch cost (ns/packet), engine speed "
+                       "(packet events/s, events/s), engine compile time cold and cached (s) and "
+                       "the wall time of a cached `spin run` (s). Figures only; nothing asserts "
+                       "on wall-clock time.")
+    b.add_argument("--quick", action="store_true",
+                   help="short measurements (~0.2 s each), skip the cold compile (~20 s)")
+    b.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    b.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
+    b.set_defaults(func=cmd_bench)
+
+    w = sub.add_parser("worker", help="join a multi-process run as a worker",
+                       description="Join a coordinator as a worker process of a multi-process "
+                       "(possibly multi-machine) run.")
+    w.add_argument("--join", required=True, metavar="tcp://HOST:PORT",
+                   help="coordinator endpoint")
+    w.add_argument("--key-file", metavar="F", help="the run's CurveZMQ secret key file")
+    w.add_argument("--join-timeout-s", type=float, metavar="S",
+                   help="give up joining after S seconds (default 120 s)")
+    w.set_defaults(func=cmd_worker)
+    return p
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SpinError as exc:
+        print(f"spin: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("spin: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

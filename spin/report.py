@@ -1,0 +1,178 @@
+"""Plain-text tables of results. Every figure carries its unit (in the column header or the cell).
+
+Pure formatting: functions take structured results (``RunResult``, ``run_demo()`` dicts, bench
+figures) and return strings; nothing here runs a simulation.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+from .units import US
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> str:
+    """Left-align the first column, right-align the others."""
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [title] if title else []
+    out += [line(headers), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def us(ps: float) -> str:
+    """Picoseconds as microseconds with 3 decimals (nanosecond resolution)."""
+    return f"{ps / US:,.3f}"
+
+
+def count(n: float) -> str:
+    return f"{int(n):,}"
+
+
+def ratio(x: float) -> str:
+    return f"{x:.2f}x"
+
+
+# --- demo -----------------------------------------------------------------------------------------
+DEMO_ROWS = (
+    ("completion time (µs)", "completion_ps", us),
+    ("host CPU time (µs)", "host_cpu_ps", us),
+    ("PCIe bytes (B)", "pcie_bytes", count),
+    ("link bytes (B)", "link_bytes", count),
+    ("HPU busy (µs)", "hpu_busy_ps", us),
+    ("drops (frames)", "drops", count),
+)
+
+
+def demo_table(demo: dict[str, Any]) -> str:
+    """Side-by-side table of a ``spin.demo.run_demo()`` result; the gain column is how many times
+    better the offload is (lower time/bytes, or higher bandwidth)."""
+    blocks = []
+    for key in ("pingpong", "reduce"):
+        w = demo[key]
+        p = w["params"]
+        if key == "pingpong":
+            title = (f"ping-pong: {p['rounds']} rounds x {p['size_bytes']:,} B, host 0 <-> host 1 "
+                     f"on {p['topology']}")
+        else:
+            title = (f"reduce: {p['hosts'] - 1} hosts -> root, {p['vector_bytes']:,} B {p['dtype']} "
+                     f"vectors, on {p['topology']}")
+        b, o = w["baseline"], w["offload"]
+        rows = []
+        for label, field, fmt in DEMO_ROWS:
+            bv, ov = b[field], o[field]
+            rel = ratio(bv / ov) if (ov and bv) else "-"
+            rows.append([label, fmt(bv), fmt(ov), rel])
+        if "algbw_gbytes_per_s" in b:
+            rows.append(["algbw (GB/s)", f"{b['algbw_gbytes_per_s']:.3f}",
+                         f"{o['algbw_gbytes_per_s']:.3f}",
+                         ratio(o["algbw_gbytes_per_s"] / b["algbw_gbytes_per_s"])])
+        rows.append(["speedup (x)", "1.00x", ratio(w["comparison"]["speedup"]), ""])
+        blocks.append(table(["", "host baseline", "NIC offload", "offload gain"], rows, title))
+        blocks.append(f"data check: baseline: {b['check']}; offload: {o['check']}")
+    return "\n\n".join(blocks)
+
+
+# --- spin run -------------------------------------------------------------------------------------
+def _percentile(sorted_vals: list[int], q: float) -> int:
+    if not sorted_vals:
+        return 0
+    k = min(len(sorted_vals) - 1, max(0, int(round(q * (len(sorted_vals) - 1)))))
+    return sorted_vals[k]
+
+
+def message_table(result) -> str:
+    """Per (src, dst, qp) flow: message count, bytes, completion time stats."""
+    groups: dict[tuple[int, int, int], list] = defaultdict(list)
+    for m in result.messages:
+        groups[(m.src, m.dst, m.qp)].append(m)
+    rows = []
+    for (src, dst, qp), ms in sorted(groups.items()):
+        comp = sorted(m.completion_ps for m in ms if m.completion_ps is not None)
+        nic = sum(1 for m in ms if m.handled_by_nic)
+        stats = ([us(min(comp)), us(sum(comp) / len(comp)), us(_percentile(comp, 0.99)),
+                  us(max(comp))] if comp else ["-"] * 4)
+        rows.append([f"{src}->{dst} qp{qp}", count(len(ms)), count(sum(m.bytes for m in ms)),
+                     count(nic)] + stats)
+    if not rows:
+        return "messages: none delivered"
+    return table(["flow", "messages", "bytes (B)", "NIC-handled", "min (µs)", "mean (µs)",
+                  "p99 (µs)", "max (µs)"], rows,
+                 "messages (completion = delivery or NIC handling - post)")
+
+
+def link_table(result) -> str:
+    rows = [[f"{l['link']}: {l['from']}->{l['to']}", count(l["tx_frames"]), count(l["tx_bytes"]),
+             count(l["max_queue_bytes"]), us(l["busy_ps"]), count(l["drops"])]
+            for l in result.links]
+    return table(["link (direction)", "frames", "bytes (B)", "max queue (B)", "busy (µs)",
+                  "drops (frames)"], rows, "links")
+
+
+def nic_table(result) -> str:
+    hosts = {h["node"]: h for h in result.hosts}
+    rows = []
+    for n in result.nics:
+        h = hosts.get(n["node"], {})
+        calls = n.get("handler_calls", {})
+        rows.append([f"node {n['node']}", count(n["dma_write_bytes"]), count(n["dma_read_bytes"]),
+                     us(n["hpu_busy_ps"]), "/".join(count(calls.get(k, 0)) for k in
+                                                     ("header", "payload", "completion")),
+                     us(h.get("cpu_busy_ps", 0)), count(h.get("messages_received", 0)),
+                     "yes" if h.get("finished") else "NO"])
+    return table(["NIC/host", "DMA write (B)", "DMA read (B)", "HPU busy (µs)",
+                  "handlers hdr/pl/cpl (calls)", "host CPU (µs)", "received (msgs)", "finished"],
+                 rows, "NICs and hosts")
+
+
+def run_summary(result, name: str = "") -> str:
+    """Summary of a ``RunResult``: totals, messages, links, NICs/hosts, drops, marks."""
+    tot = result.totals()
+    head = [f"scenario {name}" if name else "scenario",
+            f"  end time: {us(result.end_time_ps)} µs (virtual)",
+            f"  events: {count(result.events)} ({count(result.packet_events)} packet events)",
+            f"  totals: link {count(tot['link_bytes'])} B, PCIe/DMA {count(tot['pcie_bytes'])} B, "
+            f"HPU busy {us(tot['hpu_busy_ps'])} µs, host CPU {us(tot['host_cpu_ps'])} µs, "
+            f"drops {count(tot['drops'])} frames"]
+    wall = getattr(result, "wall", None) or {}
+    if wall.get("seconds"):
+        head.append(f"  wall: {wall['seconds']:.3f} s, {wall.get('events_per_s', 0):,.0f} events/s "
+                    f"(wall clock, not deterministic)")
+    parts = ["\n".join(head), message_table(result), link_table(result), nic_table(result)]
+    if result.drops:
+        parts.append(table(["drop reason", "frames"],
+                           [[k, count(v)] for k, v in sorted(result.drops.items())], "drops"))
+    else:
+        parts.append("drops: none")
+    if result.marks:
+        rows = [[label, f"node {node}", us(t)] for label, per in result.marks.items()
+                for node, t in sorted(per.items())]
+        parts.append(table(["mark", "node", "time (µs)"], rows, "marks"))
+    return "\n\n".join(parts)
+
+
+# --- bench ----------------------------------------------------------------------------------------
+def bench_lines(figures: list[dict[str, Any]]) -> str:
+    """Figures as ``name  value unit  [target ...]`` lines."""
+    rows = []
+    for f in figures:
+        v = f["value"]
+        if v is None:
+            val = "skipped"
+        elif isinstance(v, float) and abs(v) < 100:
+            val = f"{v:,.2f} {f['unit']}"
+        else:
+            val = f"{v:,.0f} {f['unit']}"
+        target = f.get("target", "")
+        if target and v is not None:
+            target = f"target {target}: {'met' if f.get('met') else 'NOT met'}"
+        elif target:
+            target = f"target {target}"
+        rows.append([f["name"], val, target + (f"  ({f['note']})" if f.get("note") else "")])
+    return table(["figure", "value", "target"], rows)

@@ -1,0 +1,728 @@
+"""Scenario files: a whole run described in TOML, loaded into a ``Scenario`` plus ``RunOptions``.
+
+Schema (every table is optional except ``[topology]``; unknown keys are errors)::
+
+    name = "ping-pong"                  # free text, shown in reports
+    description = "..."
+
+    [topology]
+    kind = "star"                       # "star" | "pair" | "custom"
+    hosts = 2                           # star: number of hosts (named h0.., switch s0); pair: 2
+    # custom: devices in order (hosts get node ids 0, 1, ... in the order listed) and links,
+    # each link optionally overriding [link] fields:
+    # devices = [{name = "h0", kind = "host"}, {name = "s0", kind = "switch"}, ...]
+    # links = [{a = "h0", b = "s0"}, {a = "h1", b = "s0", rate_gbps = 100}, ...]
+
+    [link]      # spin.config.LinkConfig fields:   rate_gbps, latency_ns
+    [nic]       # spin.config.NicConfig fields:    hpus, hpu_clock_mhz, pcie_rate_gbytes_per_s, ...
+    [host]      # spin.config.HostConfig fields:   memory_bytes, send_overhead_ns, qps, ...
+    [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes
+    [engine]    # spin.config.EngineConfig fields: mtu_bytes (256|512|1024|2048|4096), ...
+
+    [[program]]                         # a handler program, built by calling a factory
+    name = "pong"                       # the name [[context]] refers to
+    factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram
+    args = { reply_qp = 2 }             # keyword arguments of the factory
+
+    [[context]]                         # install a program on a NIC (an execution context)
+    node = 1                            # node id or host name ("h1")
+    program = "pong"
+    match_qp = 1                        # optional match fields: match_qp, match_rkey, match_src
+                                        # (match_src is a node id or host name)
+
+    [[host_program]]                    # what a host does, in order (one table per node)
+    node = 0
+    ops = [
+      { op = "send", dst = 1, nbytes = 512, qp = 1, local_addr = 0, remote_addr = 4096, rkey = 0 },
+      { op = "wait_recv", qp = 2, count = 1 },        # wait for `count` more messages on qp
+      { op = "wait_event", count = 1 },               # wait for handler-raised host events
+      { op = "compute", ns = 1000.0 },                # host busy for ns nanoseconds
+      { op = "reduce", dst_addr = 0, src_addr = 65536, count = 16384, dtype = "int32" },
+      { op = "mark", label = "done" },                # record the virtual time here
+      { op = "repeat", times = 8, ops = [ ... ] },    # the nested ops, `times` times
+    ]
+
+    [[memory]]                          # initial host memory
+    node = 0
+    addr = 0
+    dtype = "int32"                     # int8..int64, uint8..uint64, float32, float64
+    values = [1, 2, 3]                  # either explicit values ...
+    # fill = "arange" | "random" | "zeros", count = 16384, seed = 0    # ... or a fill
+
+    [capture]
+    links = "all"                       # or a list of link indices; written by `spin run --pcap`
+
+    [workers]
+    count = 1                           # worker processes (`spin run --workers` overrides)
+    assign = { h0 = 0, s0 = 1 }         # optional device name -> worker id
+
+    [[check]]                           # verified after a single-worker run
+    node = 0
+    addr = 65536
+    dtype = "int32"
+    count = 16384
+    expect = "sum"                      # "sum" | "copy" | "values"
+    sources = [{ node = 0, addr = 0 }, { node = 1, addr = 0 }]   # initial memory regions (sum/copy)
+    # values = [...]                    # for expect = "values"
+
+Every program declared in ``[[program]]`` is compiled into the engine, in declaration order:
+scenario files that declare the same programs (same handler sources) share one compiled engine.
+Factory modules must be importable (an installed package such as ``handlers``, a module on
+``PYTHONPATH``, or a ``.py`` file next to the scenario file).
+
+Errors are ``ConfigError``s naming the file, the field path (``host_program[2].ops[0].op``), the
+offending value and, where there is a finite set, the valid choices.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import tomllib
+import typing
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
+from .errors import ConfigError, SpinError
+from .handler import ExecutionContext, HandlerProgram
+from .simulation import Scenario, _same_program
+from .topology import Topology
+from .units import US
+
+MEMORY_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float32", "float64")
+REDUCE_DTYPES = ("int32", "int64", "float32", "float64")
+Node = Union[int, str]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DeviceSpec(_Spec):
+    name: str = Field(min_length=1)
+    kind: Literal["host", "switch"]
+
+
+class LinkSpec(_Spec):
+    a: str
+    b: str
+    rate_gbps: int | None = None
+    latency_ns: float | None = None
+
+
+class TopologySpec(_Spec):
+    kind: Literal["star", "pair", "custom"]
+    hosts: int | None = Field(None, ge=1)
+    devices: list[DeviceSpec] | None = None
+    links: list[LinkSpec] | None = None
+
+
+class ProgramSpec(_Spec):
+    name: str = Field(min_length=1)
+    factory: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ContextSpec(_Spec):
+    node: Node
+    program: str
+    match_qp: int | None = Field(None, ge=0)
+    match_rkey: int | None = Field(None, ge=0)
+    match_src: Node | None = None
+
+
+class HostProgramSpec(_Spec):
+    node: Node
+    ops: list[Any]
+
+
+class SendOp(_Spec):
+    op: Literal["send"]
+    dst: Node
+    nbytes: int = Field(ge=0)
+    qp: int = Field(0, ge=0)
+    local_addr: int = Field(0, ge=0)
+    remote_addr: int = Field(0, ge=0)
+    rkey: int = Field(0, ge=0)
+
+
+class WaitRecvOp(_Spec):
+    op: Literal["wait_recv"]
+    qp: int = Field(0, ge=0)
+    count: int = Field(1, ge=1)
+
+
+class WaitEventOp(_Spec):
+    op: Literal["wait_event"]
+    count: int = Field(1, ge=1)
+
+
+class ComputeOp(_Spec):
+    op: Literal["compute"]
+    ns: float = Field(ge=0)
+
+
+class ReduceOp(_Spec):
+    op: Literal["reduce"]
+    dst_addr: int = Field(ge=0)
+    src_addr: int = Field(ge=0)
+    count: int = Field(ge=1)
+    dtype: Literal["int32", "int64", "float32", "float64"]
+
+
+class MarkOp(_Spec):
+    op: Literal["mark"]
+    label: str = Field(min_length=1)
+
+
+class RepeatOp(_Spec):
+    op: Literal["repeat"]
+    times: int = Field(ge=1)
+    ops: list[Any]
+
+
+OPS: dict[str, type[_Spec]] = {"send": SendOp, "wait_recv": WaitRecvOp, "wait_event": WaitEventOp,
+                               "compute": ComputeOp, "reduce": ReduceOp, "mark": MarkOp,
+                               "repeat": RepeatOp}
+
+
+class MemorySpec(_Spec):
+    node: Node
+    addr: int = Field(ge=0)
+    dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                   "float32", "float64"]
+    values: list[int | float] | None = None
+    fill: Literal["arange", "random", "zeros"] | None = None
+    count: int | None = Field(None, ge=1)
+    seed: int = 0
+
+
+class CaptureSpec(_Spec):
+    links: Literal["all"] | list[int] = "all"
+
+
+class WorkersSpec(_Spec):
+    count: int = Field(1, ge=1)
+    assign: dict[str, int] | None = None
+
+
+class RegionSpec(_Spec):
+    node: Node
+    addr: int = Field(ge=0)
+
+
+class CheckSpec(_Spec):
+    node: Node
+    addr: int = Field(ge=0)
+    dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                   "float32", "float64"]
+    count: int = Field(ge=1)
+    expect: Literal["sum", "copy", "values"]
+    sources: list[RegionSpec] | None = None
+    values: list[int | float] | None = None
+
+
+# top-level key -> (model, is an array of tables)
+SECTIONS: dict[str, tuple[type[BaseModel], bool]] = {
+    "topology": (TopologySpec, False), "link": (LinkConfig, False), "nic": (NicConfig, False),
+    "host": (HostConfig, False), "switch": (SwitchConfig, False), "engine": (EngineConfig, False),
+    "program": (ProgramSpec, True), "context": (ContextSpec, True),
+    "host_program": (HostProgramSpec, True), "memory": (MemorySpec, True),
+    "capture": (CaptureSpec, False), "workers": (WorkersSpec, False), "check": (CheckSpec, True),
+}
+TOP_KEYS = ("name", "description") + tuple(SECTIONS)
+
+
+@dataclass(frozen=True)
+class Check:
+    """Expected contents of a host memory region after the run (from ``[[check]]``)."""
+
+    where: str              # "check[0]"
+    node: int
+    addr: int
+    dtype: str
+    expected: np.ndarray
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a loaded scenario: workers, partition, time limit, checks."""
+
+    name: str = ""
+    source: Path | None = None
+    workers: int = 1
+    partition: dict[str, int] | None = None
+    until_ps: int | None = None
+    checks: tuple[Check, ...] = ()
+    device_names: tuple[str, ...] = ()
+
+    def with_workers(self, n: int) -> "RunOptions":
+        if n < 1:
+            raise ConfigError(f"--workers = {n}: must be >= 1")
+        part = self.partition
+        if part is not None and any(w >= n for w in part.values()):
+            raise ConfigError(f"--workers = {n}: [workers] assign uses worker ids up to "
+                              f"{max(part.values())}; valid worker ids are 0..{n - 1}")
+        return replace(self, workers=n)
+
+    def with_until_us(self, t_us: float) -> "RunOptions":
+        if not t_us > 0:
+            raise ConfigError(f"--until-us = {t_us}: must be > 0 µs")
+        return replace(self, until_ps=int(round(t_us * US)))
+
+
+# --- error reporting ------------------------------------------------------------------------------
+def _path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _unwrap_model(tp) -> type[BaseModel] | None:
+    if inspect.isclass(tp) and issubclass(tp, BaseModel):
+        return tp
+    for arg in typing.get_args(tp):
+        m = _unwrap_model(arg)
+        if m is not None:
+            return m
+    return None
+
+
+def _model_at(model: type[BaseModel], loc) -> type[BaseModel] | None:
+    cur: type[BaseModel] | None = model
+    for part in loc:
+        if cur is None:
+            return None
+        if isinstance(part, int):
+            continue
+        f = cur.model_fields.get(part)
+        if f is None:
+            return None
+        cur = _unwrap_model(f.annotation)
+    return cur
+
+
+class _Loader:
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, path: str, value: Any, msg: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {path} = {value!r}: {msg}")
+
+    def validate(self, model: type[BaseModel], data: Any, prefix: list) -> Any:
+        if not isinstance(data, dict):
+            raise self.error(_path(prefix), data, f"expected a table with keys "
+                             f"{', '.join(model.model_fields)}")
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise self._convert(model, exc, prefix) from None
+
+    def _convert(self, model: type[BaseModel], exc: ValidationError, prefix: list) -> ConfigError:
+        lines = []
+        for err in exc.errors():
+            loc = [p for p in err["loc"] if not (isinstance(p, str) and "[" in p)]
+            path = _path(list(prefix) + loc)
+            value = err.get("input")
+            ctx = err.get("ctx") or {}
+            if err["type"] == "extra_forbidden":
+                owner = _model_at(model, loc[:-1])
+                valid = ", ".join(owner.model_fields) if owner else "?"
+                msg = f"unknown key; valid keys: {valid}"
+            elif err["type"] == "literal_error":
+                msg = f"invalid choice; valid choices: {ctx.get('expected', '?')}"
+            elif err["type"] == "missing":
+                msg = "required key is missing"
+                value = None
+            else:
+                msg = err["msg"]
+            lines.append(f"{self.source}: {path} = {value!r}: {msg}")
+        # one error per union member is noise: keep the distinct paths' first message
+        seen, kept = set(), []
+        for line in lines:
+            key = line.split(" = ", 1)[0]
+            if key not in seen:
+                seen.add(key)
+                kept.append(line)
+        return ConfigError("\n".join(kept))
+
+
+# --- building -------------------------------------------------------------------------------------
+def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
+    if spec.kind in ("star", "pair"):
+        for key in ("devices", "links"):
+            if getattr(spec, key) is not None:
+                raise ld.error(f"topology.{key}", getattr(spec, key),
+                               f"only valid with kind = 'custom' (kind is {spec.kind!r})")
+    if spec.kind == "star":
+        if spec.hosts is None:
+            raise ld.error("topology.hosts", None, "required for kind = 'star' (number of hosts)")
+        return Topology.star(spec.hosts, link)
+    if spec.kind == "pair":
+        if spec.hosts not in (None, 2):
+            raise ld.error("topology.hosts", spec.hosts, "kind = 'pair' has exactly 2 hosts")
+        return Topology.pair(link)
+    if spec.hosts is not None:
+        raise ld.error("topology.hosts", spec.hosts, "not valid with kind = 'custom'; list "
+                       "the hosts in topology.devices")
+    if not spec.devices:
+        raise ld.error("topology.devices", spec.devices, "kind = 'custom' needs a list of "
+                       "{name, kind = 'host' | 'switch'}")
+    topo = Topology()
+    for i, d in enumerate(spec.devices):
+        try:
+            (topo.add_host if d.kind == "host" else topo.add_switch)(d.name)
+        except SpinError as exc:
+            raise ld.error(f"topology.devices[{i}].name", d.name, str(exc)) from None
+    if not topo.hosts:
+        raise ld.error("topology.devices", [d.name for d in spec.devices], "no device has "
+                       "kind = 'host'")
+    for i, l in enumerate(spec.links or []):
+        over = {k: v for k, v in (("rate_gbps", l.rate_gbps), ("latency_ns", l.latency_ns))
+                if v is not None}
+        cfg = ld.validate(LinkConfig, {**link.model_dump(), **over}, ["topology", "links", i])
+        try:
+            topo.add_link(l.a, l.b, cfg)
+        except SpinError as exc:
+            raise ld.error(f"topology.links[{i}]", {"a": l.a, "b": l.b}, str(exc)) from None
+    try:
+        topo.switch_routes()
+    except SpinError as exc:
+        raise ld.error("topology", spec.kind, str(exc)) from None
+    return topo
+
+
+def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
+    hosts = topo.hosts
+    if isinstance(value, bool):
+        pass
+    elif isinstance(value, int) and 0 <= value < len(hosts):
+        return value
+    elif isinstance(value, str) and value in hosts:
+        return hosts.index(value)
+    shown = ", ".join(hosts[:16]) + (", ..." if len(hosts) > 16 else "")
+    raise ld.error(path, value, f"no such host; valid: node ids 0..{len(hosts) - 1} or names "
+                   f"{shown}")
+
+
+def _load_factory(ld: _Loader, spec: ProgramSpec, path: str, base_dir: Path | None) -> HandlerProgram:
+    mod_name, _, fn_name = spec.factory.partition(":")
+    try:
+        module = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        local = base_dir / (mod_name.replace(".", "/") + ".py") if base_dir else None
+        if local is None or not local.exists() or exc.name != mod_name.split(".")[0]:
+            raise ld.error(f"{path}.factory", spec.factory,
+                           f"cannot import module {mod_name!r} ({exc})") from None
+        if str(base_dir) not in sys.path:
+            sys.path.insert(0, str(base_dir))
+        module = importlib.import_module(mod_name)
+    except Exception as exc:
+        raise ld.error(f"{path}.factory", spec.factory, f"importing module {mod_name!r} failed: "
+                       f"{type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in fn_name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            break
+    if obj is None or not callable(obj):
+        choices = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                         and getattr(v, "__module__", None) == module.__name__)
+        raise ld.error(f"{path}.factory", spec.factory, f"module {mod_name!r} has no function "
+                       f"{fn_name!r}; functions defined there: {', '.join(choices) or 'none'}")
+    try:
+        program = obj(**spec.args)
+    except SpinError as exc:
+        raise ld.error(f"{path}.args", spec.args, str(exc)) from None
+    except TypeError as exc:
+        try:
+            params = ", ".join(inspect.signature(obj).parameters)
+        except (TypeError, ValueError):
+            params = "?"
+        raise ld.error(f"{path}.args", spec.args, f"{exc}; {spec.factory} takes ({params})") from None
+    if not isinstance(program, HandlerProgram):
+        raise ld.error(f"{path}.factory", spec.factory, f"returned {type(program).__name__}, "
+                       f"expected a spin.handler.HandlerProgram")
+    return program
+
+
+def _add_ops(ld: _Loader, sc: Scenario, topo: Topology, hp, ops: list, path: str) -> None:
+    for j, raw in enumerate(ops):
+        p = f"{path}[{j}]"
+        if not isinstance(raw, dict):
+            raise ld.error(p, raw, "expected an inline table {op = ..., ...}")
+        kind = raw.get("op")
+        if kind not in OPS:
+            raise ld.error(f"{p}.op", kind, f"unknown op; valid choices: {', '.join(OPS)}")
+        op = ld.validate(OPS[kind], raw, [p])
+        try:
+            if kind == "send":
+                hp.send(_node(ld, topo, op.dst, f"{p}.dst"), op.nbytes, qp=op.qp,
+                        local_addr=op.local_addr, remote_addr=op.remote_addr, rkey=op.rkey)
+                if op.local_addr + op.nbytes > sc.host.memory_bytes:
+                    raise ConfigError(f"send reads [{op.local_addr}, {op.local_addr + op.nbytes}) "
+                                      f"beyond host.memory_bytes = {sc.host.memory_bytes}")
+            elif kind == "wait_recv":
+                hp.wait_recv(qp=op.qp, count=op.count)
+            elif kind == "wait_event":
+                hp.wait_event(op.count)
+            elif kind == "compute":
+                hp.compute(op.ns)
+            elif kind == "reduce":
+                hp.reduce(op.dst_addr, op.src_addr, op.count, op.dtype)
+            elif kind == "mark":
+                hp.mark(op.label)
+            else:
+                for _ in range(op.times):
+                    _add_ops(ld, sc, topo, hp, op.ops, f"{p}.ops")
+        except ConfigError as exc:
+            if str(exc).startswith(ld.source):
+                raise
+            raise ld.error(p, raw, str(exc)) from None
+
+
+def _memory_array(ld: _Loader, m: MemorySpec, path: str) -> np.ndarray:
+    dt = np.dtype(m.dtype)
+    if (m.values is None) == (m.fill is None):
+        raise ld.error(path, {k: v for k, v in m.model_dump().items() if v is not None},
+                       "give exactly one of 'values' (a list) or 'fill' (arange, random, zeros)")
+    if m.values is not None:
+        if m.count is not None:
+            raise ld.error(f"{path}.count", m.count, "only valid with 'fill'")
+        try:
+            with np.errstate(over="raise", invalid="raise"):
+                arr = np.array(m.values, dtype=dt)
+            if dt.kind in "iu" and any(isinstance(v, float) for v in m.values):
+                raise ValueError("float value for an integer dtype")
+            if dt.kind in "iu" and not np.array_equal(arr.astype(np.float64),
+                                                        np.array(m.values, np.float64)):
+                raise OverflowError("value out of range")
+        except (OverflowError, ValueError, FloatingPointError) as exc:
+            raise ld.error(f"{path}.values", m.values, f"not representable as {m.dtype}: {exc}") \
+                from None
+        return arr
+    if m.count is None:
+        raise ld.error(f"{path}.count", None, f"required with fill = {m.fill!r}")
+    if m.fill == "zeros":
+        return np.zeros(m.count, dt)
+    if m.fill == "arange":
+        return np.arange(m.count, dtype=np.int64).astype(dt)
+    rng = np.random.default_rng(m.seed)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, m.count, dtype=dt, endpoint=True)
+    return rng.standard_normal(m.count).astype(dt)
+
+
+def _initial_region(sc: Scenario, node: int, addr: int, nbytes: int) -> np.ndarray:
+    buf = np.zeros(sc.host.memory_bytes, np.uint8)
+    for n, a, raw in sc.host_memory:
+        if n == node:
+            buf[a:a + len(raw)] = np.frombuffer(raw, np.uint8)
+    return buf[addr:addr + nbytes]
+
+
+def _check(ld: _Loader, sc: Scenario, topo: Topology, c: CheckSpec, path: str) -> Check:
+    node = _node(ld, topo, c.node, f"{path}.node")
+    dt = np.dtype(c.dtype)
+    nbytes = c.count * dt.itemsize
+    if c.addr + nbytes > sc.host.memory_bytes:
+        raise ld.error(f"{path}.addr", c.addr, f"region of {nbytes} B exceeds host.memory_bytes = "
+                       f"{sc.host.memory_bytes}")
+    if c.expect == "values":
+        if c.values is None or c.sources is not None:
+            raise ld.error(path, c.expect, "expect = 'values' needs 'values' and no 'sources'")
+        if len(c.values) != c.count:
+            raise ld.error(f"{path}.values", c.values, f"has {len(c.values)} values, count = "
+                           f"{c.count}")
+        return Check(path, node, c.addr, c.dtype, np.array(c.values, dtype=dt))
+    if not c.sources or c.values is not None:
+        raise ld.error(path, c.expect, f"expect = {c.expect!r} needs 'sources' and no 'values'")
+    if c.expect == "copy" and len(c.sources) != 1:
+        raise ld.error(f"{path}.sources", [s.model_dump() for s in c.sources],
+                       "expect = 'copy' takes exactly one source region")
+    regions = []
+    for k, s in enumerate(c.sources):
+        n = _node(ld, topo, s.node, f"{path}.sources[{k}].node")
+        if s.addr + nbytes > sc.host.memory_bytes:
+            raise ld.error(f"{path}.sources[{k}].addr", s.addr, "region exceeds host memory")
+        regions.append(_initial_region(sc, n, s.addr, nbytes).view(dt))
+    expected = np.sum(np.stack(regions), axis=0, dtype=dt) if len(regions) > 1 else regions[0].copy()
+    return Check(path, node, c.addr, c.dtype, expected)
+
+
+def _as_list(ld: _Loader, doc: dict, key: str) -> list:
+    val = doc.get(key, [])
+    if not isinstance(val, list):
+        raise ld.error(key, val, f"expected an array of tables: write [[{key}]]")
+    return val
+
+
+def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | None = None
+                       ) -> tuple[Scenario, RunOptions]:
+    ld = _Loader(source)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise ld.error(key, doc[key], f"unknown key; valid keys: {', '.join(TOP_KEYS)}")
+    for key in ("name", "description"):
+        if key in doc and not isinstance(doc[key], str):
+            raise ld.error(key, doc[key], "expected a string")
+    sections: dict[str, Any] = {}
+    for key, (model, many) in SECTIONS.items():
+        if many:
+            sections[key] = [ld.validate(model, v, [key, i]) for i, v in enumerate(_as_list(ld, doc, key))]
+        elif key in doc:
+            sections[key] = ld.validate(model, doc[key], [key])
+    if "topology" not in sections:
+        raise ld.error("topology", None, "required table [topology] is missing (kind = 'star' | "
+                       "'pair' | 'custom')")
+    link = sections.get("link") or LinkConfig()
+    topo = _topology(ld, sections["topology"], link)
+    sc = Scenario(topo, nic=sections.get("nic") or NicConfig(), host=sections.get("host") or HostConfig(),
+                  switch=sections.get("switch") or SwitchConfig(),
+                  engine=sections.get("engine") or EngineConfig())
+    # programs
+    programs: dict[str, HandlerProgram] = {}
+    for i, p in enumerate(sections["program"]):
+        if p.name in programs:
+            raise ld.error(f"program[{i}].name", p.name, "declared twice")
+        programs[p.name] = _load_factory(ld, p, f"program[{i}]", base_dir)
+    engine_programs: list[HandlerProgram] = []
+    for prog in programs.values():
+        if not any(_same_program(prog, q) for q in engine_programs):
+            engine_programs.append(prog)
+    sc.engine_programs = engine_programs or None
+    for i, c in enumerate(sections["context"]):
+        path = f"context[{i}]"
+        node = _node(ld, topo, c.node, f"{path}.node")
+        if c.program not in programs:
+            raise ld.error(f"{path}.program", c.program, "no such [[program]]; declared: "
+                           f"{', '.join(programs) or 'none'}")
+        src = None if c.match_src is None else _node(ld, topo, c.match_src, f"{path}.match_src")
+        if c.match_qp is not None and c.match_qp >= sc.host.qps:
+            raise ld.error(f"{path}.match_qp", c.match_qp, f"valid qps are 0..{sc.host.qps - 1} "
+                           f"(host.qps)")
+        sc.install(ExecutionContext(node, programs[c.program], match_qp=c.match_qp,
+                                    match_rkey=c.match_rkey, match_src=src))
+    # host programs
+    owners: dict[int, int] = {}
+    for i, h in enumerate(sections["host_program"]):
+        path = f"host_program[{i}]"
+        node = _node(ld, topo, h.node, f"{path}.node")
+        if node in owners:
+            raise ld.error(f"{path}.node", h.node, f"node {node} already has a program "
+                           f"(host_program[{owners[node]}]); put all its ops in one table")
+        owners[node] = i
+        _add_ops(ld, sc, topo, sc.host_program(node), h.ops, f"{path}.ops")
+    # memory
+    for i, m in enumerate(sections["memory"]):
+        path = f"memory[{i}]"
+        node = _node(ld, topo, m.node, f"{path}.node")
+        arr = _memory_array(ld, m, path)
+        try:
+            sc.write_host_memory(node, m.addr, arr)
+        except ConfigError as exc:
+            raise ld.error(f"{path}.addr", m.addr, str(exc)) from None
+    # capture
+    cap = sections.get("capture")
+    if cap is not None:
+        n_links = len(topo.links)
+        if cap.links == "all":
+            sc.capture()
+        else:
+            for k, li in enumerate(cap.links):
+                if not 0 <= li < n_links:
+                    raise ld.error(f"capture.links[{k}]", li, f"valid links are 0..{n_links - 1}")
+            sc.capture(*cap.links)
+    # workers
+    wk = sections.get("workers") or WorkersSpec()
+    names = topo.device_names()
+    if wk.assign is not None:
+        for dev, w in wk.assign.items():
+            if dev not in names:
+                raise ld.error(f"workers.assign.{dev}", w, f"no such device; devices: "
+                               f"{', '.join(names)}")
+            if not 0 <= w < wk.count:
+                raise ld.error(f"workers.assign.{dev}", w, f"valid worker ids are 0..{wk.count - 1} "
+                               f"(workers.count = {wk.count})")
+    checks = tuple(_check(ld, sc, topo, c, f"check[{i}]") for i, c in enumerate(sections["check"]))
+    options = RunOptions(name=doc.get("name", ""), source=Path(source) if base_dir else None,
+                         workers=wk.count, partition=dict(wk.assign) if wk.assign else None,
+                         checks=checks, device_names=tuple(names))
+    return sc, options
+
+
+def load_scenario(path: str | Path) -> tuple[Scenario, RunOptions]:
+    """Load a TOML scenario file; raise ConfigError naming file, field, value and choices."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read scenario file: {exc.strerror or exc}") from None
+    sc, opts = load_scenario_text(text, str(path), p.resolve().parent)
+    if not opts.name:
+        opts = replace(opts, name=p.stem)
+    return sc, opts
+
+
+# --- running --------------------------------------------------------------------------------------
+@dataclass
+class LoadedRun:
+    result: Any
+    pcaps: list[Path] = field(default_factory=list)
+    check_lines: list[str] = field(default_factory=list)
+    checks_passed: bool = True
+
+
+def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | None = None,
+               quiet: bool = True, **transport) -> LoadedRun:
+    """Run a loaded scenario (with checks when it runs in this process). A failed check raises
+    ``spin.demo.DataCheckError`` after nothing else is left to report."""
+    from .simulation import Simulation
+    if pcap_dir is not None and not scenario.capture_links:
+        scenario.capture()
+    if options.workers > 1 or transport.get("remote_workers"):
+        if options.until_ps is not None:
+            raise ConfigError(f"--until-us with workers = {options.workers}: a time limit is only "
+                              f"supported with 1 worker")
+        from .fabric import run_scenario
+        result = run_scenario(scenario, options.workers, pcap_dir=pcap_dir, quiet=quiet,
+                              partition=options.partition, **transport)
+        pcaps = sorted(Path(pcap_dir).glob("*.pcap")) if pcap_dir else []
+        lines = [f"checks: {len(options.checks)} skipped (host memory is only inspected in "
+                 f"single-worker runs)"] if options.checks else []
+        return LoadedRun(result, pcaps, lines)
+    sim = Simulation(scenario)
+    result = sim.run(quiet=quiet, until_ps=options.until_ps)
+    pcaps = sim.write_pcaps(pcap_dir) if pcap_dir is not None else []
+    run = LoadedRun(result, pcaps)
+    if options.checks and options.until_ps is not None:
+        run.check_lines.append(f"checks: {len(options.checks)} skipped (run stopped at "
+                               f"--until-us)")
+        return run
+    for c in options.checks:
+        mem = sim.host_memory(c.node)
+        nbytes = c.expected.size * c.expected.itemsize
+        got = mem[c.addr:c.addr + nbytes].view(c.dtype)
+        bad = np.flatnonzero(got != c.expected)
+        if bad.size:
+            i = int(bad[0])
+            run.checks_passed = False
+            run.check_lines.append(f"check FAILED {c.where}: node {c.node} addr {c.addr}: element "
+                                   f"{i} is {got[i]}, expected {c.expected[i]} ({bad.size} of "
+                                   f"{got.size} {c.dtype} elements differ)")
+        else:
+            run.check_lines.append(f"check ok {c.where}: node {c.node} addr {c.addr}: {got.size} "
+                                   f"{c.dtype} elements as expected")
+    return run
