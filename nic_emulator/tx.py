@@ -8,6 +8,7 @@ transmission, so a slow link throttles it instead of filling the buffer pool.
 import numba as nb
 
 from spin.engine import state as S
+from spin.engine.freelist import give_free, take_free
 from spin.engine.heap import push_event
 from spin.engine.pool import alloc_slot, copy_bytes
 from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE, OPC_WRITE_ONLY,
@@ -25,12 +26,9 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
     if dst_node < 0 or dst_node >= st.sc[S.SC_N_NODES]:
         raise ValueError("spin: send to an unknown node")
     sc = st.sc
-    top = sc[S.SC_TXM_FREE_TOP]
-    if top <= 0:
+    m = take_free(sc, S.SC_TXM_FREE_TOP, st.txm_free)
+    if m < 0:
         raise MemoryError("spin engine: too many messages in flight (raise EngineConfig.max_tx_messages)")
-    top -= 1
-    sc[S.SC_TXM_FREE_TOP] = top
-    m = st.txm_free[top]
     me = st.dev[dev, S.D_NODE]
     mtu = sc[S.SC_MTU]
     npkts = max(1, (nbytes + mtu - 1) // mtu)
@@ -112,9 +110,7 @@ def tx_step(st, dev, now):
     if last:
         st.dev[dev, S.D_TXQ_HEAD] = (head + 1) % cap
         st.dev[dev, S.D_TXQ_N] -= 1
-        sc = st.sc
-        st.txm_free[sc[S.SC_TXM_FREE_TOP]] = m
-        sc[S.SC_TXM_FREE_TOP] += 1
+        give_free(st.sc, S.SC_TXM_FREE_TOP, st.txm_free, m)
     if st.dev[dev, S.D_TXQ_N] > 0:
         st.dev[dev, S.D_NIC_TX_SCHED] = 1
         push_event(st, t_emit, dev, S.EV_TXM, dev, 0, 0)

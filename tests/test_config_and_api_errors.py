@@ -62,3 +62,15 @@ def test_scenario_rejects_bad_nodes_qps_and_memory():
         sc.install(ExecutionContext(0, prog, memory=np.zeros(4, np.int64)))
     with pytest.raises(ConfigError, match="reduce dtype"):
         sc.host_program(0).reduce(0, 64, 4, "complex64")
+
+
+def test_exhausted_pool_names_the_config_field_to_raise():
+    from spin.simulation import Simulation
+    topo = Topology()
+    a, b, s = topo.add_host(), topo.add_host(), topo.add_switch()
+    topo.add_link(a, s, LinkConfig(rate_gbps=400))
+    topo.add_link(s, b, LinkConfig(rate_gbps=100))   # frames pile up in the switch
+    sc = Scenario(topo, engine=EngineConfig(buffer_slots=64))
+    sc.host_program(0).send(1, 512 * 1024, qp=1)
+    with pytest.raises(ConfigError, match=r"EngineConfig\.buffer_slots"):
+        Simulation(sc).run()

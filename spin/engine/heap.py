@@ -7,46 +7,23 @@ import numba as nb
 import numpy as np
 
 from . import state as S
-
-
-@nb.njit(cache=True, _nrt=False)
-def _less(st, i, j):
-    ti = st.ev[st.heap[i], S.E_TIME]
-    tj = st.ev[st.heap[j], S.E_TIME]
-    if ti != tj:
-        return ti < tj
-    return st.ev[st.heap[i], S.E_KEY] < st.ev[st.heap[j], S.E_KEY]
+from .freelist import give_free, take_free
 
 
 @nb.njit(cache=True, _nrt=False)
 def push_event(st, time_ps, creator_dev, kind, dev, a, b):
     """Schedule an event; the creator device's sequence number makes the key unique."""
-    sc = st.sc
-    eid = sc[S.SC_EV_FREE_TOP]
-    if eid <= 0:
-        raise MemoryError("spin engine: event pool exhausted (raise EngineConfig.max_events_pending)")
-    eid = st.ev_free[eid - 1]
-    sc[S.SC_EV_FREE_TOP] -= 1
     seq = st.dev[creator_dev, S.D_SEQ]
     st.dev[creator_dev, S.D_SEQ] = seq + 1
-    st.ev[eid, S.E_TIME] = time_ps
-    st.ev[eid, S.E_KEY] = (np.int64(creator_dev) << 40) | seq
-    st.ev[eid, S.E_KIND] = kind
-    st.ev[eid, S.E_DEV] = dev
-    st.ev[eid, S.E_A] = a
-    st.ev[eid, S.E_B] = b
-    _sift_up_insert(st, eid)
+    push_event_keyed(st, time_ps, (np.int64(creator_dev) << 40) | seq, kind, dev, a, b)
 
 
 @nb.njit(cache=True, _nrt=False)
 def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     """Schedule an event whose key was fixed elsewhere (a frame arriving from another worker)."""
-    sc = st.sc
-    eid = sc[S.SC_EV_FREE_TOP]
-    if eid <= 0:
+    eid = take_free(st.sc, S.SC_EV_FREE_TOP, st.ev_free)
+    if eid < 0:
         raise MemoryError("spin engine: event pool exhausted (raise EngineConfig.max_events_pending)")
-    eid = st.ev_free[eid - 1]
-    sc[S.SC_EV_FREE_TOP] -= 1
     st.ev[eid, S.E_TIME] = time_ps
     st.ev[eid, S.E_KEY] = key
     st.ev[eid, S.E_KIND] = kind
@@ -119,6 +96,4 @@ def pop_event(st):
 
 @nb.njit(cache=True, _nrt=False)
 def free_event(st, eid):
-    sc = st.sc
-    st.ev_free[sc[S.SC_EV_FREE_TOP]] = eid
-    sc[S.SC_EV_FREE_TOP] += 1
+    give_free(st.sc, S.SC_EV_FREE_TOP, st.ev_free, eid)

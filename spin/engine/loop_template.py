@@ -12,6 +12,7 @@ from nic_emulator.tx import post_message, tx_step, wake_tx
 from spin import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED
 from spin.engine import state as S
+from spin.engine.freelist import give_free, take_free
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import free_event, pop_event, push_event
 from spin.engine.pool import copy_bytes, free_slot
@@ -112,12 +113,9 @@ def _drop(st, dev, slot, reason):
 @nb.njit(cache=True, _nrt=False)
 def _new_message(st, dev, src, qp, out, now):
     sc = st.sc
-    top = sc[S.SC_MSG_FREE_TOP]
-    if top <= 0:
+    m = take_free(sc, S.SC_MSG_FREE_TOP, st.msg_free)
+    if m < 0:
         raise MemoryError("spin engine: receive message table exhausted (raise EngineConfig.max_rx_messages)")
-    top -= 1
-    sc[S.SC_MSG_FREE_TOP] = top
-    m = st.msg_free[top]
     mtu = sc[S.SC_MTU]
     dma_len = out[W.P_RETH_DMA_LEN]
     st.msg[m, S.M_DEV] = dev
@@ -145,9 +143,7 @@ def _new_message(st, dev, src, qp, out, now):
 @nb.njit(cache=True, _nrt=False)
 def _free_message(st, m):
     st.dev[st.msg[m, S.M_DEV], S.D_NIC_MSGS_ACTIVE] -= 1
-    sc = st.sc
-    st.msg_free[sc[S.SC_MSG_FREE_TOP]] = m
-    sc[S.SC_MSG_FREE_TOP] += 1
+    give_free(st.sc, S.SC_MSG_FREE_TOP, st.msg_free, m)
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -3,6 +3,7 @@ import numba as nb
 import numpy as np
 
 from . import state as S
+from .freelist import give_free, take_free
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -10,24 +11,19 @@ def alloc_slot(st):
     """Take a free slot; running out is a configuration problem, so it raises instead of dropping
     (a drop here would depend on how devices are spread over workers)."""
     sc = st.sc
-    top = sc[S.SC_SLOT_FREE_TOP]
-    if top <= 0:
+    slot = take_free(sc, S.SC_SLOT_FREE_TOP, st.slot_free)
+    if slot < 0:
         raise MemoryError("spin engine: frame buffer pool exhausted (raise EngineConfig.buffer_slots)")
-    top -= 1
-    sc[S.SC_SLOT_FREE_TOP] = top
-    in_use = st.slot_free.shape[0] - top
+    in_use = st.slot_free.shape[0] - sc[S.SC_SLOT_FREE_TOP]
     if in_use > sc[S.SC_SLOTS_IN_USE_MAX]:
         sc[S.SC_SLOTS_IN_USE_MAX] = in_use
-    slot = st.slot_free[top]
     st.slot_trusted[slot] = 1  # built by this engine: its ICRC is right by construction
     return slot
 
 
 @nb.njit(cache=True, _nrt=False)
 def free_slot(st, slot):
-    sc = st.sc
-    st.slot_free[sc[S.SC_SLOT_FREE_TOP]] = slot
-    sc[S.SC_SLOT_FREE_TOP] += 1
+    give_free(st.sc, S.SC_SLOT_FREE_TOP, st.slot_free, slot)
 
 
 @nb.njit(cache=True, _nrt=False)
