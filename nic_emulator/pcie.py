@@ -5,6 +5,12 @@ import numba as nb
 from spin.engine import state as S
 
 
+# A completion-queue entry or event the NIC writes to tell the host something: 16 B, like the
+# compact CQE format of current RDMA NICs. Written through the same posted-write queue as data,
+# so a notification never overtakes the data it announces.
+CQE_BYTES = 16
+
+
 @nb.njit(cache=True, inline="always", _nrt=False)
 def transfer_ps(st, dev, nbytes):
     return (nbytes * st.dev[dev, S.D_PCIE_MPS_PER_BYTE] + 999) // 1000

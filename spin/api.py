@@ -107,7 +107,7 @@ def spin_host_event(ctx, value):
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_host_mem(ctx):
     """This node's whole host memory as a uint8 array (read it to model host-resident data
     that a DMA read would fetch; prefer spin_dma_from_host so the cost is charged)."""
@@ -201,7 +201,7 @@ def spin_msg_rkey(ctx):
     return ctx.msg[ctx.cur[S.CUR_MSG], S.M_RKEY]
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_msg_state(ctx):
     """Per-message scratch state: 16 int64 words, zeroed when the message starts."""
     return ctx.msg_state[ctx.cur[S.CUR_MSG]]
@@ -241,7 +241,7 @@ def spin_now_ps(ctx):
     return ctx.cur[S.CUR_TIME]
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_frame(ctx):
     """The whole received frame (Ethernet header to ICRC) as a uint8 array."""
     return ctx.pool[ctx.cur[S.CUR_SLOT]][:ctx.cur[S.CUR_FRAME_LEN]]

@@ -5,10 +5,11 @@ payload_calls, violations, 0, 0, then per packet index: start, hpu, 0, 0].
 """
 import numpy as np
 
-from spin.api import (PROCEED, SUCCESS, spin_hpu, spin_msg_offset, spin_now_ps)
+from spin.api import (PROCEED, SUCCESS, spin_frame, spin_hpu, spin_msg_offset, spin_msg_state,
+                      spin_now_ps)
 from spin.handler import HandlerProgram, handler
 
-H_CALLS, H_START, C_CALLS, C_START, P_CALLS, VIOLATIONS = 0, 1, 2, 3, 4, 5
+H_CALLS, H_START, C_CALLS, C_START, P_CALLS, VIOLATIONS, MSG_STATE_COUNT = 0, 1, 2, 3, 4, 5, 6
 PER_PKT = 8
 PROBE_HEADER_CYCLES = 50
 PROBE_PAYLOAD_CYCLES = 2000
@@ -32,6 +33,8 @@ def probe_payload(ctx, pkt, mem):
     idx = PER_PKT + 4 * (spin_msg_offset(ctx) // MTU)
     mem[idx] = spin_now_ps(ctx)
     mem[idx + 1] = spin_hpu(ctx)
+    spin_msg_state(ctx)[0] += 1                   # per-message scratch state
+    mem[idx + 2] = spin_frame(ctx).shape[0] - pkt.shape[0]   # header + ICRC bytes
     return PROCEED
 
 
@@ -39,12 +42,19 @@ def probe_payload(ctx, pkt, mem):
 def probe_completion(ctx, pkt, mem):
     mem[C_CALLS] += 1
     mem[C_START] = spin_now_ps(ctx)
+    mem[MSG_STATE_COUNT] = spin_msg_state(ctx)[0]
     return PROCEED
 
 
 def probe_program(max_packets: int = 64) -> HandlerProgram:
     return HandlerProgram("probe", header=probe_header, payload=probe_payload,
                           completion=probe_completion,
+                          memory=np.zeros(PER_PKT + 4 * max_packets, np.int64))
+
+
+def probe_program_without_completion(max_packets: int = 64) -> HandlerProgram:
+    """Same payload handler (returns PROCEED), no completion handler."""
+    return HandlerProgram("probe_nocomp", header=probe_header, payload=probe_payload,
                           memory=np.zeros(PER_PKT + 4 * max_packets, np.int64))
 
 
@@ -61,4 +71,6 @@ def failing_program() -> HandlerProgram:
 
 def engine_test_programs() -> list[HandlerProgram]:
     """One shared list, so every engine test reuses one compiled engine."""
-    return [probe_program(), failing_program()]
+    from handlers.reduce import reduce_program
+    return [probe_program(), failing_program(), probe_program_without_completion(),
+            reduce_program(1, 1)]

@@ -5,15 +5,18 @@ import pytest
 from spin.config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from spin.engine import state as S
 from spin.engine.ports import inject_frames
+from nic_emulator.pcie import CQE_BYTES
 from spin.handler import ExecutionContext
 from spin.simulation import Scenario, Simulation
 from spin.topology import Topology
 from spin.units import serialization_ps
 from spin.wire import build_frame
 
-from tests.probe_handlers import (C_CALLS, C_START, H_CALLS, H_START, MTU, P_CALLS, PER_PKT,
+from tests.probe_handlers import (C_CALLS, C_START, H_CALLS, H_START, MSG_STATE_COUNT, MTU,
+                                  P_CALLS, PER_PKT,
                                   PROBE_HEADER_CYCLES, PROBE_PAYLOAD_CYCLES, VIOLATIONS,
-                                  engine_test_programs, probe_program)
+                                  engine_test_programs, probe_program,
+                                  probe_program_without_completion)
 
 
 def _scenario(topo=None, **kw) -> Scenario:
@@ -38,6 +41,9 @@ def test_header_first_payloads_parallel_completion_last():
     cycle_ps = 1000
     assert mem[H_CALLS] == 1 and mem[P_CALLS] == n and mem[C_CALLS] == 1
     assert mem[VIOLATIONS] == 0
+    assert mem[MSG_STATE_COUNT] == n                      # per-message state seen by every handler
+    headers = mem[PER_PKT + 2::4][:n]
+    assert headers[0] == 14 + 20 + 8 + 12 + 16 + 4 and (headers[1:] == 14 + 20 + 8 + 12 + 4).all()
     header_end = mem[H_START] + PROBE_HEADER_CYCLES * cycle_ps
     starts = mem[PER_PKT::4][:n]
     hpus = mem[PER_PKT + 1::4][:n]
@@ -76,7 +82,9 @@ def test_single_packet_latency_matches_the_cost_model():
     t += serialization_ps(frame + 24, link.rate_gbps)           # on the wire
     t += int(link.latency_ns * 1000)                            # propagation
     t += nic.match_header_cycles * 1000                         # matching at the receiver
-    t += pcie_xfer + pcie_lat                                   # DMA write, visible to host
+    t += pcie_xfer                                              # DMA write of the payload
+    t += (CQE_BYTES * int(round(1e6 / nic.pcie_rate_gbytes_per_s)) + 999) // 1000
+    t += pcie_lat                                               # completion entry visible
     t += int(host.recv_overhead_ns * 1000)                      # host consumes the completion
     assert result.mark("got", 1) == t
 
@@ -95,7 +103,7 @@ def test_default_path_delivers_multi_packet_message():
     assert msg.t_post_ps == int(HostConfig().send_overhead_ns * 1000)
     n_frames = -(-len(data) // 1024)
     assert sum(l["tx_frames"] for l in result.links) == 2 * n_frames  # host->switch->host
-    assert result.nics[0]["dma_write_bytes"] == len(data)
+    assert result.nics[0]["dma_write_bytes"] == len(data) + CQE_BYTES
 
 
 def test_malformed_frames_are_dropped_and_counted_by_reason():
@@ -149,3 +157,32 @@ def test_results_are_deterministic_and_json_serialisable():
     import json
     d = json.loads(a.to_json())
     assert d["totals"]["hpu_busy_ps"] > 0 and "wall" in d
+
+
+def test_host_event_never_overtakes_the_data_it_announces():
+    from handlers.reduce import reduce_program
+    n_elems = 4096
+    sc = Scenario(Topology.pair(), engine_programs=engine_test_programs())
+    sc.write_host_memory(0, 0, np.arange(n_elems, dtype=np.int32))
+    sc.install(ExecutionContext(1, reduce_program(n_elems, 1), match_qp=3))
+    sc.host_program(0).send(1, 4 * n_elems, qp=3, remote_addr=0x8000)
+    sc.host_program(1).wait_event().mark("event")
+    sim = Simulation(sc)
+    result = sim.run()
+    nic = NicConfig()
+    transfer = (4 * n_elems * int(round(1e6 / nic.pcie_rate_gbytes_per_s)) + 999) // 1000
+    # the result's DMA (16 KiB) must be visible before the event: at least its transfer time
+    # separates the completion handler's end from the host seeing the event
+    got = sim.host_memory(1)[0x8000:0x8000 + 4 * n_elems].view(np.int32)
+    np.testing.assert_array_equal(got, np.arange(n_elems, dtype=np.int32))
+    assert result.nics[1]["dma_write_bytes"] == 4 * n_elems + CQE_BYTES
+    assert result.mark("event", 1) >= transfer + int(nic.pcie_latency_ns * 1000)
+
+
+def test_payload_proceed_without_completion_handler_notifies_the_host():
+    sc = _scenario()
+    sc.install(ExecutionContext(1, probe_program_without_completion(), match_qp=5))
+    sc.host_program(0).send(1, 3000, qp=5, remote_addr=0)
+    sc.host_program(1).wait_recv(qp=5).mark("got")
+    result = Simulation(sc).run()
+    assert "got" in result.marks and result.marks["got"]

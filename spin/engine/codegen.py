@@ -9,6 +9,7 @@ edited handler can never be served stale machine code.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -38,13 +39,18 @@ def cache_dir() -> Path:
     return path
 
 
-def _engine_source_digest(h: "hashlib._Hash") -> None:
+@functools.lru_cache(maxsize=1)
+def _engine_source_digest() -> bytes:
+    """Digest of the engine's own sources, read once per process (they do not change while it
+    runs; a process that edits them must start a new one, as for any imported module)."""
+    h = hashlib.sha256()
     for rel in _ENGINE_SOURCES:
         p = _ROOT / rel
         files = sorted(p.rglob("*.py")) if p.is_dir() else [p]
         for f in files:
             h.update(str(f.relative_to(_ROOT)).encode())
             h.update(f.read_bytes())
+    return h.digest()
 
 
 def _handler_ref(fn) -> tuple[str, str, str]:
@@ -101,7 +107,7 @@ def engine_module_source(programs: list[HandlerProgram], boundscheck: bool = Fal
     h = hashlib.sha256()
     h.update(source.encode())
     h.update(numba.__version__.encode())
-    _engine_source_digest(h)
+    h.update(_engine_source_digest())
     for prog in programs:
         for fn in prog.handlers():
             if fn is not None:

@@ -7,7 +7,7 @@ import numba as nb
 import numpy as np
 
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
-from nic_emulator.pcie import pcie_read, pcie_write
+from nic_emulator.pcie import CQE_BYTES, pcie_read, pcie_write
 from nic_emulator.tx import post_message, tx_step, wake_tx
 from spin import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED
@@ -41,11 +41,15 @@ def _finalize_actions(st, dev, m, end):
             if m >= 0 and t > st.msg[m, S.M_DMA_END]:
                 st.msg[m, S.M_DMA_END] = t
             if kind == S.ACT_DMA_TO_HOST and p[2] != 0:
-                push_event(st, t, dev, S.EV_HOST_EVENT, dev, 0, 0)
+                push_event(st, pcie_write(st, dev, end, CQE_BYTES), dev, S.EV_HOST_EVENT,
+                           dev, 0, 0)
         elif kind == S.ACT_SEND_SLOT:
             push_event(st, end, dev, S.EV_ENQUEUE, dev, gp, p[1])
         elif kind == S.ACT_HOST_EVENT:
-            push_event(st, end + st.dev[dev, S.D_PCIE_LAT_PS], dev, S.EV_HOST_EVENT, dev, p[1], 0)
+            # an event is a small posted write behind the handler's data writes: it never
+            # reaches the host before the data it announces
+            push_event(st, pcie_write(st, dev, end, CQE_BYTES), dev, S.EV_HOST_EVENT,
+                       dev, p[1], 0)
         elif kind == S.ACT_PUT_FROM_HOST:
             post_message(st, dev, p[1], p[2], p[4], p[3], p[5], 0, end)
     st.sc[S.SC_PEND_N] = 0
@@ -238,6 +242,7 @@ def nic_receive(st, hmems, dev, slot, now):
                 if rc == DROP or rc == DROP_PENDING:
                     st.drops[dev, D.HANDLER_DROP] += 1
     if deliver:
+        st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DELIVERED
         addr = st.msg[m, S.M_VA] + msg_off
         if addr < 0 or addr + plen > st.dev[dev, S.D_HOST_MEM_SIZE]:
             st.drops[dev, D.BAD_HOST_ADDRESS] += 1
@@ -261,7 +266,7 @@ def nic_complete(st, hmems, dev, m, now):
     ec = st.msg[m, S.M_EC]
     notify = True
     handled = 0
-    t_notify = max(now + st.dev[dev, S.D_PCIE_LAT_PS], st.msg[m, S.M_DMA_END])
+    t_cqe = now
     if ec >= 0:
         handled = 1
         prog = st.ec[ec, S.EC_PROG]
@@ -269,11 +274,14 @@ def nic_complete(st, hmems, dev, m, now):
             rc, end = run_handler(st, hmems, S.KIND_COMPLETION, dev, ec, m, -1,
                                   st.pool[0][:0], now, 0, st.msg[m, S.M_FIRST_PSN], 0)
             notify = rc == PROCEED
-            t_notify = max(end + st.dev[dev, S.D_PCIE_LAT_PS], st.msg[m, S.M_DMA_END])
+            t_cqe = end
         else:
-            notify = (st.msg[m, S.M_FLAGS] & S.MSG_FLAG_PROCEED_ALL) != 0
+            # no completion handler: notify when any packet went down the default path
+            notify = (st.msg[m, S.M_FLAGS] & S.MSG_FLAG_DELIVERED) != 0
     qp = st.msg[m, S.M_QP]
+    t_notify = max(st.msg[m, S.M_DMA_END], t_cqe)  # handled on the NIC: done when it finished
     if notify and qp < st.host_recv_count.shape[1]:
+        t_notify = max(pcie_write(st, dev, t_cqe, CQE_BYTES), t_notify)
         push_event(st, t_notify, dev, S.EV_HOST_RECV, dev, qp, 0)
     sc = st.sc
     k = sc[S.SC_MSGLOG_N]

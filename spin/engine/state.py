@@ -119,6 +119,7 @@ TXLOG_WIDTH = 6    # src, dst, qp, bytes, t_post_ps, 0
 
 MSG_FLAG_PROCEED_ALL = 1
 MSG_FLAG_DROP_ALL = 2
+MSG_FLAG_DELIVERED = 4   # at least one packet took the default path to host memory
 
 # --- table columns (one int64 2-D table per entity keeps the state tuple narrow, which
 #     keeps Numba compile time and call overhead low) -------------------------------------

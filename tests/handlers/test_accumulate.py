@@ -3,6 +3,8 @@ read-modify-write (int32/float32/float64 add, complex64 multiply), checked again
 from __future__ import annotations
 
 import numpy as np
+
+from nic_emulator.pcie import CQE_BYTES  # each host notification is one PCIe write
 import pytest
 
 from handlers.accumulate import (accumulate_completion, accumulate_payload,
@@ -71,8 +73,9 @@ def test_accumulate_timing(library, model):
     floor = packets * (model.handler_ps(accumulate_payload, 1024) + round_trip)
     assert floor <= busy <= floor + packets * (packets - 1) // 2 * model.pcie_transfer_ps(1024)
     # The cost of RMW: the data crosses PCIe twice (read + write) instead of once.
-    assert off.nics[1]["dma_read_bytes"] == off.nics[1]["dma_write_bytes"] == SIZE
-    assert base.nics[1]["dma_write_bytes"] == SIZE and base.nics[1]["dma_read_bytes"] == 0
+    assert off.nics[1]["dma_read_bytes"] == SIZE
+    assert off.nics[1]["dma_write_bytes"] == SIZE + CQE_BYTES
+    assert base.nics[1]["dma_write_bytes"] == SIZE + CQE_BYTES and base.nics[1]["dma_read_bytes"] == 0
     # The gain: the host's reduction, minus what the last packet's RMW adds to the NIC path.
     saved = model.host_stream_ps(SIZE)
     nic_extra = (model.handler_ps(accumulate_payload, 1024) + round_trip
