@@ -1,78 +1,6 @@
-"""Scenario files: a whole run described in TOML, loaded into a ``Scenario`` plus ``RunOptions``.
-
-Schema (every table is optional except ``[topology]``; unknown keys are errors)::
-
-    name = "ping-pong"                  # free text, shown in reports
-    description = "..."
-
-    [topology]
-    kind = "star"                       # "star" | "pair" | "custom"
-    hosts = 2                           # star: number of hosts (named h0.., switch s0); pair: 2
-    # custom: devices in order (hosts get node ids 0, 1, ... in the order listed) and links,
-    # each link optionally overriding [link] fields:
-    # devices = [{name = "h0", kind = "host"}, {name = "s0", kind = "switch"}, ...]
-    # links = [{a = "h0", b = "s0"}, {a = "h1", b = "s0", rate_gbps = 100}, ...]
-
-    [link]      # spin.config.LinkConfig fields:   rate_gbps, latency_ns
-    [nic]       # spin.config.NicConfig fields:    hpus, hpu_clock_mhz, pcie_rate_gbytes_per_s, ...
-    [host]      # spin.config.HostConfig fields:   memory_bytes, send_overhead_ns, qps, ...
-    [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes
-    [engine]    # spin.config.EngineConfig fields: mtu_bytes (256|512|1024|2048|4096), ...
-
-    [[program]]                         # a handler program, built by calling a factory
-    name = "pong"                       # the name [[context]] refers to
-    factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram
-    args = { reply_qp = 2 }             # keyword arguments of the factory
-
-    [[context]]                         # install a program on a NIC (an execution context)
-    node = 1                            # node id or host name ("h1")
-    program = "pong"
-    match_qp = 1                        # optional match fields: match_qp, match_rkey, match_src
-                                        # (match_src is a node id or host name)
-
-    [[host_program]]                    # what a host does, in order (one table per node)
-    node = 0
-    ops = [
-      { op = "send", dst = 1, nbytes = 512, qp = 1, local_addr = 0, remote_addr = 4096, rkey = 0 },
-      { op = "wait_recv", qp = 2, count = 1 },        # wait for `count` more messages on qp
-      { op = "wait_event", count = 1 },               # wait for handler-raised host events
-      { op = "compute", ns = 1000.0 },                # host busy for ns nanoseconds
-      { op = "reduce", dst_addr = 0, src_addr = 65536, count = 16384, dtype = "int32" },
-      { op = "mark", label = "done" },                # record the virtual time here
-      { op = "repeat", times = 8, ops = [ ... ] },    # the nested ops, `times` times
-    ]
-
-    [[memory]]                          # initial host memory
-    node = 0
-    addr = 0
-    dtype = "int32"                     # int8..int64, uint8..uint64, float32, float64
-    values = [1, 2, 3]                  # either explicit values ...
-    # fill = "arange" | "random" | "zeros", count = 16384, seed = 0    # ... or a fill
-
-    [capture]
-    links = "all"                       # or a list of link indices; written by `spin run --pcap`
-
-    [workers]
-    count = 1                           # worker processes (`spin run --workers` overrides)
-    assign = { h0 = 0, s0 = 1 }         # optional device name -> worker id
-
-    [[check]]                           # verified after a single-worker run
-    node = 0
-    addr = 65536
-    dtype = "int32"
-    count = 16384
-    expect = "sum"                      # "sum" | "copy" | "values"
-    sources = [{ node = 0, addr = 0 }, { node = 1, addr = 0 }]   # initial memory regions (sum/copy)
-    # values = [...]                    # for expect = "values"
-
-Every program declared in ``[[program]]`` is compiled into the engine, in declaration order:
-scenario files that declare the same programs (same handler sources) share one compiled engine.
-Factory modules must be importable (an installed package such as ``handlers``, a module on
-``PYTHONPATH``, or a ``.py`` file next to the scenario file).
-
-Errors are ``ConfigError``s naming the file, the field path (``host_program[2].ops[0].op``), the
-offending value and, where there is a finite set, the valid choices.
-"""
+"""Load scenario files (TOML) into a ``Scenario`` plus run options, with errors that name the
+file, the field path, the bad value and the valid choices. The schema is documented and declared
+in ``spin.scenario_schema``."""
 from __future__ import annotations
 
 import importlib
@@ -82,10 +10,10 @@ import tomllib
 import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
@@ -93,150 +21,9 @@ from .handler import ExecutionContext, HandlerProgram
 from .simulation import Scenario, _same_program
 from .topology import Topology
 from .units import US
+from .scenario_schema import (CheckSpec, MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
+                              TopologySpec, WorkersSpec)
 
-MEMORY_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float32", "float64")
-REDUCE_DTYPES = ("int32", "int64", "float32", "float64")
-Node = Union[int, str]
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DeviceSpec(_Spec):
-    name: str = Field(min_length=1)
-    kind: Literal["host", "switch"]
-
-
-class LinkSpec(_Spec):
-    a: str
-    b: str
-    rate_gbps: int | None = None
-    latency_ns: float | None = None
-
-
-class TopologySpec(_Spec):
-    kind: Literal["star", "pair", "custom"]
-    hosts: int | None = Field(None, ge=1)
-    devices: list[DeviceSpec] | None = None
-    links: list[LinkSpec] | None = None
-
-
-class ProgramSpec(_Spec):
-    name: str = Field(min_length=1)
-    factory: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
-class ContextSpec(_Spec):
-    node: Node
-    program: str
-    match_qp: int | None = Field(None, ge=0)
-    match_rkey: int | None = Field(None, ge=0)
-    match_src: Node | None = None
-
-
-class HostProgramSpec(_Spec):
-    node: Node
-    ops: list[Any]
-
-
-class SendOp(_Spec):
-    op: Literal["send"]
-    dst: Node
-    nbytes: int = Field(ge=0)
-    qp: int = Field(0, ge=0)
-    local_addr: int = Field(0, ge=0)
-    remote_addr: int = Field(0, ge=0)
-    rkey: int = Field(0, ge=0)
-
-
-class WaitRecvOp(_Spec):
-    op: Literal["wait_recv"]
-    qp: int = Field(0, ge=0)
-    count: int = Field(1, ge=1)
-
-
-class WaitEventOp(_Spec):
-    op: Literal["wait_event"]
-    count: int = Field(1, ge=1)
-
-
-class ComputeOp(_Spec):
-    op: Literal["compute"]
-    ns: float = Field(ge=0)
-
-
-class ReduceOp(_Spec):
-    op: Literal["reduce"]
-    dst_addr: int = Field(ge=0)
-    src_addr: int = Field(ge=0)
-    count: int = Field(ge=1)
-    dtype: Literal["int32", "int64", "float32", "float64"]
-
-
-class MarkOp(_Spec):
-    op: Literal["mark"]
-    label: str = Field(min_length=1)
-
-
-class RepeatOp(_Spec):
-    op: Literal["repeat"]
-    times: int = Field(ge=1)
-    ops: list[Any]
-
-
-OPS: dict[str, type[_Spec]] = {"send": SendOp, "wait_recv": WaitRecvOp, "wait_event": WaitEventOp,
-                               "compute": ComputeOp, "reduce": ReduceOp, "mark": MarkOp,
-                               "repeat": RepeatOp}
-
-
-class MemorySpec(_Spec):
-    node: Node
-    addr: int = Field(ge=0)
-    dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                   "float32", "float64"]
-    values: list[int | float] | None = None
-    fill: Literal["arange", "random", "zeros"] | None = None
-    count: int | None = Field(None, ge=1)
-    seed: int = 0
-
-
-class CaptureSpec(_Spec):
-    links: Literal["all"] | list[int] = "all"
-
-
-class WorkersSpec(_Spec):
-    count: int = Field(1, ge=1)
-    assign: dict[str, int] | None = None
-
-
-class RegionSpec(_Spec):
-    node: Node
-    addr: int = Field(ge=0)
-
-
-class CheckSpec(_Spec):
-    node: Node
-    addr: int = Field(ge=0)
-    dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                   "float32", "float64"]
-    count: int = Field(ge=1)
-    expect: Literal["sum", "copy", "values"]
-    sources: list[RegionSpec] | None = None
-    values: list[int | float] | None = None
-
-
-# top-level key -> (model, is an array of tables)
-SECTIONS: dict[str, tuple[type[BaseModel], bool]] = {
-    "topology": (TopologySpec, False), "link": (LinkConfig, False), "nic": (NicConfig, False),
-    "host": (HostConfig, False), "switch": (SwitchConfig, False), "engine": (EngineConfig, False),
-    "program": (ProgramSpec, True), "context": (ContextSpec, True),
-    "host_program": (HostProgramSpec, True), "memory": (MemorySpec, True),
-    "capture": (CaptureSpec, False), "workers": (WorkersSpec, False), "check": (CheckSpec, True),
-}
-TOP_KEYS = ("name", "description") + tuple(SECTIONS)
 
 
 @dataclass(frozen=True)
