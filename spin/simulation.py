@@ -12,14 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import drops as D
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import load_engine
 from .errors import ConfigError, HandlerError, SpinError
 from .handler import ExecutionContext, HandlerProgram
 from .host_program import HostProgram
-from .results import MessageRecord, RunResult
+from .results import RunResult
 from .topology import Topology
 from .units import NS
 

@@ -74,3 +74,12 @@ def engine_test_programs() -> list[HandlerProgram]:
     from handlers.reduce import reduce_program
     return [probe_program(), failing_program(), probe_program_without_completion(),
             reduce_program(1, 1)]
+
+
+def out_of_bounds_payload(ctx, pkt, mem):
+    mem[pkt.shape[0] + 10] = 1     # handler memory has 4 words: always out of bounds
+    return SUCCESS
+
+
+def out_of_bounds_program() -> HandlerProgram:
+    return HandlerProgram("oob", payload=out_of_bounds_payload, memory=np.zeros(4, np.int64))

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from spin.config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
+from spin.config import HostConfig, LinkConfig, NicConfig, SwitchConfig
 from spin.engine import state as S
 from spin.engine.ports import inject_frames
 from nic_emulator.pcie import CQE_BYTES
@@ -186,3 +186,16 @@ def test_payload_proceed_without_completion_handler_notifies_the_host():
     sc.host_program(1).wait_recv(qp=5).mark("got")
     result = Simulation(sc).run()
     assert "got" in result.marks and result.marks["got"]
+
+
+def test_boundscheck_switch_names_a_handler_indexing_out_of_bounds():
+    from spin.config import EngineConfig
+    from spin.errors import HandlerError
+    from tests.probe_handlers import out_of_bounds_program
+    sc = Scenario(Topology.pair(), engine=EngineConfig(boundscheck=True))
+    sc.install(ExecutionContext(1, out_of_bounds_program(), match_qp=9))
+    sc.host_program(0).send(1, 100, qp=9)
+    with pytest.raises(HandlerError) as info:
+        Simulation(sc).run()
+    msg = str(info.value)
+    assert "out_of_bounds_payload" in msg and "IndexError" in msg and "qp 9" in msg
