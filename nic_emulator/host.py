@@ -48,6 +48,27 @@ def _reduce(st, dev, dst_addr, src_addr, n, dtype_code):
 
 
 @nb.njit(cache=True, _nrt=False)
+def _block(st, dev, state, qp, target):
+    st.dev[dev, S.D_HOST_STATE] = state
+    st.dev[dev, S.D_WAIT0] = qp
+    st.dev[dev, S.D_WAIT1] = target
+
+
+@nb.njit(cache=True, _nrt=False)
+def _consume(st, dev, now, n_messages):
+    """A wait is satisfied: pay the receive overhead of the messages it consumed. Returns True
+    when that takes time (the program continues in a later event)."""
+    cost = st.dev[dev, S.D_HOST_O_RECV_PS] * n_messages
+    st.dev[dev, S.D_HOST_BUSY_PS] += cost
+    st.dev[dev, S.D_HOST_PC] += 1
+    st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
+    if cost > 0:
+        push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
+        return True
+    return False
+
+
+@nb.njit(cache=True, _nrt=False)
 def host_step(st, dev, now):
     """Run the host program from its program counter until it blocks or spends time."""
     first = st.dev[dev, S.D_HOST_OP_FIRST]
@@ -63,32 +84,16 @@ def host_step(st, dev, now):
             push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
             return
         elif code == S.OP_WAIT_RECV:
-            qp = op[1]
-            if st.host_recv_count[dev, qp] >= op[2]:
-                cost = st.dev[dev, S.D_HOST_O_RECV_PS] * op[3]
-                st.dev[dev, S.D_HOST_BUSY_PS] += cost
-                st.dev[dev, S.D_HOST_PC] += 1
-                st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
-                if cost > 0:
-                    push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
-                    return
-            else:
-                st.dev[dev, S.D_HOST_STATE] = S.HOST_WAIT_RECV
-                st.dev[dev, S.D_WAIT0] = qp
-                st.dev[dev, S.D_WAIT1] = op[2]
+            if st.host_recv_count[dev, op[1]] < op[2]:
+                _block(st, dev, S.HOST_WAIT_RECV, op[1], op[2])
+                return
+            if _consume(st, dev, now, op[3]):
                 return
         elif code == S.OP_WAIT_EVENT:
-            if st.dev[dev, S.D_HOST_EVENT_COUNT] >= op[1]:
-                cost = st.dev[dev, S.D_HOST_O_RECV_PS] * op[2]
-                st.dev[dev, S.D_HOST_BUSY_PS] += cost
-                st.dev[dev, S.D_HOST_PC] += 1
-                st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
-                if cost > 0:
-                    push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
-                    return
-            else:
-                st.dev[dev, S.D_HOST_STATE] = S.HOST_WAIT_EVENT
-                st.dev[dev, S.D_WAIT1] = op[1]
+            if st.dev[dev, S.D_HOST_EVENT_COUNT] < op[1]:
+                _block(st, dev, S.HOST_WAIT_EVENT, 0, op[1])
+                return
+            if _consume(st, dev, now, op[2]):
                 return
         elif code == S.OP_COMPUTE:
             st.dev[dev, S.D_HOST_BUSY_PS] += op[1]
