@@ -18,6 +18,7 @@ from handlers.broadcast import broadcast_program
 from handlers.copy_from_host import copy_from_host_program
 from handlers.copy_to_host import copy_to_host_program
 from handlers.datatypes import datatypes_program
+from handlers.echo import echo_program
 from handlers.filtering import filtering_program
 from handlers.histogram import histogram_program
 from handlers.ping_pong import ping_pong_program
@@ -39,6 +40,7 @@ LIBRARY: list[HandlerProgram] = [
     broadcast_program(children=[], total_bytes=0),
     accumulate_program("add_int32", mtu_bytes=8, hpus=1),
     datatypes_program(blocklen=8, stride=8),
+    echo_program(reply_qp=2),
 ]
 
 
