@@ -17,16 +17,22 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
                  quiet: bool = True, partition: dict[str, int] | None = None,
                  timeout_s: float | None = None, bind: str = "127.0.0.1",
                  remote_workers: int = 0, key_file: str | None = None,
-                 port: int = 0) -> RunResult:
+                 port: int = 0, regions: tuple[tuple[int, int, int], ...] = ()) -> RunResult:
     """Run ``scenario`` to completion and return its result.
 
     ``remote_workers`` of the ``workers`` are not spawned here: they join from other machines
     with ``spin worker --join tcp://HOST:PORT --key-file KEY``. Listening beyond loopback
-    (``bind``) requires ``key_file`` (CurveZMQ; see ``spin keys``).
+    (``bind``) requires ``key_file`` (CurveZMQ; see ``spin keys``). Host-memory ``regions``
+    (node, addr, nbytes) are returned in ``result.memory_regions`` as bytes.
     """
     if workers == 1 and remote_workers == 0:
-        return Simulation(scenario).run(pcap_dir=pcap_dir, quiet=quiet)
+        sim = Simulation(scenario)
+        result = sim.run(pcap_dir=pcap_dir, quiet=quiet)
+        result.memory_regions = {  # type: ignore[attr-defined]
+            (n, a, k): sim.host_memory(n)[a:a + k].tobytes() for n, a, k in regions}
+        return result
     from .fabric_workers import run_partitioned
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,
                            partition=partition, timeout_s=timeout_s, bind=bind,
-                           remote_workers=remote_workers, key_file=key_file, port=port)
+                           remote_workers=remote_workers, key_file=key_file, port=port,
+                           regions=regions)

@@ -24,6 +24,8 @@ FACTORY = "spin.fabric_workers:make_worker"
 class PartitionedScenario:
     scenario: Scenario
     owner: tuple[int, ...]   # worker id of every device (hosts first, then switches)
+    # host-memory regions (node, addr, nbytes) to bring back from the owning workers
+    regions: tuple[tuple[int, int, int], ...] = ()
 
 
 def auto_partition(scenario: Scenario, workers: int) -> tuple[int, ...]:
@@ -133,6 +135,8 @@ class EngineWorker:
         self.sim._drain_capture()
         d = self.sim.result().to_dict(include_wall=False)
         d["captured"] = [[t, p, f.hex()] for t, p, f in self.sim.captured]
+        d["regions"] = [[node, addr, n, self.sim.host_memory(node)[addr:addr + n].tobytes().hex()]
+                        for node, addr, n in self.spec.regions if node in self.sim.local]
         return d
 
 
@@ -144,20 +148,23 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                     quiet: bool = True, partition: dict[str, int] | None = None,
                     timeout_s: float | None = None, bind: str = "127.0.0.1",
                     remote_workers: int = 0, key_file: str | None = None,
-                    port: int = 0) -> RunResult:
+                    port: int = 0, regions: tuple[tuple[int, int, int], ...] = ()) -> RunResult:
     """Run on ``workers`` processes (``remote_workers`` of them joining from elsewhere) and
-    merge their results."""
+    merge their results. ``regions`` (node, addr, nbytes) of host memory come back in
+    ``result.memory_regions``."""
     from .parallel.coordinator import run_fabric
     if workers < 1:
         raise ConfigError(f"workers = {workers}; must be >= 1")
     owner = (explicit_partition(scenario, workers, partition) if partition
              else auto_partition(scenario, workers))
-    spec = PartitionedScenario(scenario, owner)
+    spec = PartitionedScenario(scenario, owner, tuple(regions))
     outcome = run_fabric(FACTORY, spec, workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
                          allow_remote=remote_workers, key_file=key_file, port=port)
-    parts, captured = [], []
+    parts, captured, memory = [], [], {}
     for d in outcome.results:
         captured += [(int(t), int(p), bytes.fromhex(f)) for t, p, f in d.pop("captured")]
+        for node, addr, n, data in d.pop("regions"):
+            memory[(int(node), int(addr), int(n))] = bytes.fromhex(data)
         parts.append(RunResult.from_dict(d))
     result = RunResult.merge(parts)
     loop = outcome.loop_wall_s
@@ -167,6 +174,7 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     if pcap_dir is not None:
         write_merged_pcaps(scenario, captured, pcap_dir)
     result.captured = captured  # type: ignore[attr-defined]
+    result.memory_regions = memory  # type: ignore[attr-defined]
     return result
 
 

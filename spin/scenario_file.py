@@ -472,6 +472,21 @@ class LoadedRun:
     checks_passed: bool = True
 
 
+def _apply_check(run: LoadedRun, c: Check, region: np.ndarray) -> None:
+    """Compare one host-memory region with its expected contents; record the outcome."""
+    got = region.view(c.dtype)
+    bad = np.flatnonzero(got != c.expected)
+    if bad.size:
+        i = int(bad[0])
+        run.checks_passed = False
+        run.check_lines.append(f"check FAILED {c.where}: node {c.node} addr {c.addr}: element "
+                               f"{i} is {got[i]}, expected {c.expected[i]} ({bad.size} of "
+                               f"{got.size} {c.dtype} elements differ)")
+    else:
+        run.check_lines.append(f"check ok {c.where}: node {c.node} addr {c.addr}: {got.size} "
+                               f"{c.dtype} elements as expected")
+
+
 def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | None = None,
                quiet: bool = True, **transport) -> LoadedRun:
     """Run a loaded scenario (with checks when it runs in this process). A failed check raises
@@ -484,12 +499,14 @@ def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | N
             raise ConfigError(f"--until-us with workers = {options.workers}: a time limit is only "
                               f"supported with 1 worker")
         from .fabric import run_scenario
+        regions = tuple((c.node, c.addr, c.expected.nbytes) for c in options.checks)
         result = run_scenario(scenario, options.workers, pcap_dir=pcap_dir, quiet=quiet,
-                              partition=options.partition, **transport)
+                              partition=options.partition, regions=regions, **transport)
         pcaps = sorted(Path(pcap_dir).glob("*.pcap")) if pcap_dir else []
-        lines = [f"checks: {len(options.checks)} skipped (host memory is only inspected in "
-                 f"single-worker runs)"] if options.checks else []
-        return LoadedRun(result, pcaps, lines)
+        run = LoadedRun(result, pcaps)
+        for c, region in zip(options.checks, regions):
+            _apply_check(run, c, np.frombuffer(result.memory_regions[region], np.uint8))
+        return run
     sim = Simulation(scenario)
     result = sim.run(quiet=quiet, until_ps=options.until_ps)
     pcaps = sim.write_pcaps(pcap_dir) if pcap_dir is not None else []
@@ -499,17 +516,6 @@ def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | N
                                f"--until-us)")
         return run
     for c in options.checks:
-        mem = sim.host_memory(c.node)
-        nbytes = c.expected.size * c.expected.itemsize
-        got = mem[c.addr:c.addr + nbytes].view(c.dtype)
-        bad = np.flatnonzero(got != c.expected)
-        if bad.size:
-            i = int(bad[0])
-            run.checks_passed = False
-            run.check_lines.append(f"check FAILED {c.where}: node {c.node} addr {c.addr}: element "
-                                   f"{i} is {got[i]}, expected {c.expected[i]} ({bad.size} of "
-                                   f"{got.size} {c.dtype} elements differ)")
-        else:
-            run.check_lines.append(f"check ok {c.where}: node {c.node} addr {c.addr}: {got.size} "
-                                   f"{c.dtype} elements as expected")
+        nbytes = c.expected.nbytes
+        _apply_check(run, c, sim.host_memory(c.node)[c.addr:c.addr + nbytes])
     return run

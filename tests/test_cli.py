@@ -82,3 +82,14 @@ def test_help_mentions_units():
         assert r.returncode == 0 and unit in r.stdout
     r = spin("worker", "--help")
     assert r.returncode == 0 and "--join" in r.stdout
+
+
+def test_run_with_two_workers_checks_data_and_matches_one_worker(tmp_path):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    r1 = spin("run", "examples/reduce_8hosts.toml", "--json", str(one))
+    r2 = spin("run", "examples/reduce_8hosts.toml", "--workers", "2", "--json", str(two))
+    assert r1.returncode == 0 and r2.returncode == 0, r2.stderr
+    assert "check ok" in r2.stdout                      # host memory fetched from its worker
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    for key in ("messages", "links", "nics", "hosts", "drops", "marks", "host_memory_sha256"):
+        assert a[key] == b[key], key
