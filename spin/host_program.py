@@ -11,6 +11,16 @@ from .errors import ConfigError
 from .units import NS
 
 
+@dataclass(frozen=True)
+class HostCall:
+    """What a ``HostProgram.call`` callback sees: its node, the virtual time, and the host's
+    memory as a writable uint8 array."""
+
+    node: int
+    now_ps: int
+    memory: np.ndarray
+
+
 @dataclass
 class HostProgram:
     """Ops of one host, in order. Cumulative receive counts are tracked here so that
@@ -22,6 +32,7 @@ class HostProgram:
     _expected_recv: dict[int, int] = field(default_factory=dict)
     _expected_events: int = 0
     _mark_index: dict[str, int] | None = None
+    _callbacks: list | None = None
 
     def _qp(self, qp: int) -> int:
         if not 0 <= qp < self.n_qps:
@@ -67,6 +78,22 @@ class HostProgram:
             raise ConfigError(f"host {self.node}: reduce dtype={name!r}; valid choices: "
                               f"{', '.join(S.DTYPE_CODES)}")
         self.ops.append([S.OP_REDUCE, dst_addr, src_addr, count, S.DTYPE_CODES[name], 0, 0, 0])
+        return self
+
+    def call(self, fn) -> "HostProgram":
+        """Run ``fn(host: HostCall)`` in Python at this point of the program, in virtual time:
+        it may read and write this host's memory (check received data, prepare the next
+        buffer). Costs no virtual time; use ``compute`` to charge it. ``fn`` must be a
+        module-level function so multi-process runs can import it."""
+        import inspect
+        if not callable(fn) or "<locals>" in getattr(fn, "__qualname__", "<locals>"):
+            raise ConfigError(f"host {self.node}: call({fn!r}) needs a module-level function")
+        if len(inspect.signature(fn).parameters) != 1:
+            raise ConfigError(f"host {self.node}: call({fn.__qualname__}) must take one "
+                              f"argument (a spin.host_program.HostCall)")
+        assert self._callbacks is not None
+        self._callbacks.append(fn)
+        self.ops.append([S.OP_CALL, len(self._callbacks) - 1, 0, 0, 0, 0, 0, 0])
         return self
 
     def mark(self, label: str) -> "HostProgram":

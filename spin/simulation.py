@@ -40,6 +40,7 @@ class Scenario:
     host_memory: list[tuple[int, int, bytes]] = field(default_factory=list)
     capture_links: list[int] = field(default_factory=list)
     mark_index: dict[str, int] = field(default_factory=dict)
+    callbacks: list = field(default_factory=list)   # host-program Python calls, by id
     # Optional superset of programs to compile the engine for: scenarios that list the same
     # programs share one compiled (and cached) engine, e.g. a whole test suite.
     engine_programs: list[HandlerProgram] | None = None
@@ -62,7 +63,8 @@ class Scenario:
     def host_program(self, node: int) -> HostProgram:
         self._check_node(node, "host program")
         if node not in self.host_programs:
-            self.host_programs[node] = HostProgram(node, self.host.qps, _mark_index=self.mark_index)
+            self.host_programs[node] = HostProgram(node, self.host.qps, _mark_index=self.mark_index,
+                                                   _callbacks=self.callbacks)
         return self.host_programs[node]
 
     def write_host_memory(self, node: int, addr: int, data) -> None:
@@ -291,7 +293,7 @@ class Simulation:
             elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL, S.STATUS_EVENT_LIMIT):
                 return int(status)
             elif status == S.STATUS_HOST_CALL:
-                continue
+                self._host_call()
 
     def run(self, pcap_dir: str | Path | None = None, quiet: bool = True,
             until_ps: int | None = None) -> RunResult:
@@ -310,6 +312,20 @@ class Simulation:
         result = self.result()
         result.wall = {"seconds": wall, "events_per_s": result.events / wall if wall > 0 else 0.0}
         return result
+
+    def _host_call(self) -> None:
+        from .host_program import HostCall
+        st = self.st
+        node, idx = int(st.sc[S.SC_CALL_DEV]), int(st.sc[S.SC_CALL_ID])
+        fn = self.scenario.callbacks[idx]
+        off = int(st.dev[node, S.D_HOST_MEM_OFF])
+        memory = st.host_mem[off:off + int(st.dev[node, S.D_HOST_MEM_SIZE])]
+        try:
+            fn(HostCall(node=node, now_ps=int(st.sc[S.SC_NOW]), memory=memory))
+        except Exception as exc:
+            raise SpinError(f"host program call {getattr(fn, '__qualname__', fn)!r} on node "
+                            f"{node} at t={int(st.sc[S.SC_NOW])} ps failed: "
+                            f"{type(exc).__name__}: {exc}") from exc
 
     def _describe_failure(self, exc: Exception) -> SpinError:
         st = self.st
