@@ -80,7 +80,8 @@ def _dispatch_source(programs: list[HandlerProgram], boundscheck: bool) -> str:
             lines.append(f"_h_{p}_{k} = nb.njit(boundscheck={boundscheck}, _nrt=False)"
                          f"(_resolve({module!r}, {qualname!r}))")
             branches.append((p, k))
-    lines += ["", "", "@nb.njit(cache=True, boundscheck=%s, _nrt=False)" % boundscheck,
+    lines += ["", "", "@nb.njit(cache=True, boundscheck=%s, _nrt=False, no_cpython_wrapper=True)"
+              % boundscheck,
               "def dispatch_handler(kind, prog, inst, st, hmems, pkt):"]
     for p, prog in enumerate(programs):
         kinds = [k for (pp, k) in branches if pp == p]
@@ -102,8 +103,8 @@ def engine_module_source(programs: list[HandlerProgram], boundscheck: bool = Fal
     dispatch = _dispatch_source(programs, boundscheck)
     source = template.replace(DISPATCH_MARKER, dispatch)
     if boundscheck:
-        source = source.replace("@nb.njit(cache=True, _nrt=False)",
-                                    "@nb.njit(cache=True, boundscheck=True, _nrt=False)")
+        source = source.replace("@nb.njit(cache=True, _nrt=False",
+                                "@nb.njit(cache=True, boundscheck=True, _nrt=False")
     h = hashlib.sha256()
     h.update(source.encode())
     h.update(numba.__version__.encode())

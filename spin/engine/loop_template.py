@@ -24,7 +24,7 @@ from switch_emulator.forward import switch_receive
 from spin.engine._dispatch_default import dispatch_handler  # SPIN-DISPATCH
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _finalize_actions(st, dev, m, end):
     """Apply the commands a handler issued, timed from the handler's end. Blocking reads first,
     since they lengthen the handler itself."""
@@ -56,7 +56,7 @@ def _finalize_actions(st, dev, m, end):
     return end
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn, frame_len):
     """Run one handler on the earliest-free HPU; return (return code, end time in ps)."""
     hpus = st.dev[dev, S.D_NIC_HPUS]
@@ -97,7 +97,7 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     return rc, end
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _match_ec(st, dev, qp, rkey, src):
     first = st.dev[dev, S.D_EC_FIRST]
     for e in range(first, first + st.dev[dev, S.D_EC_COUNT]):
@@ -108,13 +108,13 @@ def _match_ec(st, dev, qp, rkey, src):
     return -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _drop(st, dev, slot, reason):
     st.drops[dev, reason] += 1
     free_slot(st, slot)
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _new_message(st, dev, src, qp, out, now):
     sc = st.sc
     m = take_free(sc, S.SC_MSG_FREE_TOP, st.msg_free)
@@ -144,13 +144,13 @@ def _new_message(st, dev, src, qp, out, now):
     return m
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _free_message(st, m):
     st.dev[st.msg[m, S.M_DEV], S.D_NIC_MSGS_ACTIVE] -= 1
     give_free(st.sc, S.SC_MSG_FREE_TOP, st.msg_free, m)
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def nic_receive(st, hmems, dev, slot, now):
     """A frame reached a NIC: validate, find its message and execution context, run the header
     and payload handlers (sPIN order), or write the payload to host memory (default path)."""
@@ -259,7 +259,7 @@ def nic_receive(st, hmems, dev, slot, now):
         push_event(st, t_c, dev, S.EV_COMPLETION, dev, m, 0)
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def nic_complete(st, hmems, dev, m, now):
     """All packets seen and every payload handler ended: run the completion handler, then tell
     the host (a completion-queue entry on the QP) when the default path applies."""
