@@ -10,10 +10,10 @@ import numba as nb
 from spin.engine import state as S
 from spin.engine.freelist import give_free, take_free
 from spin.engine.heap import push_event
-from spin.engine.pool import alloc_slot, copy_bytes
+from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes
 from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE, OPC_WRITE_ONLY,
                               PSN_MASK, flow_entropy, take_psns)
-from spin.wire.roce import finalize_roce_frame, write_roce_headers
+from spin.wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
 
 from .pcie import pcie_read
 
@@ -104,7 +104,8 @@ def tx_step(st, dev, now):
                              st.txm[m, S.T_QP], psn, 1 if last else 0, st.txm[m, S.T_REMOTE_VA],
                              st.txm[m, S.T_RKEY], total, chunk, psn & 0xFFFF)
     copy_bytes(frame, off, st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + st.txm[m, S.T_HOST_ADDR] + sent, chunk)
-    st.slot_len[slot] = finalize_roce_frame(frame, off, chunk)
+    st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, chunk)
+    st.slot_trusted[slot] = ICRC_PENDING
     push_event(st, t_emit, dev, S.EV_ENQUEUE, dev, gp, slot)
     st.txm[m, S.T_SENT] = sent + chunk
     if last:

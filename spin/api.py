@@ -19,9 +19,9 @@ import numba as nb
 import numpy as np
 
 from .engine import state as S
-from .engine.pool import alloc_slot, copy_bytes
+from .engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc
 from .engine.rdma import OPC_WRITE_ONLY, flow_entropy, take_psns
-from .wire.roce import finalize_roce_frame, write_roce_headers
+from .wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
 
 # --- return codes (sPIN numbering) ------------------------------------------------------------
 SUCCESS = 0               # the handler consumed the packet; nothing else happens to it
@@ -137,7 +137,8 @@ def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_add
                              OPC_WRITE_ONLY, dest_qp, psn, 0, remote_addr, 0, nbytes, nbytes,
                              psn & 0xFFFF)
     copy_bytes(frame, off, src, src_offset, nbytes)
-    ctx.slot_len[slot] = finalize_roce_frame(frame, off, nbytes)
+    ctx.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, nbytes)
+    ctx.slot_trusted[slot] = ICRC_PENDING
     _push_action(ctx, S.ACT_SEND_SLOT, slot, 0, 0, 0, 0)
     return SPIN_OK
 
@@ -244,4 +245,6 @@ def spin_now_ps(ctx):
 @nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_frame(ctx):
     """The whole received frame (Ethernet header to ICRC) as a uint8 array."""
-    return ctx.pool[ctx.cur[S.CUR_SLOT]][:ctx.cur[S.CUR_FRAME_LEN]]
+    slot = ctx.cur[S.CUR_SLOT]
+    ensure_icrc(ctx, slot)
+    return ctx.pool[slot][:ctx.cur[S.CUR_FRAME_LEN]]

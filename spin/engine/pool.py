@@ -3,6 +3,7 @@ import numba as nb
 import numpy as np
 
 from . import state as S
+from ..wire.roce import write_icrc
 from .freelist import give_free, take_free
 
 
@@ -17,8 +18,23 @@ def alloc_slot(st):
     in_use = st.slot_free.shape[0] - sc[S.SC_SLOT_FREE_TOP]
     if in_use > sc[S.SC_SLOTS_IN_USE_MAX]:
         sc[S.SC_SLOTS_IN_USE_MAX] = in_use
-    st.slot_trusted[slot] = 1  # built by this engine: its ICRC is right by construction
+    st.slot_trusted[slot] = ICRC_VALID  # built by this engine: right by construction
     return slot
+
+
+ICRC_EXTERNAL = 0   # came from outside the engine: verify it on receipt
+ICRC_VALID = 1      # built here, ICRC written
+ICRC_PENDING = 2    # built here, ICRC not computed yet (see ensure_icrc)
+
+
+@nb.njit(cache=True, _nrt=False)
+def ensure_icrc(st, slot):
+    """Write a deferred ICRC before anyone can observe the frame's bytes (a capture, another
+    worker, a handler's ``spin_frame``). Frames that stay inside the engine never need it: they
+    are not corrupted in flight and receivers here trust them."""
+    if st.slot_trusted[slot] == ICRC_PENDING:
+        write_icrc(st.pool[slot], st.slot_len[slot])
+        st.slot_trusted[slot] = ICRC_VALID
 
 
 @nb.njit(cache=True, _nrt=False)

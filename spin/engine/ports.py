@@ -13,7 +13,7 @@ from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
 from .pool import alloc_slot as _alloc
-from .pool import copy_bytes, free_slot
+from .pool import ICRC_EXTERNAL, copy_bytes, ensure_icrc, free_slot
 
 WIRE_OVERHEAD = 24  # preamble+SFD 8, IFG 12, FCS 4 (not in frame bytes)
 
@@ -77,6 +77,7 @@ def capture_frame(st, gp, slot, now):
     st.cap[k, S.C_PORT] = gp
     st.cap[k, S.C_LEN] = length
     st.cap[k, S.C_OFF] = off
+    ensure_icrc(st, slot)
     copy_bytes(st.cap_bytes, off, st.pool[slot], 0, length)
     sc[S.SC_CAP_N] = k + 1
     sc[S.SC_CAP_BYTES] = off + length
@@ -109,6 +110,7 @@ def tx_done(st, gp, now):
         st.out[k, S.O_PORT] = peer
         st.out[k, S.O_KEY] = next_key(st, dev)
         st.out[k, S.O_LEN] = length
+        ensure_icrc(st, slot)
         copy_bytes(st.out_frames[k], 0, st.pool[slot], 0, length)
         sc[S.SC_OUT_N] = k + 1
         if k + 1 >= st.out.shape[0]:
@@ -130,6 +132,6 @@ def inject_frames(st, times, ports, keys, lengths, frames):
         slot = _alloc(st)
         copy_bytes(st.pool[slot], 0, frames[i], 0, lengths[i])
         st.slot_len[slot] = lengths[i]
-        st.slot_trusted[slot] = 0  # came from outside this engine: verify its ICRC
+        st.slot_trusted[slot] = ICRC_EXTERNAL  # came from outside this engine: verify its ICRC
         gp = ports[i]
         _push_keyed(st, times[i], keys[i], S.EV_ARRIVE, st.port[gp, S.PT_DEV], gp, slot)

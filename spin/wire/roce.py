@@ -257,6 +257,17 @@ def finalize_roce_frame(frame, payload_off, payload_len):
 
     Returns -1 (nothing written) if the frame does not fit in the slot.
     """
+    total = finalize_roce_frame_no_icrc(frame, payload_off, payload_len)
+    if total > 0:
+        write_icrc(frame, total)
+    return total
+
+
+@numba.njit(cache=True)
+def finalize_roce_frame_no_icrc(frame, payload_off, payload_len):
+    """As ``finalize_roce_frame`` but leave the ICRC to ``write_icrc``: the engine defers it
+    until the frame's bytes are observed (capture, another worker, a handler's view), since the
+    CRC is most of the cost of building a 1 KiB frame."""
     plen = np.int64(payload_len)
     pad = (4 - plen % 4) % 4
     end = np.int64(payload_off) + plen + pad
@@ -268,12 +279,18 @@ def finalize_roce_frame(frame, payload_off, payload_len):
     c = ipv4_checksum(frame, _IP)
     frame[_IP + 10] = c >> 8
     frame[_IP + 11] = c & 0xFF
+    return total
+
+
+@numba.njit(cache=True)
+def write_icrc(frame, total):
+    """Compute the ICRC of a finalised frame of ``total`` bytes into its last 4 bytes."""
+    end = total - _ICRC_BYTES
     icrc = compute_icrc(frame, total)
     frame[end] = icrc & 0xFF
     frame[end + 1] = (icrc >> 8) & 0xFF
     frame[end + 2] = (icrc >> 16) & 0xFF
     frame[end + 3] = (icrc >> 24) & 0xFF
-    return total
 
 
 @numba.njit(cache=True)
