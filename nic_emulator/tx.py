@@ -95,7 +95,7 @@ def tx_step(st, dev, now):
         opc = OPC_WRITE_LAST
     else:
         opc = OPC_WRITE_MIDDLE
-    ready = pcie_read(st, dev, max(st.txm[m, S.T_T_POST], 0), chunk)
+    ready = pcie_read(st, dev, st.txm[m, S.T_T_POST], chunk)
     t_emit = max(ready, now)
     slot = alloc_slot(st)
     frame = st.pool[slot]

@@ -107,15 +107,6 @@ def spin_host_event(ctx, value):
     return SPIN_OK
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
-def spin_host_mem(ctx):
-    """This node's whole host memory as a uint8 array (read it to model host-resident data
-    that a DMA read would fetch; prefer spin_dma_from_host so the cost is charged)."""
-    dev = ctx.cur[S.CUR_DEV]
-    off = ctx.dev[dev, S.D_HOST_MEM_OFF]
-    return ctx.host_mem[off:off + ctx.dev[dev, S.D_HOST_MEM_SIZE]]
-
-
 # --- sending ----------------------------------------------------------------------------------
 @nb.njit(cache=True, _nrt=False)
 def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_addr):

@@ -28,8 +28,8 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     if workers == 1 and remote_workers == 0:
         sim = Simulation(scenario)
         result = sim.run(pcap_dir=pcap_dir, quiet=quiet)
-        result.memory_regions = {  # type: ignore[attr-defined]
-            (n, a, k): sim.host_memory(n)[a:a + k].tobytes() for n, a, k in regions}
+        result.memory_regions = {(n, a, k): sim.host_memory(n)[a:a + k].tobytes()
+                                 for n, a, k in regions}
         return result
     from .fabric_workers import run_partitioned
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,

@@ -4,6 +4,7 @@ arrive through ``inject_frames`` with the sender's event key, so every worker co
 same event order per device and therefore bit-identical results."""
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from .errors import ConfigError
 from .parallel.batch import FrameBatch
 from .parallel.program import INF_PS
 from .results import RunResult
-from .simulation import Scenario, Simulation
+from .simulation import CapturedFrames, Scenario, Simulation, write_link_pcaps
+from .units import ns
 
 FACTORY = "spin.fabric_workers:make_worker"
 
@@ -74,7 +76,7 @@ class EngineWorker:
         topo = spec.scenario.topology
         names = topo.device_names()
         index = {n: i for i, n in enumerate(names)}
-        crossing = [int(round(l.config.latency_ns * 1000)) for l in topo.links
+        crossing = [ns(l.config.latency_ns) for l in topo.links
                     if spec.owner[index[l.a]] != spec.owner[index[l.b]]]
         self._lookahead = min(crossing) if crossing else INF_PS
         self._names = [names[d] for d in sorted(local)]
@@ -135,7 +137,10 @@ class EngineWorker:
     def result(self) -> dict:
         self.sim._drain_capture()
         d = self.sim.result().to_dict(include_wall=False)
-        d["captured"] = [[t, p, f.hex()] for t, p, f in self.sim.captured]
+        c = self.sim.captured
+        d["captured"] = {"time_ps": c.time_ps.tolist(), "port": c.port.tolist(),
+                         "length": c.length.tolist(), "slot_bytes": int(c.frames.shape[1]),
+                         "frames": base64.b64encode(c.frames.tobytes()).decode()}
         d["regions"] = [[node, addr, n, self.sim.host_memory(node)[addr:addr + n].tobytes().hex()]
                         for node, addr, n in self.spec.regions if node in self.sim.local]
         return d
@@ -163,7 +168,12 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                          allow_remote=remote_workers, key_file=key_file, port=port)
     parts, captured, memory = [], [], {}
     for d in outcome.results:
-        captured += [(int(t), int(p), bytes.fromhex(f)) for t, p, f in d.pop("captured")]
+        c = d.pop("captured")
+        frames = np.frombuffer(base64.b64decode(c["frames"]), np.uint8)
+        captured.append(CapturedFrames(np.asarray(c["time_ps"], np.int64),
+                                       np.asarray(c["port"], np.int64),
+                                       np.asarray(c["length"], np.int64),
+                                       frames.reshape(-1, c["slot_bytes"])))
         for node, addr, n, data in d.pop("regions"):
             memory[(int(node), int(addr), int(n))] = bytes.fromhex(data)
         parts.append(RunResult.from_dict(d))
@@ -173,37 +183,6 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                    "events_per_s": result.events / loop if loop else 0.0,
                    "frames_exchanged": outcome.transport.get("frames_sent", 0)}
     if pcap_dir is not None:
-        write_merged_pcaps(scenario, captured, pcap_dir)
-    result.captured = captured  # type: ignore[attr-defined]
-    result.memory_regions = memory  # type: ignore[attr-defined]
+        write_link_pcaps(scenario, CapturedFrames.concat(captured), pcap_dir)
+    result.memory_regions = memory
     return result
-
-
-def write_merged_pcaps(scenario: Scenario, captured, directory) -> list[Path]:
-    from .capture import PcapWriter
-    sim_ports = _link_ports(scenario)
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in scenario.capture_links:
-        link = scenario.topology.links[i]
-        pa, pb = sim_ports[i]
-        rows = sorted((t, p, f) for t, p, f in captured if p in (pa, pb))
-        path = directory / f"link{i}_{link.a}-{link.b}.pcap"
-        with PcapWriter(path) as w:
-            for t, _, f in rows:
-                w.write(t, f)
-        paths.append(path)
-    return paths
-
-
-def _link_ports(scenario: Scenario) -> dict[int, tuple[int, int]]:
-    """Global port indices of both ends of every link (same numbering as Simulation)."""
-    topo = scenario.topology
-    ports = topo.ports()
-    gp_of, gp = {}, 0
-    for name in topo.device_names():
-        for link_idx, _ in ports[name]:
-            gp_of[(name, link_idx)] = gp
-            gp += 1
-    return {i: (gp_of[(l.a, i)], gp_of[(l.b, i)]) for i, l in enumerate(topo.links)}

@@ -8,7 +8,7 @@ import numpy as np
 
 from .engine import state as S
 from .errors import ConfigError
-from .units import NS
+from .units import ns as ns_to_ps
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class HostProgram:
     def compute(self, ns: float) -> "HostProgram":
         if ns < 0:
             raise ConfigError(f"host {self.node}: compute ns={ns} must be >= 0")
-        self.ops.append([S.OP_COMPUTE, int(round(ns * NS)), 0, 0, 0, 0, 0, 0])
+        self.ops.append([S.OP_COMPUTE, ns_to_ps(ns), 0, 0, 0, 0, 0, 0])
         return self
 
     def reduce(self, dst_addr: int, src_addr: int, count: int, dtype: str | np.dtype) -> "HostProgram":

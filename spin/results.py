@@ -37,6 +37,8 @@ class RunResult:
     marks: dict[str, dict[int, int]]
     host_memory_sha256: dict[int, str] = field(default_factory=dict)
     posts: list[list[int]] = field(default_factory=list)   # [src, dst, qp, bytes, t_post_ps]
+    # host-memory regions asked for by (node, addr, nbytes); bytes, so kept out of to_dict()
+    memory_regions: dict[tuple[int, int, int], bytes] = field(default_factory=dict, repr=False)
     wall: dict[str, float] = field(default_factory=dict)
 
     def mark(self, label: str, node: int) -> int:
@@ -54,6 +56,7 @@ class RunResult:
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("memory_regions")
         d["totals"] = self.totals()
         d["marks"] = {k: {str(n): t for n, t in v.items()} for k, v in self.marks.items()}
         d["host_memory_sha256"] = {str(n): h for n, h in self.host_memory_sha256.items()}

@@ -20,7 +20,7 @@ from .handler import ExecutionContext, HandlerProgram
 from .host_program import HostProgram
 from .results import RunResult
 from .topology import Topology
-from .units import NS
+from .units import ns
 
 HOST_MEM_ALIGN = 64
 PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress
@@ -100,15 +100,57 @@ class Scenario:
         return Simulation(self).run(pcap_dir=pcap_dir, quiet=quiet)
 
 
+@dataclass(frozen=True)
+class CapturedFrames:
+    """Frames recorded at the start of transmission on captured ports, as arrays (frame ``i`` is
+    ``frames[i, :length[i]]``): draining the engine, merging workers and writing pcaps never
+    touch frames one by one in Python."""
+
+    time_ps: np.ndarray   # int64
+    port: np.ndarray      # int64, engine port number
+    length: np.ndarray    # int64
+    frames: np.ndarray    # uint8[n, slot_bytes]
+
+    @classmethod
+    def empty(cls, slot_bytes: int) -> "CapturedFrames":
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, np.zeros((0, slot_bytes), np.uint8))
+
+    @classmethod
+    def concat(cls, parts: list["CapturedFrames"]) -> "CapturedFrames":
+        return cls(*(np.concatenate([getattr(p, f) for p in parts])
+                     for f in ("time_ps", "port", "length", "frames")))
+
+    def on_link(self, ports: tuple[int, int]) -> "CapturedFrames":
+        """The frames of one link (both directions), ordered by time then port."""
+        sel = np.nonzero(np.isin(self.port, ports))[0]
+        sel = sel[np.lexsort((self.port[sel], self.time_ps[sel]))]
+        return CapturedFrames(self.time_ps[sel], self.port[sel], self.length[sel], self.frames[sel])
+
+
+def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
+                     directory: str | Path) -> list[Path]:
+    """One pcap per captured link, however many workers recorded the frames."""
+    from .capture import PcapWriter
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    ports = scenario.topology.link_ports()
+    paths = []
+    for i in scenario.capture_links:
+        link = scenario.topology.links[i]
+        path = directory / f"link{i}_{link.a}-{link.b}.pcap"
+        sel = captured.on_link(ports[i])
+        with PcapWriter(path) as w:
+            w.write_many(sel.time_ps, sel.frames, sel.length)
+        paths.append(path)
+    return paths
+
+
 def _same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
     """Programs are interchangeable for the engine when they run the same handlers on handler
     memory of the same dtype and rank (contents and sizes may differ per instance)."""
     return (a is b) or (a.handlers() == b.handlers() and a.memory.dtype == b.memory.dtype
                         and a.memory.ndim == b.memory.ndim)
-
-
-def _ps(ns: float) -> int:
-    return int(round(ns * NS))
 
 
 class Simulation:
@@ -124,7 +166,7 @@ class Simulation:
         self.engine = load_engine(self.programs, scenario.engine.boundscheck)
         self.st = self._build_state()
         self.hmems = self._build_handler_memory()
-        self.captured: list[tuple[int, int, bytes]] = []
+        self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._started = False
 
     # --- building -----------------------------------------------------------------------
@@ -147,13 +189,12 @@ class Simulation:
             txq_cap=eng.max_tx_messages, msglog_cap=max(eng.log_messages, 1),
             txlog_cap=max(eng.log_messages, 1),
             capture_frames=eng.capture_frames if sc.capture_links else 16,
-            capture_bytes=eng.capture_frames * slot_bytes if sc.capture_links else 16,
             outbox_frames=4096)
         st = S.allocate_state(sizes)
         st.sc[S.SC_MTU] = eng.mtu_bytes
         st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
         # devices and ports
-        gp_of: dict[tuple[str, int], int] = {}
+        gp_of = topo.global_ports()
         gp = 0
         for d, name in enumerate(self.device_names):
             is_nic = d < n_hosts
@@ -161,22 +202,20 @@ class Simulation:
             st.dev[d, S.D_PORT0] = gp
             st.dev[d, S.D_NPORTS] = len(ports[name])
             st.dev[d, S.D_LOCAL] = 1 if d in self.local else 0
-            for link_idx, _peer in ports[name]:
-                gp_of[(name, link_idx)] = gp
-                st.port[gp, S.PT_DEV] = d
-                gp += 1
+            st.port[gp:gp + len(ports[name]), S.PT_DEV] = d
+            gp += len(ports[name])
             if is_nic:
                 st.dev[d, S.D_NODE] = d
             else:
                 st.dev[d, S.D_SW] = d - n_hosts
-                st.dev[d, S.D_SW_LAT_PS] = _ps(sc.switch.latency_ns)
+                st.dev[d, S.D_SW_LAT_PS] = ns(sc.switch.latency_ns)
         dev_index = {n: i for i, n in enumerate(self.device_names)}
         for i, link in enumerate(topo.links):
             pa, pb = gp_of[(link.a, i)], gp_of[(link.b, i)]
             for src, dst in ((pa, pb), (pb, pa)):
                 st.port[src, S.PT_PEER] = dst
                 st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
-                st.port[src, S.PT_LAT_PS] = _ps(link.config.latency_ns)
+                st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
                 st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
             if i in sc.capture_links:
                 st.port[pa, S.PT_CAPTURE] = 1
@@ -185,7 +224,7 @@ class Simulation:
             is_switch = st.dev[st.port[g, S.PT_DEV], S.D_KIND] == S.DEV_SWITCH
             st.port[g, S.PT_Q_LIMIT_BYTES] = (sc.switch.port_buffer_bytes if is_switch
                                         else eng.queue_frames * slot_bytes)
-        self.port_of_link = {i: (gp_of[(l.a, i)], gp_of[(l.b, i)]) for i, l in enumerate(topo.links)}
+        self.port_of_link = topo.link_ports()
         # NICs and hosts
         cycle_ps = int(round(1_000_000 / nic.hpu_clock_mhz))
         for d in range(n_hosts):
@@ -193,14 +232,14 @@ class Simulation:
             st.dev[d, S.D_NIC_CYCLE_PS] = cycle_ps
             st.dev[d, S.D_NIC_MATCH_HDR_CYCLES] = nic.match_header_cycles
             st.dev[d, S.D_NIC_MATCH_PKT_CYCLES] = nic.match_packet_cycles
-            st.dev[d, S.D_PCIE_LAT_PS] = _ps(nic.pcie_latency_ns)
+            st.dev[d, S.D_PCIE_LAT_PS] = ns(nic.pcie_latency_ns)
             st.dev[d, S.D_PCIE_MPS_PER_BYTE] = int(round(1_000_000 / nic.pcie_rate_gbytes_per_s))
             st.dev[d, S.D_NIC_MAX_MSGS] = nic.max_inflight_messages
             st.dev[d, S.D_NIC_TX_WINDOW] = nic.tx_window_frames
             st.dev[d, S.D_HOST_MEM_OFF] = d * host_stride
             st.dev[d, S.D_HOST_MEM_SIZE] = host.memory_bytes
-            st.dev[d, S.D_HOST_O_SEND_PS] = _ps(host.send_overhead_ns)
-            st.dev[d, S.D_HOST_O_RECV_PS] = _ps(host.recv_overhead_ns)
+            st.dev[d, S.D_HOST_O_SEND_PS] = ns(host.send_overhead_ns)
+            st.dev[d, S.D_HOST_O_RECV_PS] = ns(host.recv_overhead_ns)
             st.dev[d, S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))
         for node, addr, raw in sc.host_memory:
             off = node * host_stride + addr
@@ -353,33 +392,19 @@ class Simulation:
     def _drain_capture(self) -> None:
         st = self.st
         n = int(st.sc[S.SC_CAP_N])
-        for k in range(n):
-            off, ln = int(st.cap[k, S.C_OFF]), int(st.cap[k, S.C_LEN])
-            self.captured.append((int(st.cap[k, S.C_TIME]), int(st.cap[k, S.C_PORT]),
-                                  bytes(st.cap_bytes[off:off + ln])))
+        if n:
+            self.captured = CapturedFrames.concat([self.captured, CapturedFrames(
+                st.cap[:n, S.C_TIME].copy(), st.cap[:n, S.C_PORT].copy(),
+                st.cap[:n, S.C_LEN].copy(), st.cap_frames[:n].copy())])
         st.sc[S.SC_CAP_N] = 0
-        st.sc[S.SC_CAP_BYTES] = 0
 
     def captured_frames(self, link: int) -> list[tuple[int, bytes]]:
         """(time_ps, frame) transmitted on either direction of ``link``, in time order."""
-        pa, pb = self.port_of_link[link]
-        rows = [(t, p, f) for (t, p, f) in self.captured if p in (pa, pb)]
-        rows.sort(key=lambda r: (r[0], r[1]))
-        return [(t, f) for t, _, f in rows]
+        sel = self.captured.on_link(self.port_of_link[link])
+        return [(int(t), bytes(f[:n])) for t, f, n in zip(sel.time_ps, sel.frames, sel.length)]
 
     def write_pcaps(self, directory: str | Path) -> list[Path]:
-        from .capture import PcapWriter
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for i in self.scenario.capture_links:
-            link = self.scenario.topology.links[i]
-            path = directory / f"link{i}_{link.a}-{link.b}.pcap"
-            with PcapWriter(path) as w:
-                for t, frame in self.captured_frames(i):
-                    w.write(t, frame)
-            paths.append(path)
-        return paths
+        return write_link_pcaps(self.scenario, self.captured, directory)
 
     # --- results ------------------------------------------------------------------------
     def host_memory(self, node: int) -> np.ndarray:

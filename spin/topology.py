@@ -89,6 +89,21 @@ class Topology:
             out[l.b].append((i, l.a))
         return out
 
+    def global_ports(self) -> dict[tuple[str, int], int]:
+        """Engine port number of (device, link index): devices in ``device_names`` order, each
+        device's ports in link order. Workers and pcap writers all number ports this way."""
+        numbering: dict[tuple[str, int], int] = {}
+        ports = self.ports()
+        for name in self.device_names():
+            for link_idx, _peer in ports[name]:
+                numbering[(name, link_idx)] = len(numbering)
+        return numbering
+
+    def link_ports(self) -> dict[int, tuple[int, int]]:
+        """Engine port numbers of both ends of every link."""
+        gp = self.global_ports()
+        return {i: (gp[(l.a, i)], gp[(l.b, i)]) for i, l in enumerate(self.links)}
+
     def graph(self) -> nx.Graph:
         g = nx.Graph()
         g.add_nodes_from(self.device_names())

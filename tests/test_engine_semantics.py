@@ -224,3 +224,20 @@ def test_captured_frames_carry_a_valid_icrc():
         rebuilt = Ether(f)
         rebuilt.getlayer("BTH").icrc = None
         assert bytes(rebuilt)[-4:] == f[-4:] and icrc is not None
+
+
+def test_small_capture_buffer_is_drained_without_losing_frames(tmp_path):
+    from spin.config import EngineConfig
+
+    def run(capture_frames, out):
+        sc = _scenario(Topology.star(3), engine=EngineConfig(capture_frames=capture_frames))
+        sc.host_program(0).send(1, 40_000, qp=1).send(2, 9_000, qp=1)
+        sc.capture()
+        sim = Simulation(sc)
+        sim.run(pcap_dir=out)
+        return sorted(out.iterdir()), len(sim.captured.time_ps)
+
+    small, n_small = run(16, tmp_path / "small")
+    large, n_large = run(4096, tmp_path / "large")
+    assert n_small == n_large == 2 * (40 + 9)
+    assert [p.read_bytes() for p in small] == [p.read_bytes() for p in large]

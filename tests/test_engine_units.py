@@ -31,7 +31,7 @@ def _small_state():
                    n_host_ops=1, host_mem_total=64, max_hpus=1, max_qp=1, n_marks=1,
                    slot_bytes=64, n_slots=8, queue_frames=4, max_events=4096,
                    max_rx_messages=16, max_tx_messages=16, txq_cap=4, msglog_cap=1,
-                   txlog_cap=1, capture_frames=4, capture_bytes=64, outbox_frames=4)
+                   txlog_cap=1, capture_frames=4, outbox_frames=4)
     return allocate_state(z)
 
 

@@ -18,17 +18,24 @@ def _home(key, mask):
     return h & mask
 
 
-@nb.njit(cache=True, _nrt=False)
-def map_get(keys, vals, key):
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _find(keys, key):
+    """Bucket holding ``key``, or -1."""
     mask = keys.shape[0] - 1
     i = _home(key, mask)
     while True:
         k = keys[i]
         if k == key:
-            return vals[i]
+            return i
         if k == EMPTY:
             return -1
         i = (i + 1) & mask
+
+
+@nb.njit(cache=True, _nrt=False)
+def map_get(keys, vals, key):
+    i = _find(keys, key)
+    return -1 if i < 0 else vals[i]
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -47,15 +54,10 @@ def map_put(keys, vals, key, val):
 
 @nb.njit(cache=True, _nrt=False)
 def map_delete(keys, vals, key):
+    i = _find(keys, key)
+    if i < 0:
+        return
     mask = keys.shape[0] - 1
-    i = _home(key, mask)
-    while True:
-        k = keys[i]
-        if k == EMPTY:
-            return
-        if k == key:
-            break
-        i = (i + 1) & mask
     # backward-shift the rest of the probe run into the hole
     j = i
     while True:

@@ -54,13 +54,6 @@ def _sift_up_insert(st, eid):
 
 
 @nb.njit(cache=True, _nrt=False)
-def peek_time(st):
-    if st.sc[S.SC_HEAP_N] == 0:
-        return S.INF_PS
-    return st.ev[st.heap[0], S.E_TIME]
-
-
-@nb.njit(cache=True, _nrt=False)
 def pop_event(st):
     """Remove the earliest event and return its id; the caller frees it with free_event."""
     sc = st.sc

@@ -313,6 +313,14 @@ def run_until(st, hmems, t_end, max_events):
         if max_events > 0 and n >= max_events:
             sc[S.SC_STATUS] = S.STATUS_EVENT_LIMIT
             break
+        # an event records at most one captured and one outgoing frame: stop while both
+        # buffers still have room, so Python can drain them
+        if sc[S.SC_CAP_N] >= st.cap.shape[0]:
+            sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
+            break
+        if sc[S.SC_OUT_N] >= st.out.shape[0]:
+            sc[S.SC_STATUS] = S.STATUS_OUTBOX_FULL
+            break
         pop_event(st)
         kind = st.ev[eid, S.E_KIND]
         dev = st.ev[eid, S.E_DEV]

@@ -9,13 +9,15 @@ import numba as nb
 import numpy as np
 
 from .. import drops as D
+from ..units import ETHERNET_WIRE_OVERHEAD_BYTES
 from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
 from .pool import alloc_slot as _alloc
 from .pool import ICRC_EXTERNAL, copy_bytes, ensure_icrc, free_slot
 
-WIRE_OVERHEAD = 24  # preamble+SFD 8, IFG 12, FCS 4 (not in frame bytes)
+# preamble+SFD, inter-frame gap and FCS are on the wire but not in the frame bytes
+WIRE_OVERHEAD = ETHERNET_WIRE_OVERHEAD_BYTES
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -69,20 +71,12 @@ def capture_frame(st, gp, slot, now):
     sc = st.sc
     k = sc[S.SC_CAP_N]
     length = st.slot_len[slot]
-    off = sc[S.SC_CAP_BYTES]
-    if k >= st.cap.shape[0] or off + length > st.cap_bytes.shape[0]:
-        sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
-        return
     st.cap[k, S.C_TIME] = now
     st.cap[k, S.C_PORT] = gp
     st.cap[k, S.C_LEN] = length
-    st.cap[k, S.C_OFF] = off
     ensure_icrc(st, slot)
-    copy_bytes(st.cap_bytes, off, st.pool[slot], 0, length)
+    copy_bytes(st.cap_frames[k], 0, st.pool[slot], 0, length)
     sc[S.SC_CAP_N] = k + 1
-    sc[S.SC_CAP_BYTES] = off + length
-    if k + 1 >= st.cap.shape[0] - 1 or off + 2 * length + 16384 > st.cap_bytes.shape[0]:
-        sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -113,8 +107,6 @@ def tx_done(st, gp, now):
         ensure_icrc(st, slot)
         copy_bytes(st.out_frames[k], 0, st.pool[slot], 0, length)
         sc[S.SC_OUT_N] = k + 1
-        if k + 1 >= st.out.shape[0]:
-            sc[S.SC_STATUS] = S.STATUS_OUTBOX_FULL
         free_slot(st, slot)
     else:
         push_event(st, arrival, dev, S.EV_ARRIVE, st.port[peer, S.PT_DEV], peer, slot)

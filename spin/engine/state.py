@@ -25,7 +25,6 @@ SC_EVENTS = 4
 SC_STATUS = 5
 SC_OUT_N = 6
 SC_CAP_N = 7
-SC_CAP_BYTES = 8
 SC_MSG_FREE_TOP = 9
 SC_TXM_FREE_TOP = 10
 SC_MSGLOG_N = 11
@@ -240,8 +239,7 @@ EV_COLS = 6
 C_TIME = 0
 C_PORT = 1
 C_LEN = 2
-C_OFF = 3
-CAP_COLS = 4
+CAP_COLS = 3
 
 # columns of st.out
 O_TIME = 0
@@ -266,7 +264,7 @@ FIELDS = (
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route",
     "msglog", "txlog", "pend",
-    "cap", "cap_bytes", "out", "out_frames",
+    "cap", "cap_frames", "out", "out_frames",
 )
 
 EngineState = namedtuple("EngineState", FIELDS)
@@ -297,7 +295,6 @@ class StateSizes:
     msglog_cap: int
     txlog_cap: int
     capture_frames: int
-    capture_bytes: int
     outbox_frames: int
 
 
@@ -346,7 +343,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),
         cap=np.zeros((z.capture_frames, CAP_COLS), i64),
-        cap_bytes=np.zeros(max(z.capture_bytes, 8), u8),
+        cap_frames=np.zeros((z.capture_frames, z.slot_bytes), u8),
         out=np.zeros((z.outbox_frames, OUT_COLS), i64),
         out_frames=np.zeros((z.outbox_frames, z.slot_bytes), u8),
     )
