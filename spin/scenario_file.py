@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
 from .handler import ExecutionContext, HandlerProgram
-from .simulation import Scenario, _same_program
+from .simulation import Scenario, same_program
 from .topology import Topology
 from .units import US
 from .scenario_schema import (CheckSpec, MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
@@ -387,7 +387,7 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
         programs[p.name] = _load_factory(ld, p, f"program[{i}]", base_dir)
     engine_programs: list[HandlerProgram] = []
     for prog in programs.values():
-        if not any(_same_program(prog, q) for q in engine_programs):
+        if not any(same_program(prog, q) for q in engine_programs):
             engine_programs.append(prog)
     sc.engine_programs = engine_programs or None
     for i, c in enumerate(sections["context"]):

@@ -88,7 +88,7 @@ class Scenario:
         """Programs the engine is compiled for, in dispatch order."""
         seen: list[HandlerProgram] = list(self.engine_programs or [])
         for c in self.contexts:
-            if not any(_same_program(c.program, p) for p in seen):
+            if not any(same_program(c.program, p) for p in seen):
                 if self.engine_programs is not None:
                     raise ConfigError(f"program {c.program.name!r} is installed but missing from "
                                       f"Scenario.engine_programs "
@@ -146,7 +146,7 @@ def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
     return paths
 
 
-def _same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
+def same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
     """Programs are interchangeable for the engine when they run the same handlers on handler
     memory of the same dtype and rank (contents and sizes may differ per instance)."""
     return (a is b) or (a.handlers() == b.handlers() and a.memory.dtype == b.memory.dtype
@@ -258,7 +258,7 @@ class Simulation:
         ordered = sorted(enumerate(sc.contexts), key=lambda ic: (ic[1].node, ic[0]))
         self.ec_order: list[ExecutionContext] = []
         for e, (_, ctx) in enumerate(ordered):
-            p = next(i for i, q in enumerate(self.programs) if _same_program(q, ctx.program))
+            p = next(i for i, q in enumerate(self.programs) if same_program(q, ctx.program))
             if st.dev[ctx.node, S.D_EC_COUNT] == 0:
                 st.dev[ctx.node, S.D_EC_FIRST] = e
             st.dev[ctx.node, S.D_EC_COUNT] += 1
