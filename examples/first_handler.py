@@ -70,8 +70,8 @@ def main(n_messages: int = 3, size: int = 4096) -> dict:
         "expected_checksum": int(data.astype(np.int64).sum()),
         "host_data_ok": bool(np.array_equal(landed, data)),
         "received_at_ps": result.mark("received", 1),
-        "hpu_busy_ps": result.totals()["hpu_busy_ps"],
-        "handler_calls": result.nics[1]["handler_calls"],
+        "hpu_busy_ps": result.totals().hpu_busy_ps,
+        "handler_calls": result.nic(1).handler_calls,
     }
     print(f"messages counted by the NIC: {out['messages_counted']}")
     print(f"bytes counted by the NIC:    {out['bytes_counted']:,} B")

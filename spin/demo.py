@@ -147,9 +147,9 @@ def _metrics(result, done_node: int = 0) -> dict[str, Any]:
     tot = result.totals()
     start = result.marks.get("start", {}).get(done_node, 0)
     return {"completion_ps": result.mark(DONE_MARK, done_node) - start,
-            "host_cpu_ps": tot["host_cpu_ps"], "pcie_bytes": tot["pcie_bytes"],
-            "link_bytes": tot["link_bytes"], "hpu_busy_ps": tot["hpu_busy_ps"],
-            "drops": tot["drops"], "events": result.events, "packet_events": result.packet_events,
+            "host_cpu_ps": tot.host_cpu_ps, "pcie_bytes": tot.pcie_bytes,
+            "link_bytes": tot.link_bytes, "hpu_busy_ps": tot.hpu_busy_ps,
+            "drops": tot.drops, "events": result.events, "packet_events": result.packet_events,
             "messages": len(result.messages),
             "messages_handled_by_nic": sum(1 for m in result.messages if m.handled_by_nic)}
 
@@ -159,7 +159,7 @@ def _run(sc: Scenario, check) -> tuple[dict[str, Any], float]:
     sim = Simulation(sc)
     result = sim.run()
     wall = time.perf_counter() - t0
-    hosts_done = [h["node"] for h in result.hosts if not h["finished"]]
+    hosts_done = [h.node for h in result.hosts if not h.finished]
     if hosts_done:
         raise DataCheckError(f"host programs of nodes {hosts_done} did not finish "
                              f"(drops: {result.drops or 'none'})")

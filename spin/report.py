@@ -108,24 +108,23 @@ def message_table(result) -> str:
 
 
 def link_table(result) -> str:
-    rows = [[f"{l['link']}: {l['from']}->{l['to']}", count(l["tx_frames"]), count(l["tx_bytes"]),
-             count(l["max_queue_bytes"]), us(l["busy_ps"]), count(l["drops"])]
+    rows = [[f"{l.link}: {l.from_device}->{l.to_device}", count(l.tx_frames), count(l.tx_bytes),
+             count(l.max_queue_bytes), us(l.busy_ps), count(l.drops)]
             for l in result.links]
     return table(["link (direction)", "frames", "bytes (B)", "max queue (B)", "busy (µs)",
                   "drops (frames)"], rows, "links")
 
 
 def nic_table(result) -> str:
-    hosts = {h["node"]: h for h in result.hosts}
+    hosts = {h.node: h for h in result.hosts}
     rows = []
     for n in result.nics:
-        h = hosts.get(n["node"], {})
-        calls = n.get("handler_calls", {})
-        rows.append([f"node {n['node']}", count(n["dma_write_bytes"]), count(n["dma_read_bytes"]),
-                     us(n["hpu_busy_ps"]), "/".join(count(calls.get(k, 0)) for k in
-                                                     ("header", "payload", "completion")),
-                     us(h.get("cpu_busy_ps", 0)), count(h.get("messages_received", 0)),
-                     "yes" if h.get("finished") else "NO"])
+        h = hosts.get(n.node)
+        c = n.handler_calls
+        rows.append([f"node {n.node}", count(n.dma_write_bytes), count(n.dma_read_bytes),
+                     us(n.hpu_busy_ps), f"{count(c.header)}/{count(c.payload)}/{count(c.completion)}",
+                     us(h.cpu_busy_ps if h else 0), count(h.messages_received if h else 0),
+                     "yes" if h and h.finished else "NO"])
     return table(["NIC/host", "DMA write (B)", "DMA read (B)", "HPU busy (µs)",
                   "handlers hdr/pl/cpl (calls)", "host CPU (µs)", "received (msgs)", "finished"],
                  rows, "NICs and hosts")
@@ -137,9 +136,9 @@ def run_summary(result, name: str = "") -> str:
     head = [f"scenario {name}" if name else "scenario",
             f"  end time: {us(result.end_time_ps)} µs (virtual)",
             f"  events: {count(result.events)} ({count(result.packet_events)} packet events)",
-            f"  totals: link {count(tot['link_bytes'])} B, PCIe/DMA {count(tot['pcie_bytes'])} B, "
-            f"HPU busy {us(tot['hpu_busy_ps'])} µs, host CPU {us(tot['host_cpu_ps'])} µs, "
-            f"drops {count(tot['drops'])} frames"]
+            f"  totals: link {count(tot.link_bytes)} B, PCIe/DMA {count(tot.pcie_bytes)} B, "
+            f"HPU busy {us(tot.hpu_busy_ps)} µs, host CPU {us(tot.host_cpu_ps)} µs, "
+            f"drops {count(tot.drops)} frames"]
     wall = getattr(result, "wall", None) or {}
     if wall.get("seconds"):
         head.append(f"  wall: {wall['seconds']:.3f} s, {wall.get('events_per_s', 0):,.0f} events/s "

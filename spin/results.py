@@ -1,16 +1,35 @@
 """Structured, JSON-serialisable results of a run. Everything is virtual time or counts, except
-the ``wall`` section, which holds wall-clock figures and is never compared between runs."""
+the ``wall`` section, which holds wall-clock figures and is never compared between runs.
+
+Classes: ``RunResult`` (one run, merged over workers) made of ``MessageRecord`` (one delivered
+or NIC-handled message), ``LinkStats`` (one direction of a link), ``NicStats`` with its
+``HandlerCalls``, ``HostStats``, ``SwitchStats``; ``Totals`` sums them over the fabric.
+
+Every per-device record is owned by exactly one worker, so merging workers is concatenation; a
+record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results travel as
+JSON and ``RunResult.from_dict(r.to_dict()) == r``.
+"""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypeVar
+
+_R = TypeVar("_R")
+
+
+def _record(cls: type[_R], d: dict[str, Any]) -> _R:
+    """Build a flat record from its dict form (fields only: a dict written by a newer version
+    with extra keys still loads)."""
+    return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})  # type: ignore[arg-type]
 
 
 @dataclass
 class MessageRecord:
-    src: int
-    dst: int
+    """One message that reached its destination: delivered to the host, or handled by the NIC."""
+
+    src: int                   # sending node id
+    dst: int                   # receiving node id
     qp: int
     bytes: int
     t_post_ps: int | None      # when the sender's host (or a handler) posted it
@@ -20,21 +39,101 @@ class MessageRecord:
 
     @property
     def completion_ps(self) -> int | None:
+        """Post to done, or None when the post is unknown (sent by a handler)."""
         return None if self.t_post_ps is None else self.t_done_ps - self.t_post_ps
 
 
 @dataclass
+class LinkStats:
+    """One direction of a link, counted at its transmitting port."""
+
+    link: int                  # index into Topology.links
+    from_device: str           # transmitting device name
+    to_device: str             # receiving device name
+    tx_frames: int
+    tx_bytes: int              # frame bytes (without preamble, gap and FCS)
+    drops: int                 # frames dropped at this port (buffer full)
+    max_queue_bytes: int       # largest output-queue occupancy seen
+    busy_ps: int               # time spent transmitting
+
+
+@dataclass
+class HandlerCalls:
+    """Handler invocations on one NIC, by kind."""
+
+    header: int = 0
+    payload: int = 0
+    completion: int = 0
+
+
+@dataclass
+class NicStats:
+    """One NIC: PCIe/DMA traffic to and from its host, and HPU work."""
+
+    node: int
+    dma_write_bytes: int       # NIC -> host memory (data and completion entries)
+    dma_read_bytes: int        # host memory -> NIC
+    hpu_busy_ps: int           # summed over the NIC's HPUs
+    handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
+
+    @property
+    def pcie_bytes(self) -> int:
+        """DMA bytes in both directions."""
+        return self.dma_write_bytes + self.dma_read_bytes
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "NicStats":
+        """Inverse of ``asdict``."""
+        nic = _record(cls, d)
+        nic.handler_calls = _record(HandlerCalls, d.get("handler_calls", {}))
+        return nic
+
+
+@dataclass
+class HostStats:
+    """One host: modelled CPU time and what its program consumed."""
+
+    node: int
+    cpu_busy_ps: int           # send/receive overheads, compute, reductions
+    finished: bool             # the host program ran to its end
+    messages_received: int
+    events_received: int       # handler-raised host events
+
+
+@dataclass
+class SwitchStats:
+    """One switch: frames it dropped, by reason (``spin.drops``)."""
+
+    name: str
+    drops: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Fabric-wide sums: the figures an offload comparison starts from."""
+
+    link_bytes: int            # every link direction's tx_bytes
+    pcie_bytes: int            # DMA bytes, both directions, every NIC
+    host_cpu_ps: int           # every host's modelled CPU time
+    hpu_busy_ps: int           # every NIC's HPU time
+    drops: int                 # frames dropped anywhere, any reason
+
+
+@dataclass
 class RunResult:
+    """Result of one run (merged over workers). Lists are ordered by content (``canonicalize``),
+    so two runs compare equal whatever the worker count."""
+
     end_time_ps: int
     events: int
     packet_events: int
     messages: list[MessageRecord]
-    links: list[dict[str, Any]]
-    nics: list[dict[str, Any]]
-    hosts: list[dict[str, Any]]
-    switches: list[dict[str, Any]]
-    drops: dict[str, int]
-    marks: dict[str, dict[int, int]]
+    links: list[LinkStats]
+    nics: list[NicStats]
+    hosts: list[HostStats]
+    switches: list[SwitchStats]
+    drops: dict[str, int]                    # frames dropped, by reason, fabric-wide
+    marks: dict[str, dict[int, int]]         # label -> node -> virtual time (ps)
     host_memory_sha256: dict[int, str] = field(default_factory=dict)
     posts: list[list[int]] = field(default_factory=list)   # [src, dst, qp, bytes, t_post_ps]
     # host-memory regions asked for by (node, addr, nbytes); bytes, so kept out of to_dict()
@@ -45,19 +144,27 @@ class RunResult:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
         return self.marks[label][node]
 
-    def totals(self) -> dict[str, int]:
-        return {
-            "link_bytes": sum(l["tx_bytes"] for l in self.links),
-            "pcie_bytes": sum(n["dma_write_bytes"] + n["dma_read_bytes"] for n in self.nics),
-            "host_cpu_ps": sum(h["cpu_busy_ps"] for h in self.hosts),
-            "hpu_busy_ps": sum(n["hpu_busy_ps"] for n in self.nics),
-            "drops": sum(self.drops.values()),
-        }
+    def nic(self, node: int) -> NicStats:
+        """The stats of ``node``'s NIC."""
+        return next(n for n in self.nics if n.node == node)
+
+    def host(self, node: int) -> HostStats:
+        """The stats of ``node``'s host."""
+        return next(h for h in self.hosts if h.node == node)
+
+    def totals(self) -> Totals:
+        """Sums over every link, NIC and host."""
+        return Totals(link_bytes=sum(l.tx_bytes for l in self.links),
+                      pcie_bytes=sum(n.pcie_bytes for n in self.nics),
+                      host_cpu_ps=sum(h.cpu_busy_ps for h in self.hosts),
+                      hpu_busy_ps=sum(n.hpu_busy_ps for n in self.nics),
+                      drops=sum(self.drops.values()))
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
+        """Plain JSON-ready dict (int keys as strings), plus derived ``totals``."""
         d = asdict(self)
         d.pop("memory_regions")
-        d["totals"] = self.totals()
+        d["totals"] = asdict(self.totals())
         d["marks"] = {k: {str(n): t for n, t in v.items()} for k, v in self.marks.items()}
         d["host_memory_sha256"] = {str(n): h for n, h in self.host_memory_sha256.items()}
         if not include_wall:
@@ -72,7 +179,11 @@ class RunResult:
         """Inverse of to_dict (JSON-decoded dicts have string keys)."""
         d = dict(d)
         d.pop("totals", None)
-        d["messages"] = [MessageRecord(**m) for m in d["messages"]]
+        d["messages"] = [_record(MessageRecord, m) for m in d["messages"]]
+        d["links"] = [_record(LinkStats, l) for l in d["links"]]
+        d["nics"] = [NicStats.from_dict(n) for n in d["nics"]]
+        d["hosts"] = [_record(HostStats, h) for h in d["hosts"]]
+        d["switches"] = [_record(SwitchStats, s) for s in d["switches"]]
         d["marks"] = {k: {int(n): t for n, t in v.items()} for k, v in d["marks"].items()}
         d["host_memory_sha256"] = {int(n): h for n, h in d.get("host_memory_sha256", {}).items()}
         d.setdefault("wall", {})
@@ -85,6 +196,7 @@ class RunResult:
         marks: dict[str, dict[int, int]] = {}
         digests: dict[int, str] = {}
         posts: list[list[int]] = []
+        regions: dict[tuple[int, int, int], bytes] = {}
         for p in parts:
             posts += p.posts
             for k, v in p.drops.items():
@@ -92,6 +204,7 @@ class RunResult:
             for label, per_node in p.marks.items():
                 marks.setdefault(label, {}).update(per_node)
             digests.update(p.host_memory_sha256)
+            regions.update(p.memory_regions)
         merged = cls(
             end_time_ps=max(p.end_time_ps for p in parts),
             events=sum(p.events for p in parts),
@@ -103,7 +216,8 @@ class RunResult:
             switches=[s for p in parts for s in p.switches],
             drops=dict(sorted(drops.items())),
             marks={k: dict(sorted(v.items())) for k, v in sorted(marks.items())},
-            host_memory_sha256=dict(sorted(digests.items())), posts=posts)
+            host_memory_sha256=dict(sorted(digests.items())), posts=posts,
+            memory_regions=regions)
         merged.pair_posts()
         merged.canonicalize()
         return merged
@@ -123,10 +237,10 @@ class RunResult:
     def canonicalize(self) -> None:
         """Order every list by content so results compare equal however devices were split."""
         self.messages.sort(key=lambda m: (m.t_done_ps, m.dst, m.src, m.qp, m.t_first_arrival_ps))
-        self.links.sort(key=lambda l: (l["link"], l["from"]))
-        self.nics.sort(key=lambda n: n["node"])
-        self.hosts.sort(key=lambda h: h["node"])
-        self.switches.sort(key=lambda s: s["name"])
+        self.links.sort(key=lambda l: (l.link, l.from_device))
+        self.nics.sort(key=lambda n: n.node)
+        self.hosts.sort(key=lambda h: h.node)
+        self.switches.sort(key=lambda s: s.name)
 
     def deterministic_digest(self) -> str:
         """Hash of everything except wall-clock figures: equal digests mean identical runs."""

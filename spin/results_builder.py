@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from . import drops as D
 from .engine import state as S
-from .results import MessageRecord, RunResult
+from .results import (HandlerCalls, HostStats, LinkStats, MessageRecord, NicStats, RunResult,
+                      SwitchStats)
 
 
 def build_result(sim) -> RunResult:
@@ -25,28 +26,30 @@ def build_result(sim) -> RunResult:
                          (sim.port_of_link[i][1], link.b, link.a)):
             if int(st.port[gp, S.PT_DEV]) not in local:
                 continue
-            links.append({"link": i, "from": a, "to": b, "tx_frames": int(st.port[gp, S.PT_TX_FRAMES]),
-                          "tx_bytes": int(st.port[gp, S.PT_TX_BYTES]), "drops": int(st.port[gp, S.PT_DROPS]),
-                          "max_queue_bytes": int(st.port[gp, S.PT_MAX_Q_BYTES]),
-                          "busy_ps": int(st.port[gp, S.PT_BUSY_PS])})
+            links.append(LinkStats(link=i, from_device=a, to_device=b,
+                                   tx_frames=int(st.port[gp, S.PT_TX_FRAMES]),
+                                   tx_bytes=int(st.port[gp, S.PT_TX_BYTES]),
+                                   drops=int(st.port[gp, S.PT_DROPS]),
+                                   max_queue_bytes=int(st.port[gp, S.PT_MAX_Q_BYTES]),
+                                   busy_ps=int(st.port[gp, S.PT_BUSY_PS])))
     nics, hosts = [], []
     for d in range(n_hosts):
         if d not in local:
             continue
-        nics.append({"node": d, "dma_write_bytes": int(st.dev[d, S.D_NIC_DMA_W_BYTES]),
-                     "dma_read_bytes": int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
-                     "hpu_busy_ps": int(st.dev[d, S.D_HPU_BUSY_PS]),
-                     "handler_calls": {k: int(st.dev[d, S.D_HC + i])
-                                       for i, k in enumerate(S.HANDLER_KIND_NAMES)}})
-        hosts.append({"node": d, "cpu_busy_ps": int(st.dev[d, S.D_HOST_BUSY_PS]),
-                      "finished": bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
-                      "messages_received": int(st.host_recv_count[d].sum()),
-                      "events_received": int(st.dev[d, S.D_HOST_EVENT_COUNT])})
+        calls = HandlerCalls(**{k: int(st.dev[d, S.D_HC + i])
+                                for i, k in enumerate(S.HANDLER_KIND_NAMES)})
+        nics.append(NicStats(node=d, dma_write_bytes=int(st.dev[d, S.D_NIC_DMA_W_BYTES]),
+                             dma_read_bytes=int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
+                             hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls))
+        hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
+                               finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
+                               messages_received=int(st.host_recv_count[d].sum()),
+                               events_received=int(st.dev[d, S.D_HOST_EVENT_COUNT])))
     switches = []
     for s, name in enumerate(topo.switches):
         d = n_hosts + s
         if d in local:
-            switches.append({"name": name, "drops": D.drop_counts_to_dict(st.drops[d])})
+            switches.append(SwitchStats(name=name, drops=D.drop_counts_to_dict(st.drops[d])))
     drops: dict[str, int] = {}
     for d in sorted(local):
         for k, v in D.drop_counts_to_dict(st.drops[d]).items():
@@ -56,7 +59,6 @@ def build_result(sim) -> RunResult:
         marks[label] = {d: int(st.marks[d, idx]) for d in range(n_hosts)
                         if d in local and st.marks[d, idx] >= 0}
     end = max([int(st.sc[S.SC_NOW])] + [m.t_done_ps for m in messages])
-    marks = {k: v for k, v in marks.items()}
     result = RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
                        packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
                        nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),

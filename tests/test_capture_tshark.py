@@ -134,5 +134,5 @@ def test_tshark_dissects_a_captured_fabric_run(tmp_path) -> None:
             assert "eth:ethertype:ip:udp:infiniband" in protocols, (pcap.name, protocols)
             assert status == "1" and malformed == "", (pcap.name, line)
             total += 1
-    captured_frames = sum(l["tx_frames"] for l in run.result.links)
+    captured_frames = sum(l.tx_frames for l in run.result.links)
     assert total == captured_frames > 0

@@ -102,8 +102,8 @@ def test_default_path_delivers_multi_packet_message():
     assert (msg.src, msg.dst, msg.bytes, msg.handled_by_nic) == (2, 0, len(data), False)
     assert msg.t_post_ps == int(HostConfig().send_overhead_ns * 1000)
     n_frames = -(-len(data) // 1024)
-    assert sum(l["tx_frames"] for l in result.links) == 2 * n_frames  # host->switch->host
-    assert result.nics[0]["dma_write_bytes"] == len(data) + CQE_BYTES
+    assert sum(l.tx_frames for l in result.links) == 2 * n_frames  # host->switch->host
+    assert result.nics[0].dma_write_bytes == len(data) + CQE_BYTES
 
 
 def test_malformed_frames_are_dropped_and_counted_by_reason():
@@ -145,9 +145,9 @@ def test_full_switch_buffer_tail_drops_and_reports_unfinished_hosts():
     sc.host_program(0).wait_recv(qp=1, count=4).mark("all")
     result = Simulation(sc).run()
     assert result.drops.get("queue_full", 0) > 0
-    assert result.switches[0]["drops"]["queue_full"] == result.drops["queue_full"]
+    assert result.switches[0].drops["queue_full"] == result.drops["queue_full"]
     assert not result.marks.get("all")
-    assert not result.hosts[0]["finished"]
+    assert not result.hosts[0].finished
 
 
 def test_results_are_deterministic_and_json_serialisable():
@@ -175,7 +175,7 @@ def test_host_event_never_overtakes_the_data_it_announces():
     # separates the completion handler's end from the host seeing the event
     got = sim.host_memory(1)[0x8000:0x8000 + 4 * n_elems].view(np.int32)
     np.testing.assert_array_equal(got, np.arange(n_elems, dtype=np.int32))
-    assert result.nics[1]["dma_write_bytes"] == 4 * n_elems + CQE_BYTES
+    assert result.nics[1].dma_write_bytes == 4 * n_elems + CQE_BYTES
     assert result.mark("event", 1) >= transfer + int(nic.pcie_latency_ns * 1000)
 
 

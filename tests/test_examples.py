@@ -34,7 +34,7 @@ def test_pingpong_toml():
     assert len(pongs) == 8 and all(m.bytes == 512 for m in pongs)
     pings = [m for m in res.messages if m.src == 0]
     assert all(m.handled_by_nic for m in pings)
-    assert [h["cpu_busy_ps"] for h in res.hosts][1] == 0      # host 1's CPU never ran
+    assert [h.cpu_busy_ps for h in res.hosts][1] == 0      # host 1's CPU never ran
     assert res.mark("done", 0) > 0
 
 
@@ -49,8 +49,8 @@ def test_reduce_toml_sum_is_exact():
     expected = np.sum(np.stack(vecs), axis=0, dtype=np.int32)
     assert np.array_equal(opts.checks[0].expected, expected)
     res = run.result
-    assert res.nics[0]["handler_calls"]["payload"] == 7 * 64
-    assert res.nics[0]["dma_write_bytes"] == 65536 + 16  # the result and one event (CQE)
+    assert res.nics[0].handler_calls.payload == 7 * 64
+    assert res.nics[0].dma_write_bytes == 65536 + 16  # the result and one event (CQE)
 
 
 def test_first_handler_runs_identically_without_jit():

@@ -69,13 +69,13 @@ def test_accumulate_timing(library, model):
     # of packets released together after the first packet's matching queue on the PCIe link.
     packets = SIZE // 1024
     round_trip = 2 * model.pcie_latency_ps + model.pcie_transfer_ps(1024)
-    busy = off.nics[1]["hpu_busy_ps"] - model.handler_ps(accumulate_completion)
+    busy = off.nics[1].hpu_busy_ps - model.handler_ps(accumulate_completion)
     floor = packets * (model.handler_ps(accumulate_payload, 1024) + round_trip)
     assert floor <= busy <= floor + packets * (packets - 1) // 2 * model.pcie_transfer_ps(1024)
     # The cost of RMW: the data crosses PCIe twice (read + write) instead of once.
-    assert off.nics[1]["dma_read_bytes"] == SIZE
-    assert off.nics[1]["dma_write_bytes"] == SIZE + CQE_BYTES
-    assert base.nics[1]["dma_write_bytes"] == SIZE + CQE_BYTES and base.nics[1]["dma_read_bytes"] == 0
+    assert off.nics[1].dma_read_bytes == SIZE
+    assert off.nics[1].dma_write_bytes == SIZE + CQE_BYTES
+    assert base.nics[1].dma_write_bytes == SIZE + CQE_BYTES and base.nics[1].dma_read_bytes == 0
     # The gain: the host's reduction, minus what the last packet's RMW adds to the NIC path.
     saved = model.host_stream_ps(SIZE)
     nic_extra = (model.handler_ps(accumulate_payload, 1024) + round_trip

@@ -43,8 +43,8 @@ def test_aggregate_exact_and_faster(library, model):
     off = off_sim.run()
     assert int(off_sim.host_memory(0)[RESULT:RESULT + 8].view(np.int64)[0]) == expect
     base = Simulation(build(False, library, vecs)).run()
-    assert off.nics[0]["dma_write_bytes"] == 8 + CQE_BYTES               # result + event
-    assert base.nics[0]["dma_write_bytes"] == N_SENDERS * (VEC_BYTES + CQE_BYTES)
+    assert off.nics[0].dma_write_bytes == 8 + CQE_BYTES               # result + event
+    assert base.nics[0].dma_write_bytes == N_SENDERS * (VEC_BYTES + CQE_BYTES)
     # Saved: all but one receive overhead and the host's pass over the data. Added: the last
     # packet's payload handler and the completion handler (then one 8 B write).
     saved = (N_SENDERS - 1) * model.o_recv_ps + model.host_stream_ps(N_SENDERS * VEC_BYTES)

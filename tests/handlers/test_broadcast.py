@@ -40,7 +40,7 @@ def test_broadcast(library, model):
         for r in range(N_NODES):
             np.testing.assert_array_equal(sim.host_memory(r)[DATA:DATA + SIZE], data)
     base, off = runs[False], runs[True]
-    assert all(h["cpu_busy_ps"] == model.o_recv_ps for h in off.hosts[1:])
+    assert all(h.cpu_busy_ps == model.o_recv_ps for h in off.hosts[1:])
     # The deepest node, 2**levels - 1, is reached through a first child at every level, so
     # each forwarding host on its path pays one receive and one send overhead plus PCIe (the
     # data's write and completion, the re-send's read); a NIC forwards each packet in a handler

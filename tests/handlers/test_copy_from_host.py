@@ -48,10 +48,10 @@ def test_copy_from_host(library, model):
     # One handler call; its HPU waits a full PCIe round trip for every block it reads.
     round_trip = 2 * model.pcie_latency_ps + model.pcie_transfer_ps(BLOCK)
     hpu = model.handler_ps(copy_from_host_payload, extra_cycles=CYCLES_PER_BLOCK * len(WANTED))
-    assert off.nics[1]["hpu_busy_ps"] == hpu + len(WANTED) * round_trip
-    assert off.nics[1]["dma_read_bytes"] == len(WANTED) * BLOCK
-    assert off.hosts[1]["cpu_busy_ps"] == 0
+    assert off.nics[1].hpu_busy_ps == hpu + len(WANTED) * round_trip
+    assert off.nics[1].dma_read_bytes == len(WANTED) * BLOCK
+    assert off.hosts[1].cpu_busy_ps == 0
     # The server host's receive and per-block send overheads disappear; the NIC spends its
     # serial round trips instead.
     gain = base.mark("done", 0) - off.mark("done", 0)
-    assert gain >= model.o_recv_ps + len(WANTED) * model.o_send_ps - off.nics[1]["hpu_busy_ps"]
+    assert gain >= model.o_recv_ps + len(WANTED) * model.o_send_ps - off.nics[1].hpu_busy_ps

@@ -33,7 +33,7 @@ def test_copy_to_host(library, model):
     np.testing.assert_array_equal(base_sim.host_memory(1)[RETH_ADDR:RETH_ADDR + SIZE], sent)
     np.testing.assert_array_equal(off_sim.host_memory(1)[NIC_BUFFER:NIC_BUFFER + SIZE], sent)
     assert not off_sim.host_memory(1)[RETH_ADDR:RETH_ADDR + SIZE].any()
-    assert off.nics[1]["dma_write_bytes"] == base.nics[1]["dma_write_bytes"] == SIZE + CQE_BYTES
+    assert off.nics[1].dma_write_bytes == base.nics[1].dma_write_bytes == SIZE + CQE_BYTES
     # No gain to expect: the handler only adds its own latency to the last packet's DMA.
     extra = off.mark("done", 1) - base.mark("done", 1)
     assert 0 < extra <= (model.handler_ps(copy_to_host_payload, 1024)

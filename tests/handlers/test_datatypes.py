@@ -53,7 +53,7 @@ def test_datatypes(library, model, blocklen, stride, count):
         runs[offload] = sim.run()
         np.testing.assert_array_equal(sim.host_memory(1)[DST:DST + expect.size], expect)
     base, off = runs[False], runs[True]
-    assert off.nics[1]["dma_write_bytes"] == packed.nbytes + CQE_BYTES
+    assert off.nics[1].dma_write_bytes == packed.nbytes + CQE_BYTES
     # Saved: the host's unpack. Added: the last packet's handler (one segment per block piece),
     # the completion handler, and the header stall (matching + header handler): packets that
     # arrive meanwhile are released together and their DMAs queue on PCIe.
@@ -73,5 +73,5 @@ def test_invalid_datatype_drops_message(library):
     sim = Simulation(sc)
     result = sim.run()
     assert result.drops == {"handler_drop": 4}
-    assert result.hosts[1]["messages_received"] == 0
+    assert result.hosts[1].messages_received == 0
     assert not sim.host_memory(1)[DST:DST + 64 * 256].any()

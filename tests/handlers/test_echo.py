@@ -40,7 +40,7 @@ def test_echo_from_host_memory(library, model):
         if offload:
             mem = sim.handler_memory(ctx)
             assert mem[ECHOES] == ROUNDS and mem[FIRST_SENDER] == 2 + 1
-            assert r.hosts[1]["cpu_busy_ps"] == 0
+            assert r.hosts[1].cpu_busy_ps == 0
         results[offload] = r
     base, off = results[False], results[True]
     saved = base.mark("done", 2) - off.mark("done", 2)

@@ -63,9 +63,9 @@ def test_filtering(library, model):
     assert off.drops == {"handler_drop": N_RECORDS - n_hits}
     assert not mem[STAGING:STAGING + records.nbytes].any()
     # Only hits (16 B each) and the count (8 B) cross PCIe, instead of every record.
-    assert off.nics[1]["dma_write_bytes"] == RECORD_BYTES * n_hits + 8 + CQE_BYTES
+    assert off.nics[1].dma_write_bytes == RECORD_BYTES * n_hits + 8 + CQE_BYTES
     base = Simulation(build(False, library, table, records)).run()
-    assert base.nics[1]["dma_write_bytes"] == records.nbytes + CQE_BYTES
+    assert base.nics[1].dma_write_bytes == records.nbytes + CQE_BYTES
     # Saved: the host's scan. Added: the last record's lookup (worst case: a miss probing
     # the whole run of used slots) and the completion handler.
     saved = model.host_stream_ps(records.nbytes)

@@ -48,7 +48,7 @@ def test_histogram(library, model, nbins):
     off = off_sim.run()
     got = off_sim.host_memory(0)[RESULT:RESULT + 8 * nbins].view(np.int64)
     np.testing.assert_array_equal(got, expect)
-    assert off.nics[0]["dma_write_bytes"] == 8 * nbins + CQE_BYTES
+    assert off.nics[0].dma_write_bytes == 8 * nbins + CQE_BYTES
     base = Simulation(build(False, library, streams, nbins)).run()
     # Saved: a receive overhead per extra message and the host's pass over the bytes. Added:
     # the NIC's bin updates (1 cycle/byte) where HPUs cannot keep up with the link, at most the

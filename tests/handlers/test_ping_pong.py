@@ -48,7 +48,7 @@ def test_pong_data_and_gain(library, model):
     for sim in (base_sim, off_sim):
         echoed = sim.host_memory(0)[PING_ADDR:PING_ADDR + SIZE]
         np.testing.assert_array_equal(echoed, np.arange(SIZE, dtype=np.uint8))
-    assert off.hosts[1]["cpu_busy_ps"] == 0
+    assert off.hosts[1].cpu_busy_ps == 0
     assert all(m.handled_by_nic for m in off.messages if m.dst == 1)
     # Per round the NIC saves at least the pong host's receive and send overheads, and two PCIe
     # latencies (ping written to host memory, pong read back), minus the handler's own cost.

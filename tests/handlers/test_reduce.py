@@ -54,8 +54,8 @@ def test_reduce_exact_faster_fewer_pcie_bytes(library, model):
         np.testing.assert_array_equal(got, expect)
     base, off = runs[False], runs[True]
     # PCIe at the root: one write per contributor vs one write of the result.
-    assert base.nics[0]["dma_write_bytes"] == (N_NODES - 1) * (VEC_BYTES + CQE_BYTES)
-    assert off.nics[0]["dma_write_bytes"] == VEC_BYTES + CQE_BYTES
+    assert base.nics[0].dma_write_bytes == (N_NODES - 1) * (VEC_BYTES + CQE_BYTES)
+    assert off.nics[0].dma_write_bytes == VEC_BYTES + CQE_BYTES
     # The root saves N-2 receive overheads and N-2 host reductions; the NIC adds at most one
     # packet's payload handler, the completion handler and the result's PCIe transfer.
     saved = (N_NODES - 2) * (model.o_recv_ps + model.host_stream_ps(VEC_BYTES))

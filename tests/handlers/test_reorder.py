@@ -53,7 +53,7 @@ def test_reorder(library, model):
         log = sim.host_memory(1)[LOG:LOG + msgs.nbytes].reshape(N_MSGS, SLOT)
         np.testing.assert_array_equal(log, msgs)  # sequence order
     base, off = runs[False], runs[True]
-    assert off.drops == {} and off.hosts[1]["messages_received"] == 1
+    assert off.drops == {} and off.hosts[1].messages_received == 1
     # Saved: N-1 receive overheads and the host's copies. Added at most: the final in-order
     # message's handler flushing a whole window, those DMAs, and the completion handler.
     saved = (N_MSGS - 1) * model.o_recv_ps + model.host_stream_ps(msgs.nbytes)
@@ -69,7 +69,7 @@ def test_reorder_drops_outside_window(library):
     sim = Simulation(build(True, library, msgs, order, window=4))
     result = sim.run()
     assert result.drops == {"handler_drop": 1}
-    assert result.hosts[1]["messages_received"] == 0  # the stream never completes
+    assert result.hosts[1].messages_received == 0  # the stream never completes
     log = sim.host_memory(1)[LOG:LOG + 6 * SLOT].reshape(6, SLOT)
     np.testing.assert_array_equal(log[:5], msgs[:5])
     assert not log[5].any()
