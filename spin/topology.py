@@ -1,16 +1,24 @@
-"""Topologies as plain, picklable data: hosts (each with one NIC), switches, links.
+"""Topologies as plain, picklable data: hosts (each with one NIC port), switches, links.
 
 Hosts get node ids 0..H-1 in the order they are added; that id is the NIC's address on the wire
-(MAC/IP derive from it). Routing tables are computed from the graph with networkx.
+(MAC/IP derive from it). A switch carries a role (``leaf``, ``spine``, ``edge``, ``agg``,
+``core``, ``accelerator``, ...) and may override the pipeline latency of ``[switch]``; a link
+carries a kind, the tier it belongs to (``host``, ``edge-agg``, ``mesh``, ...), for inventories.
+Routing (every equal-cost next hop) is computed from the graph; ready-made topologies are built by
+the registry in ``spin.topologies``.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
 from .config import LinkConfig
 from .errors import TopologyError
+
+HOST_LINK = "host"
 
 
 @dataclass(frozen=True)
@@ -18,63 +26,110 @@ class Link:
     a: str
     b: str
     config: LinkConfig
+    kind: str = HOST_LINK
 
 
 @dataclass
 class Topology:
-    """Describe first: names and links only. ``spin.simulation`` builds devices from it."""
+    """Describe first: names, roles and links only. ``spin.simulation`` builds devices from it.
+
+    ``kind`` and ``params`` record which registry builder made the topology and with which
+    (validated) parameters, so inventories can quote the builder's analytic figures."""
 
     hosts: list[str] = field(default_factory=list)
     switches: list[str] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)
+    latencies_ns: dict[str, float] = field(default_factory=dict)
+    kind: str = "custom"
+    params: dict[str, Any] = field(default_factory=dict)
+    # lookup indexes, rebuilt from the lists above (large fabrics add thousands of links)
+    _node_of: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _linked: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for s in self.switches:
+            self.roles.setdefault(s, "switch")
+        self._node_of = {h: i for i, h in enumerate(self.hosts)}
+        self._linked = {end for l in self.links for end in (l.a, l.b) if end in self._node_of}
 
     def add_host(self, name: str | None = None) -> str:
         name = name or f"h{len(self.hosts)}"
         self._check_new(name)
+        self._node_of[name] = len(self.hosts)
         self.hosts.append(name)
         return name
 
-    def add_switch(self, name: str | None = None) -> str:
+    def add_switch(self, name: str | None = None, *, role: str = "switch",
+                   latency_ns: float | None = None) -> str:
+        """Add a switch; ``latency_ns`` overrides the pipeline latency of ``[switch]`` for this
+        one (an accelerator's on-chip router is far faster than a datacentre switch)."""
         name = name or f"s{len(self.switches)}"
         self._check_new(name)
+        if not role or not isinstance(role, str):
+            raise TopologyError(f"switch {name!r}: role = {role!r}: must be a non-empty string")
+        if latency_ns is not None and not latency_ns >= 0:
+            raise TopologyError(f"switch {name!r}: latency_ns = {latency_ns!r}: must be >= 0 ns")
         self.switches.append(name)
+        self.roles[name] = role
+        if latency_ns is not None:
+            self.latencies_ns[name] = float(latency_ns)
         return name
 
-    def add_link(self, a: str, b: str, config: LinkConfig | None = None) -> None:
+    def add_link(self, a: str, b: str, config: LinkConfig | None = None, *,
+                 kind: str | None = None) -> None:
+        """Link two devices. Without ``kind`` the tier is derived: ``host`` when a host is an
+        end, else the two switch roles (``leaf-spine``; ``spine`` when both are spines)."""
         for end in (a, b):
-            if end not in self.hosts and end not in self.switches:
+            if end not in self.roles and end not in self._node_of:
                 raise TopologyError(f"link endpoint {end!r} is not a device; devices: "
-                                    f"{', '.join(self.hosts + self.switches)}")
+                                    f"{_shown(self.hosts + self.switches)}")
         if a == b:
             raise TopologyError(f"link from {a!r} to itself")
         for end in (a, b):
-            if end in self.hosts and any(end in (l.a, l.b) for l in self.links):
+            if end in self._linked:
                 raise TopologyError(f"host {end!r} already has a link (a NIC has one port)")
-        self.links.append(Link(a, b, config or LinkConfig()))
+        if kind is None:
+            ra, rb = self.roles.get(a), self.roles.get(b)
+            kind = HOST_LINK if ra is None or rb is None else (ra if ra == rb else f"{ra}-{rb}")
+        self.links.append(Link(a, b, config or LinkConfig(), kind))
+        self._linked.update(end for end in (a, b) if end in self._node_of)
 
     def _check_new(self, name: str) -> None:
-        if name in self.hosts or name in self.switches:
+        if name in self.roles or name in self._node_of:
             raise TopologyError(f"device name {name!r} is used twice")
 
-    # --- library topologies --------------------------------------------------------------
+    def node_id(self, host: str) -> int:
+        try:
+            return self._node_of[host]
+        except KeyError:
+            raise TopologyError(f"{host!r} is not a host; hosts: {_shown(self.hosts)}") from None
+
+    def switch_role(self, name: str) -> str:
+        try:
+            return self.roles[name]
+        except KeyError:
+            raise TopologyError(f"{name!r} is not a switch; switches: "
+                                f"{_shown(self.switches)}") from None
+
+    def switch_latency_ns(self, name: str, default: float) -> float:
+        """This switch's pipeline latency: its own override, else ``default``
+        (``SwitchConfig.latency_ns``)."""
+        self.switch_role(name)
+        return self.latencies_ns.get(name, default)
+
+    # --- library topologies (kept for existing callers; the registry builds them) ----------
     @classmethod
     def pair(cls, link: LinkConfig | None = None) -> "Topology":
         """Two hosts connected back to back."""
-        t = cls()
-        a, b = t.add_host(), t.add_host()
-        t.add_link(a, b, link)
-        return t
+        from .topologies import build_topology
+        return build_topology("pair", link=link)
 
     @classmethod
     def star(cls, n_hosts: int, link: LinkConfig | None = None) -> "Topology":
         """``n_hosts`` hosts on one switch."""
-        if n_hosts < 1:
-            raise TopologyError(f"star needs at least 1 host, got n_hosts={n_hosts}")
-        t = cls()
-        s = t.add_switch()
-        for _ in range(n_hosts):
-            t.add_link(t.add_host(), s, link)
-        return t
+        from .topologies import build_topology
+        return build_topology("star", link=link, hosts=n_hosts)
 
     # --- derived views -------------------------------------------------------------------
     def device_names(self) -> list[str]:
@@ -105,29 +160,109 @@ class Topology:
         return {i: (gp[(l.a, i)], gp[(l.b, i)]) for i, l in enumerate(self.links)}
 
     def graph(self) -> nx.Graph:
+        """Devices and links as a networkx graph (parallel links merge into one edge)."""
         g = nx.Graph()
         g.add_nodes_from(self.device_names())
         for l in self.links:
             g.add_edge(l.a, l.b)
         return g
 
+    # --- routing -------------------------------------------------------------------------
+    def equal_cost_ports(self, down_links: frozenset[int] = frozenset()
+                         ) -> dict[str, dict[int, tuple[int, ...]]]:
+        """For every switch: destination node id -> sorted local port indices (into
+        ``ports()[switch]``) on a shortest path to that host, through switches only (hosts never
+        forward), ignoring the links in ``down_links``. Unreachable destinations are absent.
+
+        One breadth-first search per attachment switch (a switch with hosts on it), shared by
+        all of its hosts: 128 searches on a k = 16 fat tree instead of 1024."""
+        return _equal_cost_ports(self, down_links)
+
     def switch_routes(self) -> dict[str, dict[int, int]]:
-        """For each switch, destination node id -> output port on a shortest path (the lowest
-        such port; hosts never forward, so paths only transit switches)."""
-        g = self.graph()
-        core = g.subgraph(self.switches).copy()
+        """For each switch, destination node id -> one output port on a shortest path: the
+        lowest of its equal-cost ports."""
+        return {s: {h: group[0] for h, group in table.items()}
+                for s, table in self.equal_cost_ports().items()}
+
+    def validate(self) -> None:
+        """Raise TopologyError naming a pair of devices that cannot reach each other when
+        hosts do not forward (a host without a link, a switch island, two halves)."""
+        if not self.hosts:
+            raise TopologyError("the topology has no host")
         ports = self.ports()
-        routes: dict[str, dict[int, int]] = {s: {} for s in self.switches}
-        for node, h in enumerate(self.hosts):
-            attached = [p for _, p in ports[h]]
-            if not attached or attached[0] not in self.switches:
-                continue
-            dist = nx.single_source_shortest_path_length(core, attached[0])
-            for s in self.switches:
-                if s not in dist:
-                    continue
-                for port, (_, peer) in enumerate(ports[s]):
-                    if peer == h or (peer in dist and dist[peer] == dist[s] - 1):
-                        routes[s][node] = port
-                        break
-        return routes
+        lonely = [h for h in self.hosts if not ports[h]]
+        if lonely:
+            other = next((h for h in self.hosts if h != lonely[0]), None)
+            pair = f"host {other!r} cannot reach host {lonely[0]!r}" if other else \
+                f"host {lonely[0]!r} has no link"
+            raise TopologyError(f"the topology is disconnected: {pair} (it has no link)")
+        start = self.hosts[0]
+        seen = {start}
+        queue = deque([start])
+        while queue:
+            u = queue.popleft()
+            if u in self.roles or u == start:       # switches forward; hosts only originate
+                for _, v in ports[u]:
+                    if v not in seen:
+                        seen.add(v)
+                        queue.append(v)
+        for name in self.device_names():
+            if name not in seen:
+                what = "host" if name not in self.roles else "switch"
+                raise TopologyError(f"the topology is disconnected: host {start!r} cannot reach "
+                                    f"{what} {name!r} through switches")
+
+
+def _shown(names: list[str], limit: int = 16) -> str:
+    return ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def _equal_cost_ports(topo: Topology, down: frozenset[int]
+                      ) -> dict[str, dict[int, tuple[int, ...]]]:
+    sw_index = {s: i for i, s in enumerate(topo.switches)}
+    host_index = {h: i for i, h in enumerate(topo.hosts)}
+    n_sw = len(topo.switches)
+    # per switch: (local port, peer switch index) for live switch links; hosts hanging off it
+    sw_nbrs: list[list[tuple[int, int]]] = [[] for _ in range(n_sw)]
+    attached: list[list[tuple[int, int]]] = [[] for _ in range(n_sw)]   # (node id, local port)
+    local = [0] * n_sw
+    for i, l in enumerate(topo.links):
+        ia, ib = sw_index.get(l.a), sw_index.get(l.b)
+        pa = pb = -1
+        if ia is not None:
+            pa, local[ia] = local[ia], local[ia] + 1
+        if ib is not None:
+            pb, local[ib] = local[ib], local[ib] + 1
+        if i in down:
+            continue
+        if ia is not None and ib is not None:
+            sw_nbrs[ia].append((pa, ib))
+            sw_nbrs[ib].append((pb, ia))
+        elif ia is not None and l.b in host_index:
+            attached[ia].append((host_index[l.b], pa))
+        elif ib is not None and l.a in host_index:
+            attached[ib].append((host_index[l.a], pb))
+    tables: list[dict[int, tuple[int, ...]]] = [{} for _ in range(n_sw)]
+    for root in range(n_sw):
+        if not attached[root]:
+            continue
+        dist = [-1] * n_sw
+        dist[root] = 0
+        order = [root]
+        for u in order:                                  # BFS; `order` grows as we go
+            du = dist[u] + 1
+            for _, v in sw_nbrs[u]:
+                if dist[v] < 0:
+                    dist[v] = du
+                    order.append(v)
+        hosts_here: dict[int, list[int]] = {}
+        for node, port in attached[root]:
+            hosts_here.setdefault(node, []).append(port)
+        tables[root].update((node, tuple(sorted(p))) for node, p in hosts_here.items())
+        for s in order[1:]:
+            want = dist[s] - 1
+            group = tuple(sorted(p for p, v in sw_nbrs[s] if dist[v] == want))
+            tab = tables[s]
+            for node in hosts_here:
+                tab[node] = group
+    return {s: dict(sorted(tables[i].items())) for i, s in enumerate(topo.switches)}

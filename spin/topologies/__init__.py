@@ -1,0 +1,14 @@
+"""Ready-made topologies, one readable builder per module, looked up by name in a registry.
+
+``build_topology("fat_tree", k=8)`` from Python, ``[topology] kind = "fat_tree"`` in a scenario
+file, ``spin topo fat_tree --param k=8`` on the command line. ``topology_inventory`` counts
+switches, ports and links by tier and computes the bisection bandwidth.
+"""
+from .registry import (TOPOLOGIES, ParamError, TopologyKind, TopologyParams, TopologyRegistry,
+                       build_topology, register, topology_kinds)
+from . import basic, custom, fat_tree, hamming_mesh, leaf_spine, supernode  # noqa: F401  (register)
+from .inventory import Inventory, topology_inventory
+
+__all__ = ["TOPOLOGIES", "Inventory", "ParamError", "TopologyKind", "TopologyParams",
+           "TopologyRegistry", "build_topology", "register", "topology_inventory",
+           "topology_kinds"]
