@@ -6,45 +6,12 @@ wait, and ``host_reduce_mps_per_byte`` (milli-picoseconds per input byte) for ho
 reductions. Each op that takes time schedules the next step, so a host is one event per op.
 """
 import numba as nb
-import numpy as np
 
 from spin.engine import state as S
 from spin.engine.heap import push_event
 
+from .host_reduce import reduce_elementwise
 from .tx import post_message
-
-
-@nb.njit(cache=True, _nrt=False)
-def _reduce(st, dev, dst_addr, src_addr, n, dtype_code):
-    base = st.dev[dev, S.D_HOST_MEM_OFF]
-    size = st.dev[dev, S.D_HOST_MEM_SIZE]
-    width = 4 if dtype_code == 0 or dtype_code == 2 else 8
-    if dst_addr < 0 or src_addr < 0 or dst_addr + n * width > size or src_addr + n * width > size:
-        raise IndexError("spin host reduce: range outside host memory")
-    if (dst_addr % width) != 0 or (src_addr % width) != 0:
-        raise ValueError("spin host reduce: addresses must be aligned to the element size")
-    mem = st.host_mem
-    if dtype_code == 0:
-        d = mem[base + dst_addr: base + dst_addr + 4 * n].view(np.int32)
-        s = mem[base + src_addr: base + src_addr + 4 * n].view(np.int32)
-        for i in range(n):
-            d[i] += s[i]
-    elif dtype_code == 1:
-        d = mem[base + dst_addr: base + dst_addr + 8 * n].view(np.int64)
-        s = mem[base + src_addr: base + src_addr + 8 * n].view(np.int64)
-        for i in range(n):
-            d[i] += s[i]
-    elif dtype_code == 2:
-        d = mem[base + dst_addr: base + dst_addr + 4 * n].view(np.float32)
-        s = mem[base + src_addr: base + src_addr + 4 * n].view(np.float32)
-        for i in range(n):
-            d[i] += s[i]
-    else:
-        d = mem[base + dst_addr: base + dst_addr + 8 * n].view(np.float64)
-        s = mem[base + src_addr: base + src_addr + 8 * n].view(np.float64)
-        for i in range(n):
-            d[i] += s[i]
-    return n * width
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -101,7 +68,7 @@ def host_step(st, dev, now):
             push_event(st, now + op[1], dev, S.EV_HOST, dev, 0, 0)
             return
         elif code == S.OP_REDUCE:
-            nbytes = _reduce(st, dev, op[1], op[2], op[3], op[4])
+            nbytes = reduce_elementwise(st, dev, op[1], op[2], op[3], op[4], op[5])
             cost = (nbytes * st.dev[dev, S.D_HOST_REDUCE_MPS_PER_BYTE] + 999) // 1000
             st.dev[dev, S.D_HOST_BUSY_PS] += cost
             st.dev[dev, S.D_HOST_PC] += 1

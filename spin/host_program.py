@@ -3,6 +3,7 @@ compute, reduce in host memory, mark a time). Built in Python, executed by the e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -19,6 +20,43 @@ class HostCall:
     node: int
     now_ps: int
     memory: np.ndarray
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def _check_module_level(node: int, fn, what: str) -> None:
+    """Callbacks travel to worker processes by reference: lambdas and closures cannot."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if not callable(fn) or not name or "<" in name:
+        raise ConfigError(f"host {node}: {what}({fn!r}) needs a module-level function")
+
+
+@dataclass(frozen=True)
+class ElementwiseReduce:
+    """A host-program call applying ``fn(dst, src) -> new dst`` to two host-memory regions."""
+
+    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    dst_addr: int
+    src_addr: int
+    count: int
+    dtype: str
+
+    def __call__(self, host: HostCall) -> None:
+        width = np.dtype(self.dtype).itemsize
+        mem = host.memory
+        end = max(self.dst_addr, self.src_addr) + self.count * width
+        if min(self.dst_addr, self.src_addr) < 0 or end > mem.size:
+            raise ConfigError(f"reduce op={_name(self.fn)}: [{self.dst_addr}, {self.src_addr}] "
+                              f"+ {self.count} x {self.dtype} outside host memory of {mem.size} B")
+        dst = mem[self.dst_addr:self.dst_addr + self.count * width].view(self.dtype)
+        src = mem[self.src_addr:self.src_addr + self.count * width].view(self.dtype)
+        out = np.asarray(self.fn(dst.copy(), src.copy()))
+        if out.shape != dst.shape:
+            raise ConfigError(f"reduce op={_name(self.fn)} returned shape {out.shape}, expected "
+                              f"({self.count},) {self.dtype} elements")
+        dst[:] = out.astype(self.dtype, copy=False)
 
 
 @dataclass
@@ -71,26 +109,60 @@ class HostProgram:
         self.ops.append([S.OP_COMPUTE, ns_to_ps(ns), 0, 0, 0, 0, 0, 0])
         return self
 
-    def reduce(self, dst_addr: int, src_addr: int, count: int, dtype: str | np.dtype) -> "HostProgram":
-        """``dst[i] += src[i]`` over ``count`` elements in host memory, charged per byte."""
+    def reduce(self, dst_addr: int, src_addr: int, count: int, dtype: str | np.dtype,
+               op: str | Callable[[np.ndarray, np.ndarray], np.ndarray] = "sum", *,
+               ps_per_byte: float | None = None) -> "HostProgram":
+        """``dst[i] = dst[i] OP src[i]`` over ``count`` elements in host memory: the host-based
+        variant of a reducing handler in one op.
+
+        ``op`` is an MPI operator name (``nic_emulator.host_reduce.REDUCE_OPS``: sum, max, min,
+        prod, and bitwise band, bor, bxor on integers), charged ``HostConfig.reduce_ps_per_byte``
+        per input byte; or a module-level function ``op(dst, src) -> new dst`` on numpy arrays,
+        run through ``call`` and charged the declared ``ps_per_byte``."""
         name = np.dtype(dtype).name
         if name not in S.DTYPE_CODES:
             raise ConfigError(f"host {self.node}: reduce dtype={name!r}; valid choices: "
                               f"{', '.join(S.DTYPE_CODES)}")
-        self.ops.append([S.OP_REDUCE, dst_addr, src_addr, count, S.DTYPE_CODES[name], 0, 0, 0])
+        if callable(op):
+            return self._reduce_with(op, dst_addr, src_addr, count, name, ps_per_byte)
+        from nic_emulator.host_reduce import BITWISE_OPS, REDUCE_OPS
+        if op not in REDUCE_OPS:
+            raise ConfigError(f"host {self.node}: reduce op={op!r}; valid choices: "
+                              f"{', '.join(REDUCE_OPS)} or a function op(dst, src) -> dst")
+        if op in BITWISE_OPS and name not in ("int32", "int64"):
+            raise ConfigError(f"host {self.node}: reduce op={op!r} with dtype={name!r}; bitwise "
+                              f"operators take dtype int32 or int64")
+        if ps_per_byte is not None:
+            raise ConfigError(f"host {self.node}: reduce op={op!r} with ps_per_byte="
+                              f"{ps_per_byte}: built-in operators cost "
+                              f"HostConfig.reduce_ps_per_byte; ps_per_byte is for functions")
+        self.ops.append([S.OP_REDUCE, dst_addr, src_addr, count, S.DTYPE_CODES[name],
+                         REDUCE_OPS[op], 0, 0])
         return self
 
-    def call(self, fn) -> "HostProgram":
+    def _reduce_with(self, fn, dst_addr: int, src_addr: int, count: int, dtype: str,
+                     ps_per_byte: float | None) -> "HostProgram":
+        if ps_per_byte is None or not ps_per_byte >= 0:
+            raise ConfigError(f"host {self.node}: reduce op={_name(fn)} needs ps_per_byte >= 0 "
+                              f"(its host CPU cost per input byte), got {ps_per_byte}")
+        _check_module_level(self.node, fn, "reduce op")
+        nbytes = count * np.dtype(dtype).itemsize
+        self._add_call(ElementwiseReduce(fn, dst_addr, src_addr, count, dtype))
+        return self.compute(nbytes * ps_per_byte / 1000)
+
+    def call(self, fn: Callable[[HostCall], None]) -> "HostProgram":
         """Run ``fn(host: HostCall)`` in Python at this point of the program, in virtual time:
         it may read and write this host's memory (check received data, prepare the next
         buffer). Costs no virtual time; use ``compute`` to charge it. ``fn`` must be a
         module-level function so multi-process runs can import it."""
         import inspect
-        if not callable(fn) or "<locals>" in getattr(fn, "__qualname__", "<locals>"):
-            raise ConfigError(f"host {self.node}: call({fn!r}) needs a module-level function")
+        _check_module_level(self.node, fn, "call")
         if len(inspect.signature(fn).parameters) != 1:
             raise ConfigError(f"host {self.node}: call({fn.__qualname__}) must take one "
                               f"argument (a spin.host_program.HostCall)")
+        return self._add_call(fn)
+
+    def _add_call(self, fn) -> "HostProgram":
         assert self._callbacks is not None
         self._callbacks.append(fn)
         self.ops.append([S.OP_CALL, len(self._callbacks) - 1, 0, 0, 0, 0, 0, 0])

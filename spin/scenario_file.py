@@ -263,7 +263,7 @@ def _add_ops(ld: _Loader, sc: Scenario, topo: Topology, hp, ops: list, path: str
             elif kind == "compute":
                 hp.compute(op.ns)
             elif kind == "reduce":
-                hp.reduce(op.dst_addr, op.src_addr, op.count, op.dtype)
+                hp.reduce(op.dst_addr, op.src_addr, op.count, op.dtype, op.operator)
             elif kind == "mark":
                 hp.mark(op.label)
             else:

@@ -38,6 +38,7 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
       { op = "wait_event", count = 1 },               # wait for handler-raised host events
       { op = "compute", ns = 1000.0 },                # host busy for ns nanoseconds
       { op = "reduce", dst_addr = 0, src_addr = 65536, count = 16384, dtype = "int32" },
+      # ... operator = "sum" | "max" | "min" | "prod" | "band" | "bor" | "bxor" (default "sum")
       { op = "mark", label = "done" },                # record the virtual time here
       { op = "repeat", times = 8, ops = [ ... ] },    # the nested ops, `times` times
     ]
@@ -161,6 +162,7 @@ class ReduceOp(_Spec):
     src_addr: int = Field(ge=0)
     count: int = Field(ge=1)
     dtype: Literal["int32", "int64", "float32", "float64"]
+    operator: Literal["sum", "max", "min", "prod", "band", "bor", "bxor"] = "sum"
 
 
 class MarkOp(_Spec):
