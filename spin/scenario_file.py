@@ -19,6 +19,7 @@ from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfi
 from .errors import ConfigError, SpinError
 from .handler import ExecutionContext, HandlerProgram
 from .simulation import Scenario, same_program
+from .topologies import TOPOLOGIES
 from .topology import Topology
 from .units import US
 from .scenario_schema import (CheckSpec, MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
@@ -143,47 +144,8 @@ class _Loader:
 
 # --- building -------------------------------------------------------------------------------------
 def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
-    if spec.kind in ("star", "pair"):
-        for key in ("devices", "links"):
-            if getattr(spec, key) is not None:
-                raise ld.error(f"topology.{key}", getattr(spec, key),
-                               f"only valid with kind = 'custom' (kind is {spec.kind!r})")
-    if spec.kind == "star":
-        if spec.hosts is None:
-            raise ld.error("topology.hosts", None, "required for kind = 'star' (number of hosts)")
-        return Topology.star(spec.hosts, link)
-    if spec.kind == "pair":
-        if spec.hosts not in (None, 2):
-            raise ld.error("topology.hosts", spec.hosts, "kind = 'pair' has exactly 2 hosts")
-        return Topology.pair(link)
-    if spec.hosts is not None:
-        raise ld.error("topology.hosts", spec.hosts, "not valid with kind = 'custom'; list "
-                       "the hosts in topology.devices")
-    if not spec.devices:
-        raise ld.error("topology.devices", spec.devices, "kind = 'custom' needs a list of "
-                       "{name, kind = 'host' | 'switch'}")
-    topo = Topology()
-    for i, d in enumerate(spec.devices):
-        try:
-            (topo.add_host if d.kind == "host" else topo.add_switch)(d.name)
-        except SpinError as exc:
-            raise ld.error(f"topology.devices[{i}].name", d.name, str(exc)) from None
-    if not topo.hosts:
-        raise ld.error("topology.devices", [d.name for d in spec.devices], "no device has "
-                       "kind = 'host'")
-    for i, l in enumerate(spec.links or []):
-        over = {k: v for k, v in (("rate_gbps", l.rate_gbps), ("latency_ns", l.latency_ns))
-                if v is not None}
-        cfg = ld.validate(LinkConfig, {**link.model_dump(), **over}, ["topology", "links", i])
-        try:
-            topo.add_link(l.a, l.b, cfg)
-        except SpinError as exc:
-            raise ld.error(f"topology.links[{i}]", {"a": l.a, "b": l.b}, str(exc)) from None
-    try:
-        topo.switch_routes()
-    except SpinError as exc:
-        raise ld.error("topology", spec.kind, str(exc)) from None
-    return topo
+    """Build ``[topology]`` with the registry: unknown kinds and bad parameters are named there."""
+    return TOPOLOGIES.build(spec.kind, link=link, where=f"{ld.source}: topology", **spec.params())
 
 
 def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
@@ -372,8 +334,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
         elif key in doc:
             sections[key] = ld.validate(model, doc[key], [key])
     if "topology" not in sections:
-        raise ld.error("topology", None, "required table [topology] is missing (kind = 'star' | "
-                       "'pair' | 'custom')")
+        raise ld.error("topology", None, "required table [topology] is missing (kind = "
+                       f"{' | '.join(repr(k) for k in TOPOLOGIES.kinds())})")
     link = sections.get("link") or LinkConfig()
     topo = _topology(ld, sections["topology"], link)
     sc = Scenario(topo, nic=sections.get("nic") or NicConfig(), host=sections.get("host") or HostConfig(),

@@ -6,14 +6,19 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     description = "..."
 
     [topology]
-    kind = "star"                       # "star" | "pair" | "custom"
-    hosts = 2                           # star: number of hosts (named h0.., switch s0); pair: 2
+    kind = "star"                       # a builder of spin.topologies (`spin topo --list`):
+                                        # pair, star, leaf_spine, fat_tree, hamming_mesh,
+                                        # supernode, custom
+    hosts = 2                           # every other key is a parameter of that builder
+    # kind = "fat_tree"
+    # k = 8                             # 4..16, even; host_rate_gbps, edge_agg_rate_gbps, ...
     # custom: devices in order (hosts get node ids 0, 1, ... in the order listed) and links,
     # each link optionally overriding [link] fields:
-    # devices = [{name = "h0", kind = "host"}, {name = "s0", kind = "switch"}, ...]
+    # devices = [{name = "h0", kind = "host"}, {name = "s0", kind = "switch", role = "leaf"}]
     # links = [{a = "h0", b = "s0"}, {a = "h1", b = "s0", rate_gbps = 100}, ...]
 
-    [link]      # spin.config.LinkConfig fields:   rate_gbps, latency_ns
+    [link]      # spin.config.LinkConfig fields:   rate_gbps, latency_ns (the default of every
+                #   link whose tier has no rate or latency parameter of its own)
     [nic]       # spin.config.NicConfig fields:    hpus, hpu_clock_mhz, pcie_rate_gbytes_per_s, ...
     [host]      # spin.config.HostConfig fields:   memory_bytes, send_overhead_ns, qps, ...
     [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes
@@ -92,23 +97,15 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class DeviceSpec(_Spec):
-    name: str = Field(min_length=1)
-    kind: Literal["host", "switch"]
+class TopologySpec(BaseModel):
+    """``kind`` names a builder in ``spin.topologies``; the other keys are its parameters,
+    validated by that builder's registry entry (names, ranges and choices in the errors)."""
 
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
 
-class LinkSpec(_Spec):
-    a: str
-    b: str
-    rate_gbps: int | None = None
-    latency_ns: float | None = None
-
-
-class TopologySpec(_Spec):
-    kind: Literal["star", "pair", "custom"]
-    hosts: int | None = Field(None, ge=1)
-    devices: list[DeviceSpec] | None = None
-    links: list[LinkSpec] | None = None
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 class ProgramSpec(_Spec):
