@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spin.parallel import FrameBatch, run_fabric
-from spin.parallel.program import INF_PS
+from spin.parallel.program import INF_PS, worker_factory
 
 WINDOW_PS = 1_000_000
 
@@ -77,6 +77,7 @@ class BenchProgram:
         return {"received": self.received, "rounds": self.done_rounds}
 
 
+@worker_factory
 def make_program(spec: BenchSpec, worker_id: int, n_workers: int) -> BenchProgram:
     return BenchProgram(spec, worker_id, n_workers)
 

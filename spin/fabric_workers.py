@@ -14,7 +14,7 @@ from .engine import state as S
 from .engine.ports import inject_frames
 from .errors import ConfigError
 from .parallel.batch import FrameBatch
-from .parallel.program import INF_PS
+from .parallel.program import INF_PS, worker_factory
 from .results import RunResult
 from .simulation import CapturedFrames, Scenario, Simulation, write_link_pcaps
 from .units import ns
@@ -146,6 +146,7 @@ class EngineWorker:
         return d
 
 
+@worker_factory
 def make_worker(spec: PartitionedScenario, worker_id: int, n_workers: int) -> EngineWorker:
     return EngineWorker(spec, worker_id, n_workers)
 

@@ -7,7 +7,7 @@ optionally remote workers over CurveZMQ) or ``run_single`` (one worker, in proce
 
 from spin.parallel.batch import FrameBatch
 from spin.parallel.coordinator import Coordinator, CoordinatorConfig, RunOutcome, WorkerOutcome, run_fabric
-from spin.parallel.program import INF_PS, WorkerProgram, load_factory
+from spin.parallel.program import INF_PS, WorkerProgram, load_factory, worker_factory
 from spin.parallel.sync import SyncOutcome, run_single
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "load_factory",
     "run_fabric",
     "run_single",
+    "worker_factory",
 ]

@@ -1,23 +1,24 @@
 """The coordinator: starts (or admits) the workers of a run, hands out the run, and supervises it.
 
 It is not on the data path: workers synchronise among themselves (spin.parallel.sync). The
-coordinator owns one ROUTER control socket, assigns worker ids, sends each worker the pickled
-spec, the factory path, a random run epoch and the peers' data endpoints, then watches: local
-processes by pid, every worker by heartbeats. The first failure aborts the whole run and becomes a
-WorkerError naming the worker, its pid, its program's description and the remote traceback.
+coordinator owns one ROUTER control socket, assigns worker ids, sends each worker the spec as data
+(spin.parallel.codec), the factory path, a random run epoch and the peers' data endpoints, then
+watches: local processes by pid, every worker by heartbeats. The first failure aborts the whole
+run and becomes a WorkerError naming the worker, its pid, its program's description and the
+remote traceback.
 
-Trust: the coordinator never unpickles anything it receives (worker messages are JSON); workers
-unpickle the spec of the coordinator they were told to join. Listening beyond loopback requires
-CurveZMQ (spin.parallel.auth), so only holders of the run's key can join.
+Trust: nothing received from a socket is unpickled, on either side. Listening beyond loopback
+requires CurveZMQ (spin.parallel.auth), so only holders of the run's key can connect at all, and
+keyless workers refuse to join a coordinator beyond loopback. On a keyless loopback run, spawned
+workers prove themselves with a per-run secret handed over a pipe (never argv, which every local
+user can read), so a foreign local process cannot take their slots; whatever else arrives on the
+control socket is validated (spin.parallel.control), counted and ignored.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
-import pickle
-import pickletools
 import secrets
 import signal
 import subprocess
@@ -30,42 +31,30 @@ from typing import Any
 
 import zmq
 
-from spin.errors import ConfigError, SpinError, TransportError, WorkerError
+from spin.errors import ConfigError, TransportError, WorkerError
+from spin.parallel import codec
 from spin.parallel.auth import KeyPair, load_keys, make_server, start_authenticator
+from spin.parallel.control import (
+    MSG_ABORT,
+    MSG_BEAT,
+    MSG_BYE,
+    MSG_ERROR,
+    MSG_HELLO,
+    MSG_READY,
+    MSG_REJECT,
+    MSG_RESULT,
+    MSG_SETUP,
+    MSG_START,
+    Rejections,
+    Setup,
+    check_stats,
+    parse,
+)
 from spin.parallel.progress import Progress
-
-MSG_HELLO = b"hello"
-MSG_SETUP = b"setup"
-MSG_READY = b"ready"
-MSG_START = b"start"
-MSG_RESULT = b"result"
-MSG_ERROR = b"error"
-MSG_BYE = b"bye"
-MSG_REJECT = b"reject"
-MSG_BEAT = b"beat"
-MSG_ABORT = b"abort"
 
 _POLL_MS = 50
 _KILL_WAIT_S = 1.0
-
-
-class Aborted(SpinError):
-    """Raised inside a worker when the coordinator aborts the run (another worker failed)."""
-
-
-@dataclass(frozen=True)
-class Setup:
-    """Everything a worker needs to take part in a run (sent pickled, once)."""
-
-    worker_id: int
-    epoch: int
-    factory: str
-    spec: Any
-    endpoints: tuple[str, ...]  # data endpoint of every worker, by id
-    until_ps: int | None
-    heartbeat_interval_s: float
-    heartbeat_timeout_s: float
-    abort_grace_s: float
+WILDCARDS = ("0.0.0.0", "::", "*")
 
 
 @dataclass(frozen=True)
@@ -105,7 +94,7 @@ class WorkerOutcome:
     rounds: int
     events: int
     loop_wall_s: float  # wall time of the worker's round loop
-    stats: dict[str, int]  # the worker's TransportStats
+    stats: dict[str, Any]  # the worker's TransportStats
 
 
 @dataclass(frozen=True)
@@ -116,8 +105,9 @@ class RunOutcome:
     end_ps: int  # final global bound (INF_PS when everything went idle)
     wall_s: float  # whole run, spawn to last result
     loop_wall_s: float  # slowest worker's round loop (excludes start-up and program build)
-    transport: dict[str, int]  # TransportStats summed over workers, plus "rounds"
+    transport: dict[str, Any]  # TransportStats summed over workers, plus "rounds"
     epoch: int
+    control_rejected: dict[str, int] = field(default_factory=dict)  # junk control messages, by reason
 
 
 @dataclass
@@ -194,8 +184,14 @@ class Coordinator:
             raise ConfigError(f"cannot bind the coordinator on {config.bind}:{config.port}: {exc}") from exc
         self.endpoint: str = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         port = self.endpoint.rsplit(":", 1)[1]
-        wildcard = config.bind in ("0.0.0.0", "::", "*")
+        wildcard = config.bind in WILDCARDS
         self._local_endpoint = f"tcp://127.0.0.1:{port}" if wildcard else self.endpoint
+        # Where local workers bind their data sockets: loopback for loopback runs; otherwise the
+        # coordinator's own address (a wildcard is advertised as such and read by every worker as
+        # "the host I reached the coordinator at"), so remote workers can reach local ones.
+        self._data_bind = None if is_loopback(config.bind) else ("::" if config.bind == "::" else
+                                                                 "0.0.0.0" if wildcard else config.bind)
+        self.rejected = Rejections()  # junk control messages over this coordinator's life
 
     # -- public -----------------------------------------------------------------------------
 
@@ -208,9 +204,10 @@ class Coordinator:
             raise ConfigError(f"allow_remote={cfg.allow_remote} exceeds n_workers={n_workers}")
         if ":" not in factory:
             raise ConfigError(f"factory must look like 'package.module:function', got {factory!r}")
-        _check_spec(spec)
+        spec_blob = codec.encode(spec)  # fails here, in the caller, if the spec cannot travel as data
         n_local = n_workers - cfg.allow_remote
-        members = [_Member(worker_id=i, local=i < n_local, token=secrets.token_hex(8)) for i in range(n_workers)]
+        members = [_Member(worker_id=i, local=i < n_local, token=secrets.token_hex(16)) for i in range(n_workers)]
+        rejected_before = Rejections(self.rejected)
         epoch = secrets.randbits(64)
         started = time.monotonic()
         deadline = started + cfg.timeout_s if cfg.timeout_s is not None else float("inf")
@@ -220,7 +217,7 @@ class Coordinator:
                 for m in members[:n_local]:
                     self._spawn(m, tmp)
                 self._join(members, deadline)
-                self._send_setups(members, epoch, factory, spec, until_ps)
+                self._send_setups(members, epoch, factory, spec_blob, until_ps)
                 self._until(members, "ready", deadline, progress)
                 for m in members:
                     self._send(m, MSG_START, b"")
@@ -234,7 +231,9 @@ class Coordinator:
             finally:
                 progress.close()
                 self._reap(members, graceful=False)
-        return self._outcome(members, epoch, time.monotonic() - started)
+        outcome = self._outcome(members, epoch, time.monotonic() - started)
+        junk = {k: v - rejected_before.get(k, 0) for k, v in self.rejected.items()}
+        return RunOutcome(**{**outcome.__dict__, "control_rejected": {k: v for k, v in junk.items() if v}})
 
     def close(self) -> None:
         if self._router is not None:
@@ -255,18 +254,26 @@ class Coordinator:
 
     def _spawn(self, m: _Member, tmp: str) -> None:
         cmd = [sys.executable, "-m", "spin.parallel.worker_main", "--join", self._local_endpoint,
-               "--slot", str(m.worker_id), "--token", m.token, "--parent-pid", str(os.getpid()),
+               "--slot", str(m.worker_id), "--token-stdin", "--parent-pid", str(os.getpid()),
                "--join-timeout-s", str(self.config.join_timeout_s)]
         if self._keys is not None:
             cmd += ["--key-file", self._keys.path]
+        if self._data_bind is not None:
+            cmd += ["--data-bind", self._data_bind]
         env = dict(os.environ)
         paths = [p or os.getcwd() for p in sys.path]  # workers import what the caller can import
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if os.path.isdir(p))
         m.stderr_path = os.path.join(tmp, f"worker{m.worker_id}.log")
         with open(m.stderr_path, "wb") as log:
-            m.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+            m.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=log, env=env,
                                       start_new_session=True)  # Ctrl-C reaches only the coordinator
         m.pid = m.proc.pid
+        try:  # the slot secret goes through a pipe: argv is readable by every local user
+            assert m.proc.stdin is not None
+            m.proc.stdin.write(m.token.encode() + b"\n")
+            m.proc.stdin.close()
+        except OSError:
+            pass  # the worker died at once; _pump reports its exit
 
     def _join(self, members: list[_Member], deadline: float) -> None:
         join_deadline = min(deadline, time.monotonic() + self.config.join_timeout_s)
@@ -282,15 +289,15 @@ class Coordinator:
                 )
             self._pump(members, None)
 
-    def _send_setups(self, members: list[_Member], epoch: int, factory: str, spec: Any,
+    def _send_setups(self, members: list[_Member], epoch: int, factory: str, spec_blob: bytes,
                      until_ps: int | None) -> None:
         cfg = self.config
         endpoints = tuple(m.data_endpoint for m in members)
         now = time.monotonic()
         for m in members:
-            setup = Setup(m.worker_id, epoch, factory, spec, endpoints, until_ps,
+            setup = Setup(m.worker_id, epoch, factory, endpoints, until_ps,
                           cfg.heartbeat_interval_s, cfg.heartbeat_timeout_s, cfg.shutdown_grace_s)
-            self._send(m, MSG_SETUP, pickle.dumps(setup))
+            self._send(m, MSG_SETUP, setup.to_json(), spec_blob)
             m.last_beat = now
             m.state = "setup"
 
@@ -307,7 +314,9 @@ class Coordinator:
         """One poll slice: dispatch messages, check processes and heartbeats, send heartbeats."""
         if self._router.poll(_POLL_MS, zmq.POLLIN):
             while self._router.poll(0, zmq.POLLIN):
-                self._dispatch(members, self._router.recv_multipart())
+                msg = parse(self._router.recv_multipart(), self.rejected)
+                if msg is not None:
+                    self._dispatch(members, *msg)
         now = time.monotonic()
         for m in members:
             if m.proc is not None and m.state != "done" and m.proc.poll() is not None:
@@ -324,75 +333,77 @@ class Coordinator:
                 progress.update(min(b["t_ps"] for b in live), sum(b["events"] for b in live),
                                 max(b["rounds"] for b in live))
 
-    def _dispatch(self, members: list[_Member], parts: list[bytes]) -> None:
-        if len(parts) != 3:
-            return  # not our protocol; ignore
-        ident, kind, payload = parts
-        try:
-            body = json.loads(payload) if payload else {}
-        except ValueError:
-            return
+    def _dispatch(self, members: list[_Member], ident: bytes, kind: bytes, body: dict) -> None:
+        """Act on a well-formed message (see control.parse); unknown senders are counted, not obeyed."""
         if kind == MSG_HELLO:
             self._hello(members, ident, body)
             return
         for m in members:
-            if ident == m.hb_identity and kind == MSG_BEAT:
+            if kind == MSG_BEAT and ident == m.hb_identity:
                 m.last_beat = time.monotonic()
-                m.beat.update({k: int(body[k]) for k in ("t_ps", "rounds", "events") if k in body})
+                m.beat.update({k: body[k] for k in ("t_ps", "rounds", "events") if k in body})
                 return
             if ident == m.identity and m.identity:
-                if kind == MSG_READY:
-                    m.description = str(body.get("describe", ""))
+                if kind == MSG_READY and m.state == "setup":
+                    m.description = body["describe"][:2000]
                     m.state = "ready"
-                elif kind == MSG_RESULT:
+                elif kind == MSG_RESULT and m.state == "ready":
+                    try:
+                        stats = check_stats(body["stats"])
+                    except (TypeError, ValueError) as exc:
+                        raise self._error(m, f"sent malformed transport counters: {exc}") from None
                     m.outcome = WorkerOutcome(m.worker_id, m.pid, m.host, m.description, body["result"],
-                                              int(body["rounds"]), int(body["events"]),
-                                              float(body["loop_wall_s"]), dict(body["stats"]))
-                    m.beat["end_ps"] = int(body["end_ps"])
+                                              body["rounds"], body["events"], body["loop_wall_s"], stats)
+                    m.beat["end_ps"] = body["end_ps"]
                     m.state = "done"
                 elif kind == MSG_ERROR:
-                    m.description = str(body.get("describe") or m.description)
+                    m.description = body["describe"][:2000] or m.description
                     self._send(m, MSG_BYE, b"", required=False)  # it waits for this before exiting
-                    raise self._error(m, f"failed: {body.get('kind')}: {body.get('message')}",
-                                      str(body.get("traceback") or ""))
+                    raise self._error(m, f"failed: {body['kind']}: {body['message']}", body["traceback"])
+                else:
+                    self.rejected["out_of_order"] += 1
                 return
+        self.rejected["unknown_sender"] += 1
 
     def _hello(self, members: list[_Member], ident: bytes, body: dict) -> None:
-        slot = body.get("slot", -1)
-        if isinstance(slot, int) and slot >= 0:
+        slot = body["slot"]
+        if slot >= 0:
             match = [m for m in members if m.local and m.worker_id == slot and m.state == "spawned"
-                     and secrets.compare_digest(m.token, str(body.get("token", "")))]
+                     and secrets.compare_digest(m.token.encode(), body["token"].encode())]
         else:
             match = [m for m in members if not m.local and m.state == "spawned"][:1]
-        if not match:
+        if not match or any(m.identity == ident for m in members):
+            self.rejected["hello_refused"] += 1
             self._reply(ident, MSG_REJECT, b"this run has no free worker slot")
             return
         m = match[0]
         try:
-            m.pid = int(body["pid"])
-            m.host = str(body["host"])
-            m.data_endpoint = str(body["data_endpoint"])
-            m.hb_identity = bytes.fromhex(body["hb_identity"])
-        except (KeyError, ValueError, TypeError):
+            hb_identity = bytes.fromhex(body["hb_identity"])
+        except ValueError:
+            hb_identity = b""
+        if not hb_identity or not body["data_endpoint"].startswith("tcp://"):
+            self.rejected["hello_refused"] += 1
             self._reply(ident, MSG_REJECT, b"malformed hello")
             return
+        m.pid, m.host = body["pid"], body["host"][:200]
+        m.data_endpoint, m.hb_identity = body["data_endpoint"], hb_identity
         m.identity = ident
         m.state = "joined"
         m.last_beat = time.monotonic()
 
     # -- messaging --------------------------------------------------------------------------
 
-    def _reply(self, ident: bytes, kind: bytes, payload: bytes) -> bool:
+    def _reply(self, ident: bytes, kind: bytes, *payload: bytes) -> bool:
         try:
-            self._router.send_multipart([ident, kind, payload], zmq.NOBLOCK)
+            self._router.send_multipart([ident, kind, *payload], zmq.NOBLOCK)
             return True
         except zmq.ZMQError:  # EHOSTUNREACH (gone) or EAGAIN (not reading)
             return False
 
-    def _send(self, m: _Member, kind: bytes, payload: bytes, required: bool = True) -> None:
+    def _send(self, m: _Member, kind: bytes, *payload: bytes, required: bool = True) -> None:
         if not m.identity:
             return
-        if not self._reply(m.identity, kind, payload) and required:
+        if not self._reply(m.identity, kind, *payload) and required:
             raise self._error(m, f"is unreachable (could not send {kind.decode()})")
 
     def _beat(self, m: _Member, kind: bytes, payload: bytes) -> None:
@@ -447,10 +458,15 @@ class Coordinator:
         rounds = {o.rounds for o in outs}
         if len(rounds) != 1:
             raise TransportError(f"workers disagree on the number of rounds: {sorted(rounds)}")
-        transport: dict[str, int] = {}
+        transport: dict[str, Any] = {}
         for o in outs:
             for k, v in o.stats.items():
-                transport[k] = transport.get(k, 0) + int(v)
+                if isinstance(v, dict):  # counters by reason
+                    sub = transport.setdefault(k, {})
+                    for r, n in v.items():
+                        sub[r] = sub.get(r, 0) + n
+                else:
+                    transport[k] = transport.get(k, 0) + v
         transport["rounds"] = outs[0].rounds
         return RunOutcome(
             results=tuple(o.result for o in outs),
@@ -461,28 +477,6 @@ class Coordinator:
             loop_wall_s=max(o.loop_wall_s for o in outs),
             transport=transport,
             epoch=epoch,
-        )
-
-
-def _check_spec(spec: Any) -> None:
-    """Fail early, in the caller, if workers could not unpickle the spec."""
-    try:
-        blob = pickle.dumps(spec)
-    except Exception as exc:
-        raise ConfigError(f"the spec must be picklable: {exc}") from exc
-    strings: list[str] = []
-    for op, arg, _ in pickletools.genops(blob):
-        if op.name == "GLOBAL" and str(arg).startswith("__main__ "):
-            bad = str(arg).split(" ", 1)[1]
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2 and strings[-2] == "__main__":
-            bad = strings[-1]
-        else:
-            if isinstance(arg, str):
-                strings.append(arg)
-            continue
-        raise ConfigError(
-            f"the spec uses {bad!r} defined in __main__, which workers cannot import; "
-            f"move it to an importable module"
         )
 
 

@@ -2,7 +2,9 @@
 
 The layer only moves batches and virtual-time bounds; everything about devices lives behind
 ``WorkerProgram``. Programs are built inside each worker process by a factory named by an import
-path (``"package.module:function"``) so that nothing unpicklable ever crosses a process boundary.
+path (``"package.module:function"``): code is named, never sent. Only functions declared with
+``@worker_factory`` can be named, so a coordinator cannot make a worker call just any function
+it finds importable (``subprocess:call`` with the spec as argv, say).
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ class WorkerProgram(Protocol):
     must behave identically however they are grouped into batches and rounds; that is what makes
     results identical for any number of workers.
 
-    Optional extras, looked up with getattr: ``describe() -> str`` (named in WorkerError) and
-    ``events_processed() -> int`` (events/s in the progress bar).
+    Optional extras, looked up with getattr: ``describe() -> str`` (named in WorkerError),
+    ``events_processed() -> int`` (events/s in the progress bar) and
+    ``admit(batch, sender) -> str | None``: the reason to drop a peer's batch before ``deliver``
+    ever sees it (None: deliver it). The round loop has already checked what it can without
+    knowing the program: lengths within the slot and arrival times not before the round end.
     """
 
     def lookahead_ps(self) -> int:
@@ -48,10 +53,17 @@ class WorkerProgram(Protocol):
 
 
 ProgramFactory = Callable[[Any, int, int], WorkerProgram]
+_DECLARED = "__spin_worker_factory__"
+
+
+def worker_factory(fn: ProgramFactory) -> ProgramFactory:
+    """Declare ``fn(spec, worker_id, n_workers)`` as a program factory workers may be told to call."""
+    setattr(fn, _DECLARED, True)
+    return fn
 
 
 def load_factory(path: str) -> ProgramFactory:
-    """Resolve ``"module:function"``; raises ConfigError naming the path on any failure."""
+    """Resolve a declared ``"module:function"``; raises ConfigError naming the path on any failure."""
     mod_name, sep, attr = path.partition(":")
     if not sep or not mod_name or not attr:
         raise ConfigError(f"factory must look like 'package.module:function', got {path!r}")
@@ -62,6 +74,9 @@ def load_factory(path: str) -> ProgramFactory:
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ConfigError(f"factory {path!r}: {mod_name} has no callable {attr!r}")
+    if getattr(fn, _DECLARED, False) is not True:
+        raise ConfigError(f"factory {path!r} is not declared with @spin.parallel.worker_factory; "
+                          f"workers call only declared factories")
     return fn
 
 

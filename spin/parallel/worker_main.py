@@ -1,8 +1,10 @@
 """Worker process entry: ``python -m spin.parallel.worker_main --join tcp://HOST:PORT [--key-file F]``.
 
-A worker binds its data socket, says hello to the coordinator, receives its id, the scenario spec,
-the program factory, the run epoch and the peers' endpoints, builds its program, runs the rounds
-and returns its result. A watchdog thread exchanges heartbeats with the coordinator on its own
+A worker binds its data socket, says hello to the coordinator, receives its id, the scenario spec
+(as data, spin.parallel.codec: never pickle), the program factory, the run epoch and the peers'
+endpoints, builds its program, runs the rounds and returns its result. Without a key it joins only
+a coordinator on loopback: anything beyond must prove itself with CurveZMQ before a worker reads
+a byte from it. A watchdog thread exchanges heartbeats with the coordinator on its own
 socket, so a worker busy in a long engine call still notices a lost coordinator (> heartbeat
 timeout: exit) or an abort. Local children also ask the kernel to kill them with their parent
 (PR_SET_PDEATHSIG), so no worker outlives its run.
@@ -12,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import ipaddress
 import json
 import os
-import pickle
 import signal
 import socket
 import sys
@@ -26,9 +28,10 @@ from urllib.parse import urlparse
 
 import zmq
 
-from spin.errors import SpinError, TransportError
+from spin.errors import ConfigError, SpinError, TransportError
+from spin.parallel import codec
 from spin.parallel.auth import KeyPair, load_keys, make_client, start_authenticator
-from spin.parallel.coordinator import (
+from spin.parallel.control import (
     MSG_ABORT,
     MSG_BEAT,
     MSG_ERROR,
@@ -62,6 +65,50 @@ def die_with_parent(parent_pid: int) -> None:
         return
     if os.getppid() != parent_pid:
         os._exit(EXIT_ORPHANED)
+
+
+def endpoint_host(endpoint: str) -> str:
+    host = urlparse(endpoint).hostname
+    if urlparse(endpoint).scheme != "tcp" or not host:
+        raise ConfigError(f"coordinator endpoint must look like tcp://HOST:PORT, got {endpoint!r}")
+    return host
+
+
+def is_loopback_host(host: str) -> bool:
+    """True only if every address ``host`` names is a loopback address (resolves names, no traffic)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def check_trust(endpoint: str, keys: KeyPair | None) -> None:
+    """Refuse, before opening any socket, to join a coordinator beyond loopback without a key."""
+    host = endpoint_host(endpoint)
+    if keys is None and not is_loopback_host(host):
+        raise ConfigError(
+            f"refusing to join {endpoint} without --key-file: a coordinator beyond loopback must "
+            f"authenticate with the run's CurveZMQ key (spin keys DIR), or anyone on the network "
+            f"could hand this worker a run"
+        )
+
+
+def resolve_endpoints(endpoints: tuple[str, ...], join_host: str) -> list[str]:
+    """A wildcard data endpoint belongs to a worker on the coordinator's machine: reach it at the
+    address this worker reached the coordinator at."""
+    out = []
+    for ep in endpoints:
+        host = urlparse(ep).hostname or ""
+        if host in ("0.0.0.0", "::"):
+            port = ep.rsplit(":", 1)[1]
+            ep = f"tcp://[{join_host}]:{port}" if ":" in join_host else f"tcp://{join_host}:{port}"
+        out.append(ep)
+    return out
 
 
 def local_address_towards(endpoint: str) -> str:
@@ -147,12 +194,13 @@ def _send(sock: zmq.Socket, kind: bytes, payload: dict) -> None:
     sock.send_multipart([kind, json.dumps(payload).encode()])
 
 
-def _wait(sock: zmq.Socket, timeout_s: float, check=None) -> tuple[bytes, bytes] | None:
+def _wait(sock: zmq.Socket, timeout_s: float, check=None) -> list[bytes] | None:
+    """The next message from the coordinator, at least [kind, payload]."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if sock.poll(100, zmq.POLLIN):
-            kind, payload = sock.recv_multipart()
-            return kind, payload
+            parts = sock.recv_multipart()
+            return parts if len(parts) >= 2 else [parts[0], b""]
         if check is not None:
             check()
     return None
@@ -170,8 +218,14 @@ def _join_failed(endpoint: str, timeout_s: float, keyed: bool) -> TransportError
     )
 
 
-def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeout_s: float) -> int:
+def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeout_s: float,
+          data_bind: str | None = None) -> int:
     """Join a run and serve it; returns the process exit code."""
+    try:
+        check_trust(endpoint, keys)
+    except ConfigError as exc:
+        sys.stderr.write(f"spin worker: {exc}\n")
+        return EXIT_JOIN
     ctx = zmq.Context()
     auth = start_authenticator(ctx, keys) if keys is not None else None
     mesh: Mesh | None = None
@@ -182,7 +236,7 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
     worker_id = -1
     try:
         mesh = Mesh(ctx, keys, MeshConfig())
-        data_ep = mesh.bind(local_address_towards(endpoint))
+        data_ep = mesh.bind(data_bind or local_address_towards(endpoint))
         hello = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -193,26 +247,27 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
         }
         try:
             _send(ctl, MSG_HELLO, hello)
-            hb.send_multipart([MSG_BEAT, b"{}"])  # lets the coordinator route to this socket
         except zmq.Again:
             raise _join_failed(endpoint, join_timeout_s, keys is not None) from None
         got = _wait(ctl, join_timeout_s)
         if got is None:
             raise _join_failed(endpoint, join_timeout_s, keys is not None)
-        kind, payload = got
+        kind, payload = got[0], got[1]
         if kind == MSG_REJECT:
-            raise TransportError(f"the coordinator at {endpoint} refused this worker: {payload.decode()}")
-        if kind != MSG_SETUP:
-            raise TransportError(f"expected setup from {endpoint}, got {kind!r}")
-        setup: Setup = pickle.loads(payload)  # trusted: the coordinator we were told to join
+            raise TransportError(f"the coordinator at {endpoint} refused this worker: "
+                                 f"{payload.decode(errors='replace')[:200]}")
+        if kind != MSG_SETUP or len(got) != 3:
+            raise TransportError(f"expected setup from {endpoint}, got {kind[:20]!r} in {len(got)} parts")
+        setup = Setup.from_json(payload)
+        spec = codec.decode(got[2])  # data only: builds dataclasses, resolves named functions
         worker_id = setup.worker_id
         shared = _Shared()
         watchdog = Watchdog(hb, setup, shared)
         hb = None  # owned by the watchdog thread now
         watchdog.start()
         mesh.set_interrupt(watchdog.check)
-        mesh.connect(setup.worker_id, list(setup.endpoints), setup.epoch)
-        program = load_factory(setup.factory)(setup.spec, setup.worker_id, len(setup.endpoints))
+        mesh.connect(setup.worker_id, resolve_endpoints(setup.endpoints, endpoint_host(endpoint)), setup.epoch)
+        program = load_factory(setup.factory)(spec, setup.worker_id, len(setup.endpoints))
         _send(ctl, MSG_READY, {"describe": describe(program)})
         got = _wait(ctl, 365 * 86400.0, watchdog.check)
         if got is not None and got[0] == MSG_ABORT:
@@ -276,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key-file", help="the run's CurveZMQ secret key file (spin.key_secret)")
     parser.add_argument("--join-timeout-s", type=float, default=120.0)
     parser.add_argument("--slot", type=int, default=-1, help=argparse.SUPPRESS)  # local children only
-    parser.add_argument("--token", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data-bind", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.parent_pid:
@@ -286,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpinError as exc:
         sys.stderr.write(f"spin worker: {exc}\n")
         return EXIT_JOIN
-    return serve(args.join, keys, args.slot, args.token, args.join_timeout_s)
+    token = sys.stdin.readline().strip() if args.token_stdin else ""
+    return serve(args.join, keys, args.slot, token, args.join_timeout_s, args.data_bind)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spin.parallel.batch import FrameBatch
-from spin.parallel.program import INF_PS
+from spin.parallel.program import INF_PS, worker_factory
 
 MASK = (1 << 64) - 1
 _REC = struct.Struct("<qqqq")  # token, hop, payload, source device
@@ -165,6 +165,7 @@ class ToyProgram:
         }
 
 
+@worker_factory
 def make_program(spec: ToySpec, worker_id: int, n_workers: int) -> ToyProgram:
     return ToyProgram(spec, worker_id, n_workers)
 
