@@ -1,4 +1,4 @@
-"""The ``spin`` command: ``demo``, ``run``, ``bench`` and ``worker`` subcommands.
+"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo`` and ``worker`` subcommands.
 
 Errors raised on purpose (``spin.errors.SpinError``) print one line, ``spin: error: ...``, and
 exit with status 2; no traceback.
@@ -92,6 +92,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_topo(args: argparse.Namespace) -> int:
+    from .topologies import build_topology, topology_inventory
+    from .topologies.report import (COMPARE, inventory_table, kinds_text, label, parse_params,
+                                    parse_spec)
+    if args.list:
+        print(kinds_text())
+        return 0
+    if args.param and len(args.specs) != 1:
+        raise SpinError(f"--param applies to one topology; got {len(args.specs)} (write "
+                        f"NAME:k=v,k=v for each of several)")
+    specs = [parse_spec(s) for s in args.specs] or (list(COMPARE) if args.compare else [])
+    if not specs:
+        raise SpinError("name a topology (spin topo fat_tree --param k=8), several, --compare "
+                        "or --list")
+    if args.param:
+        specs[0] = (specs[0][0], {**specs[0][1], **parse_params(args.param)})
+    named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
+    print(inventory_table(named))
+    if args.json:
+        _write_json(args.json, [{"topology": t, **inv.to_dict()} for t, inv in named])
+    return 0
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from .parallel.auth import generate_keys
     secret = generate_keys(args.directory)
@@ -162,6 +185,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address the coordinator listens on (beyond loopback needs --key-file)")
     r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")
     r.add_argument("--key-file", metavar="F", help="CurveZMQ secret key file from 'spin keys'")
+
+    t = sub.add_parser("topo", help="inventory and bisection bandwidth of topologies",
+                       description="Build topologies from the registry and print hosts, switches, "
+                       "ports, cables, capacity (Tb/s), bisection bandwidth (Tb/s, max-flow and "
+                       "the builder's formula) and ports per Tb/s of bisection.")
+    t.add_argument("specs", nargs="*", metavar="NAME[:k=v,...]",
+                   help="topology kind, optionally with parameters; several are set side by side")
+    t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a parameter of the one topology named (repeatable), e.g. k=8")
+    t.add_argument("--compare", action="store_true",
+                   help="set a built-in selection of 128-host topologies side by side")
+    t.add_argument("--list", action="store_true", help="list kinds, parameters and valid ranges")
+    t.add_argument("--json", metavar="FILE", help="write the inventories as JSON")
+    t.set_defaults(func=cmd_topo)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")
     k.add_argument("directory", help="folder to write spin.key / spin.key_secret into")

@@ -75,7 +75,8 @@ def _edge_entries(p: CustomParams) -> tuple[str, list[dict[str, Any]]]:
     for i, e in enumerate(getattr(p, name)):
         if isinstance(e, dict):
             entry = dict(e)
-        elif isinstance(e, (list, tuple)) and len(e) in (2, 3):
+        elif isinstance(e, (list, tuple)) and (len(e) == 2 or len(e) == 3
+                                               and isinstance(e[2], dict)):
             entry = {"a": e[0], "b": e[1], **(e[2] if len(e) == 3 else {})}
         else:
             raise ParamError(f"{name}[{i}]", e, "expected (a, b), (a, b, {attrs}) or {a, b, ...}")
@@ -89,7 +90,8 @@ def _edge_entries(p: CustomParams) -> tuple[str, list[dict[str, Any]]]:
 
 @register("custom", CustomParams)
 def custom(p: CustomParams, link: LinkConfig) -> Topology:
-    """Hosts in the order given, then switches, then links in order. The builder cannot know
+    """Any graph, from an edge list, a networkx graph or devices and links tables. Hosts in the
+    order given, then switches, then links in order. The builder cannot know
     the worst-case bisection of an arbitrary graph; list the hosts so that the first half and
     the second half are the two sides you care about."""
     hosts, switches = _switch_entries(p)

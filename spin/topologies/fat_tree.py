@@ -43,9 +43,10 @@ def _bisection(p: FatTreeParams, link: LinkConfig) -> float:
 
 @register("fat_tree", FatTreeParams, _bisection)
 def fat_tree(p: FatTreeParams, link: LinkConfig) -> Topology:
-    """Pods ``p0..``: edge switches ``p0e0..`` with their hosts, aggregation ``p0a0..``, then
-    core ``c0..``. Hosts are numbered pod by pod, so the first half of the host ids is the first
-    k/2 pods: all traffic between the halves crosses the core, the worst-case bisection."""
+    """Three-tier k-ary fat tree. Pods ``p0..`` of edge switches ``p0e0..`` (with their hosts)
+    and aggregation switches ``p0a0..``, then core switches ``c0..``. Hosts are numbered pod by
+    pod, so the first half of the host ids is the first k/2 pods: all traffic between the
+    halves crosses the core, the worst-case bisection."""
     if p.k % 2:
         raise ParamError("k", p.k, "must be even; valid: 4, 6, 8, 10, 12, 14, 16")
     host_rate, ea_rate, ac_rate = _rates(p, link)

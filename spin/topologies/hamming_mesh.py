@@ -63,7 +63,8 @@ def _bisection(p: HammingMeshParams, link: LinkConfig) -> float | None:
 
 @register("hamming_mesh", HammingMeshParams, _bisection)
 def hamming_mesh(p: HammingMeshParams, link: LinkConfig) -> Topology:
-    """Routers ``a<R>.<C>.<i>.<j>`` (board row R, board column C, accelerator i, j on the board),
+    """HammingMesh: boards of accelerators in a 2D mesh, rows and columns joined by fat trees.
+    Routers ``a<R>.<C>.<i>.<j>`` (board row R, board column C, accelerator i, j on the board),
     row networks ``row<r>`` and column networks ``col<c>`` (``...l<n>``/``...s<n>`` when they
     need a fat tree). Hosts are numbered board by board, boards in the order that makes the
     first half of the host ids the first half of the board rows (or of the board columns,

@@ -54,7 +54,9 @@ class Inventory:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(switches=self.switches, cables=self.cables, ports_per_tbps=self.ports_per_tbps,
+        per_tbps = self.ports_per_tbps
+        d.update(switches=self.switches, cables=self.cables,
+                 ports_per_tbps=per_tbps if per_tbps != float("inf") else None,
                  bisection_per_host_gbps=self.bisection_per_host_gbps)
         return d
 

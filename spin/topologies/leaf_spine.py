@@ -81,7 +81,8 @@ def _bisection(p: LeafSpineParams, link: LinkConfig) -> float | None:
 
 @register("leaf_spine", LeafSpineParams, _bisection)
 def leaf_spine(p: LeafSpineParams, link: LinkConfig) -> Topology:
-    """Leaves ``leaf0..`` with ``hosts_per_leaf`` hosts each and one link to each spine.
+    """Two-tier leaf-spine with an oversubscription ratio and per-tier rates. Leaves ``leaf0..``
+    with ``hosts_per_leaf`` hosts each and one link to each spine.
 
     Hosts are numbered leaf by leaf, so with an even number of leaves the first half of the
     host ids is the first half of the leaves: every byte between the halves crosses the spines,

@@ -52,7 +52,8 @@ class TopologyRegistry:
         def deco(fn: Builder) -> Builder:
             if name in self._kinds:
                 raise TopologyError(f"topology kind {name!r} is registered twice")
-            summary = (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            text = " ".join((fn.__doc__ or "").split())
+            summary = text.split(". ")[0].rstrip(".") + "." if text else ""
             self._kinds[name] = TopologyKind(name, params, fn, bisection_gbps, summary)
             return fn
         return deco
@@ -127,11 +128,17 @@ def valid_range(model: type[BaseModel], field: str) -> str:
     if lits and all(isinstance(x, (str, int)) for x in lits):
         return ", ".join(repr(x) for x in lits)
     if lo and hi and not lo.startswith(">") and not hi.startswith("<"):
-        text = f"{lo}..{hi}"
-    else:
-        text = " and ".join(x if x[0] in "<>" else (f">= {x}" if x == lo else f"<= {x}")
+        return f"{lo}..{hi}"
+    if lo or hi:
+        return " and ".join(x if x[0] in "<>" else (f">= {x}" if x == lo else f"<= {x}")
                             for x in (lo, hi) if x)
-    return text or "see the builder's docstring"
+    types = args or [info.annotation]
+    return " or ".join(_TYPE_TEXT.get(getattr(a, "__origin__", a), getattr(a, "__name__", str(a)))
+                       for a in types)
+
+
+_TYPE_TEXT = {bool: "true, false", int: "an integer", float: "a number", str: "a string",
+              list: "a list", dict: "a table"}
 
 
 def _param_error(spec: TopologyKind, exc: ValidationError, where: str) -> TopologyError:

@@ -76,7 +76,8 @@ def _bisection(p: SupernodeParams, link: LinkConfig) -> float | None:
 
 @register("supernode", SupernodeParams, _bisection)
 def supernode(p: SupernodeParams, link: LinkConfig) -> Topology:
-    """GPU routers ``n<S>g<G>``, plane switches ``n<S>p<P>`` (or ``n<S>p<P>l<L>`` leaves and
+    """Scale-up domains (one or two switch layers) with a scale-out leaf-spine behind them.
+    GPU routers ``n<S>g<G>``, plane switches ``n<S>p<P>`` (or ``n<S>p<P>l<L>`` leaves and
     ``n<S>p<P>s<K>`` spines), scale-out ``leaf<L>``/``spine<K>``. Hosts are numbered supernode by
     supernode, so with an even count the first half of the host ids is the first half of the
     supernodes and every byte between the halves takes the scale-out network, the worst case."""

@@ -1,0 +1,112 @@
+"""Inventory tables for the ``spin topo`` command: one column per topology, every figure with
+its unit, and parameter parsing for ``--param k=8``."""
+from __future__ import annotations
+
+import textwrap
+import tomllib
+from typing import Any
+
+from ..errors import ConfigError
+from .inventory import Inventory
+from .registry import TOPOLOGIES, valid_range
+
+# A side-by-side set of about 128 endpoints each, 400 Gb/s links (``spin topo --compare``).
+COMPARE: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("fat_tree", {"k": 8}),
+    ("leaf_spine", {"leaves": 8, "hosts_per_leaf": 16}),
+    ("leaf_spine", {"leaves": 8, "hosts_per_leaf": 16, "oversubscription": 4}),
+    ("hamming_mesh", {"board_rows": 2, "board_cols": 2, "rows": 4, "cols": 8}),
+    ("hamming_mesh", {"board_rows": 4, "board_cols": 4, "rows": 2, "cols": 4}),
+    ("supernode", {"gpus": 64, "planes": 4, "supernodes": 2, "scale_out_gpus_per_leaf": 16}),
+)
+
+
+def parse_value(text: str) -> Any:
+    """A parameter value as TOML would read it (``8``, ``2.5``, ``true``, ``[1, 2]``), else the
+    text itself (``a``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_params(items: list[str], where: str = "--param") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{where} {item!r}: expected NAME=VALUE, e.g. k=8")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``fat_tree`` or ``fat_tree:k=8,oversubscription=2``."""
+    name, _, rest = spec.partition(":")
+    items = [p for p in rest.split(",") if p.strip()] if rest else []
+    return name, parse_params(items, where=spec)
+
+
+def label(name: str, params: dict[str, Any]) -> str:
+    return " ".join([name] + [f"{k}={v}" for k, v in params.items()])
+
+
+def kinds_text() -> str:
+    """Every registered builder with its parameters, defaults and valid ranges."""
+    lines = []
+    for name in TOPOLOGIES.kinds():
+        spec = TOPOLOGIES.kind(name)
+        lines.append(f"{name}: {spec.summary}")
+        for field, info in spec.params.model_fields.items():
+            default = "required" if info.is_required() else f"default {info.default!r}"
+            lines.append(f"    {field:<26} {default:<18} valid: {valid_range(spec.params, field)}")
+    return "\n".join(lines)
+
+
+def _tb(gbps: float | None) -> str:
+    return "-" if gbps is None else f"{gbps / 1000:,.1f} Tb/s"
+
+
+def _figures(inv: Inventory) -> list[tuple[str, str]]:
+    return [
+        ("hosts", f"{inv.hosts:,}"),
+        ("switches", f"{inv.switches:,}"),
+        ("switch ports", f"{inv.switch_ports:,}"),
+        ("accel. ports", f"{inv.accelerator_ports:,}"),
+        ("cables", f"{inv.cables:,}"),
+        ("capacity", _tb(inv.capacity_gbps)),
+        ("bisection", _tb(inv.bisection_gbps)),
+        ("formula", _tb(inv.bisection_formula_gbps)),
+        ("per host", f"{inv.bisection_per_host_gbps:,.1f} Gb/s"),
+        ("ports per Tb/s", f"{inv.ports_per_tbps:,.1f}"),
+    ]
+
+
+NOTES = textwrap.fill(
+    "bisection: max-flow between the first and the second half of the host ids; formula: "
+    "the builder's analytic figure; per host: bisection / (hosts / 2); ports per Tb/s: "
+    "switch and accelerator ports per Tb/s of bisection; cables: links other than a NIC's "
+    "internal link to its accelerator router", 100)
+
+
+def inventory_table(named: list[tuple[str, Inventory]]) -> str:
+    """One topology: a column of figures with its switches by role and links by tier. Several:
+    one row each, side by side."""
+    if len(named) == 1:
+        title, inv = named[0]
+        rows = [("topology", title)] + _figures(inv)
+        rows += [(f"switches: {role}", f"{n:,}") for role, n in inv.switches_by_role]
+        rows += [(f"links: {kind} at {rate} Gb/s", f"{n:,}")
+                 for rate, kind, n in inv.links_by_rate_kind]
+        w0 = max(len(k) for k, _ in rows)
+        w1 = max(len(v) for _, v in rows)
+        return "\n".join(f"{k.ljust(w0)}  {v.rjust(w1)}" for k, v in rows) + "\n\n" + NOTES
+    heads = ["topology"] + [k for k, _ in _figures(named[0][1])]
+    body = [[title] + [v for _, v in _figures(inv)] for title, inv in named]
+    widths = [max(len(h), *(len(r[c]) for r in body)) for c, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(w) if c == 0 else h.rjust(w)
+                       for c, (h, w) in enumerate(zip(heads, widths)))]
+    for r in body:
+        lines.append("  ".join(v.ljust(w) if c == 0 else v.rjust(w)
+                               for c, (v, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines) + "\n\n" + NOTES
