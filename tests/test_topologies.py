@@ -35,6 +35,8 @@ SMALL = [
     ("hamming_mesh", {"board_rows": 2, "board_cols": 3, "rows": 2, "cols": 3}),
     ("hamming_mesh", {"board_rows": 3, "board_cols": 2, "rows": 3, "cols": 2}),
     ("hamming_mesh", {"board_rows": 1, "board_cols": 2, "rows": 4, "cols": 2, "switch_radix": 4}),
+    ("hamming_mesh", {"board_rows": 2, "board_cols": 2, "rows": 2, "cols": 3,
+                      "share_networks": True}),
     ("supernode", {}),
     ("supernode", {"gpus": 8, "planes": 2, "supernodes": 2, "scale_out_gpus_per_leaf": 4}),
     ("supernode", {"gpus": 8, "planes": 2, "layers": 2, "gpus_per_leaf": 2}),
@@ -193,6 +195,11 @@ def test_hamming_mesh_structure_and_accelerator_ports():
     assert mesh == rows * cols * (a * (b - 1) + b * (a - 1))
     # rows even and b > a: cutting the board columns is cheaper, hosts are ordered that way
     assert inv.bisection_gbps == rows * a * cols * 400
+    shared = topology_inventory(build_topology(
+        "hamming_mesh", board_rows=a, board_cols=b, rows=rows, cols=cols, share_networks=True))
+    roles = dict(shared.switches_by_role)
+    assert roles["row-switch"] == rows and roles["column-switch"] == cols
+    assert shared.bisection_gbps == inv.bisection_gbps and shared.cables == inv.cables
     big = build_topology("hamming_mesh", board_rows=1, board_cols=1, rows=1, cols=40,
                          switch_radix=16)
     roles = dict(topology_inventory(big).switches_by_role)

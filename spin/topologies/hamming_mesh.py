@@ -5,6 +5,9 @@ would leave the board goes to a network instead: every row of accelerators acros
 is joined by one fat tree (its 2 * cols west/east board-edge ports), every column of accelerators
 across a column of boards by another (2 * rows north/south ports). A network is one switch when
 it fits in ``switch_radix`` ports, else a non-blocking two-level fat tree of such switches.
+With ``share_networks`` one fat tree per row of boards joins all its accelerator rows (2 * a *
+cols ports), and one per column of boards its accelerator columns: fewer, larger networks with
+the same bisection.
 
 How an accelerator is modelled. An accelerator forwards for its board neighbours, so it is a
 switch: a router with ``role = "accelerator"`` that owns the accelerator's four mesh/network
@@ -39,6 +42,7 @@ class HammingMeshParams(TopologyParams):
     internal_latency_ns: float = Field(1.0, gt=0)
     router_latency_ns: float | None = Field(None, ge=0)
     switch_radix: int = Field(64, ge=4, le=512)
+    share_networks: bool = False
 
 
 def _split_rows(p: HammingMeshParams) -> bool:
@@ -94,12 +98,14 @@ def hamming_mesh(p: HammingMeshParams, link: LinkConfig) -> Topology:
                     t.add_link(router(R, C, i, j), router(R, C, i, j + 1), mesh, kind="mesh")
                 if i + 1 < a:
                     t.add_link(router(R, C, i, j), router(R, C, i + 1, j), mesh, kind="mesh")
-    for gr in range(p.rows * a):                     # one network per accelerator row
-        R, i = divmod(gr, a)
-        ports = [router(R, C, i, j) for C in range(p.cols) for j in (0, b - 1)]
-        join(t, f"row{gr}", ports, p.switch_radix, net, net, "row")
-    for gc in range(p.cols * b):                     # one network per accelerator column
-        C, j = divmod(gc, b)
-        ports = [router(R, C, i, j) for R in range(p.rows) for i in (0, a - 1)]
-        join(t, f"col{gc}", ports, p.switch_radix, net, net, "column")
+    per_row_net = a if p.share_networks else 1      # accelerator rows per row network
+    for n in range(p.rows * a // per_row_net):
+        lines = [divmod(g, a) for g in range(n * per_row_net, (n + 1) * per_row_net)]
+        ports = [router(R, C, i, j) for R, i in lines for C in range(p.cols) for j in (0, b - 1)]
+        join(t, f"row{n}", ports, p.switch_radix, net, net, "row")
+    per_col_net = b if p.share_networks else 1      # accelerator columns per column network
+    for n in range(p.cols * b // per_col_net):
+        lines = [divmod(g, b) for g in range(n * per_col_net, (n + 1) * per_col_net)]
+        ports = [router(R, C, i, j) for C, j in lines for R in range(p.rows) for i in (0, a - 1)]
+        join(t, f"col{n}", ports, p.switch_radix, net, net, "column")
     return t
