@@ -17,12 +17,15 @@ All scenarios share one ``engine_programs`` list, so the demo compiles a single 
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from .compare import OffloadComparison
 from .errors import ConfigError, SpinError
 from .handler import ExecutionContext, HandlerProgram
+from .results import RunResult
 from .simulation import Scenario, Simulation
 from .topology import Topology
 
@@ -31,8 +34,6 @@ PING_SRC_ADDR = 0x0            # ping r is sent from host 0's [r * size, (r+1) *
 PONG_ADDR = 0x40000            # ping r lands on host 1 (and its pong on host 0) at PONG_ADDR + r * size
 REDUCE_RESULT_ADDR = 0x10000   # offload: contributors all write here; the NIC DMAs the sum here
 DONE_MARK = "done"
-
-METRICS = ("completion_ps", "host_cpu_ps", "pcie_bytes", "link_bytes", "hpu_busy_ps", "drops")
 
 
 class DataCheckError(SpinError):
@@ -143,37 +144,34 @@ def check_reduce(sim: Simulation, offload: bool, hosts: int, nbytes: int) -> str
 
 
 # --- running --------------------------------------------------------------------------------------
-def _metrics(result, done_node: int = 0) -> dict[str, Any]:
-    tot = result.totals()
-    start = result.marks.get("start", {}).get(done_node, 0)
-    return {"completion_ps": result.mark(DONE_MARK, done_node) - start,
-            "host_cpu_ps": tot.host_cpu_ps, "pcie_bytes": tot.pcie_bytes,
-            "link_bytes": tot.link_bytes, "hpu_busy_ps": tot.hpu_busy_ps,
-            "drops": tot.drops, "events": result.events, "packet_events": result.packet_events,
-            "messages": len(result.messages),
-            "messages_handled_by_nic": sum(1 for m in result.messages if m.handled_by_nic)}
-
-
-def _run(sc: Scenario, check) -> tuple[dict[str, Any], float]:
+def _run(sc: Scenario, check) -> tuple[RunResult, dict[str, Any], float]:
+    """Run, verify the data; return the result, the run's own figures, and the wall time (s)."""
     t0 = time.perf_counter()
     sim = Simulation(sc)
     result = sim.run()
     wall = time.perf_counter() - t0
-    hosts_done = [h.node for h in result.hosts if not h.finished]
-    if hosts_done:
-        raise DataCheckError(f"host programs of nodes {hosts_done} did not finish "
+    unfinished = [h.node for h in result.hosts if not h.finished]
+    if unfinished:
+        raise DataCheckError(f"host programs of nodes {unfinished} did not finish "
                              f"(drops: {result.drops or 'none'})")
-    m = _metrics(result)
-    m["check"] = check(sim)
-    m["digest"] = result.deterministic_digest()
-    return m, wall
+    return result, {"events": result.events, "packet_events": result.packet_events,
+                    "messages": len(result.messages),
+                    "messages_handled_by_nic": sum(1 for m in result.messages if m.handled_by_nic),
+                    "check": check(sim), "digest": result.deterministic_digest()}, wall
 
 
-def _compare(base: dict[str, Any], off: dict[str, Any]) -> dict[str, Any]:
-    return {"speedup": base["completion_ps"] / off["completion_ps"],
-            "host_cpu_saved_ps": base["host_cpu_ps"] - off["host_cpu_ps"],
-            "pcie_bytes_saved": base["pcie_bytes"] - off["pcie_bytes"],
-            "link_bytes_saved": base["link_bytes"] - off["link_bytes"]}
+def _workload(out: dict[str, Any], title: str, build, check) -> OffloadComparison:
+    """Run ``build(offload)`` both ways into ``out`` (baseline, offload, comparison, wall_s)."""
+    results, runs, wall = {}, {}, {}
+    for variant, off in (("baseline", False), ("offload", True)):
+        results[variant], runs[variant], wall[variant] = _run(build(off),
+                                                              lambda sim, o=off: check(sim, o))
+    cmp = OffloadComparison.of(results["baseline"], results["offload"], done=DONE_MARK, title=title)
+    out["baseline"] = {**asdict(cmp.baseline), **runs["baseline"]}
+    out["offload"] = {**asdict(cmp.offload), **runs["offload"]}
+    out["comparison"] = cmp.to_dict()
+    out["wall_s"] = wall
+    return cmp
 
 
 def run_pingpong(rounds: int = 8, size: int = 512,
@@ -181,13 +179,10 @@ def run_pingpong(rounds: int = 8, size: int = 512,
     out: dict[str, Any] = {"workload": "ping-pong",
                            "params": {"rounds": rounds, "size_bytes": size, "hosts": 2,
                                       "topology": "star(2)"}}
-    wall = {}
-    for variant, off in (("baseline", False), ("offload", True)):
-        out[variant], wall[variant] = _run(build_pingpong(off, rounds, size, programs),
-                                           lambda sim: check_pingpong(sim, rounds, size))
-    out["comparison"] = _compare(out["baseline"], out["offload"])
+    title = f"ping-pong: {rounds} rounds x {size:,} B, host 0 <-> host 1 on star(2)"
+    _workload(out, title, lambda off: build_pingpong(off, rounds, size, programs),
+              lambda sim, off: check_pingpong(sim, rounds, size))
     out["round_trip_ps"] = {v: out[v]["completion_ps"] / rounds for v in ("baseline", "offload")}
-    out["wall_s"] = wall
     return out
 
 
@@ -196,14 +191,12 @@ def run_reduce(hosts: int = 8, nbytes: int = 65536,
     out: dict[str, Any] = {"workload": "reduce",
                            "params": {"hosts": hosts, "vector_bytes": nbytes, "dtype": "int32",
                                       "topology": f"star({hosts})", "root": 0}}
-    wall = {}
-    for variant, off in (("baseline", False), ("offload", True)):
-        out[variant], wall[variant] = _run(build_reduce(off, hosts, nbytes, programs),
-                                           lambda sim, off=off: check_reduce(sim, off, hosts, nbytes))
+    title = (f"reduce: {hosts - 1} hosts -> root, {nbytes:,} B int32 vectors, on star({hosts})")
+    _workload(out, title, lambda off: build_reduce(off, hosts, nbytes, programs),
+              lambda sim, off: check_reduce(sim, off, hosts, nbytes))
+    for variant in ("baseline", "offload"):
         # algbw as in nccl-tests: data size / time (bytes per ns = GB/s)
         out[variant]["algbw_gbytes_per_s"] = nbytes / (out[variant]["completion_ps"] / 1000)
-    out["comparison"] = _compare(out["baseline"], out["offload"])
-    out["wall_s"] = wall
     return out
 
 

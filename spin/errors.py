@@ -30,3 +30,11 @@ class TransportError(SpinError):
 
 class WorkerError(SpinError):
     """A worker process of a multi-process run failed; names the worker and its devices."""
+
+
+class OffloadAssertionError(SpinError, AssertionError):
+    """An offload-benefit assertion failed; the message holds the side-by-side table."""
+
+
+class DeterminismError(SpinError, AssertionError):
+    """The same scenario gave different results with different worker counts (a bug in spin)."""

@@ -39,8 +39,8 @@ def ratio(x: float) -> str:
     return f"{x:.2f}x"
 
 
-# --- demo -----------------------------------------------------------------------------------------
-DEMO_ROWS = (
+# --- offload comparison --------------------------------------------------------------------------
+COMPARISON_ROWS = (
     ("completion time (µs)", "completion_ps", us),
     ("host CPU time (µs)", "host_cpu_ps", us),
     ("PCIe bytes (B)", "pcie_bytes", count),
@@ -50,31 +50,33 @@ DEMO_ROWS = (
 )
 
 
+def comparison_table(cmp, extra_rows: Sequence[Sequence[Any]] = ()) -> str:
+    """Side-by-side table of a ``spin.compare.OffloadComparison``; the gain column is how many
+    times lower the offload's figure is (baseline / offload)."""
+    rows = []
+    for label, metric, fmt in COMPARISON_ROWS:
+        bv, ov = getattr(cmp.baseline, metric), getattr(cmp.offload, metric)
+        rows.append([label, fmt(bv), fmt(ov), ratio(bv / ov) if (ov and bv) else "-"])
+    rows += [list(r) for r in extra_rows]
+    rows.append(["speedup (x)", "1.00x", ratio(cmp.speedup), ""])
+    return table(["", "host baseline", "NIC offload", "offload gain"], rows, cmp.title or None)
+
+
+# --- demo -----------------------------------------------------------------------------------------
 def demo_table(demo: dict[str, Any]) -> str:
-    """Side-by-side table of a ``spin.demo.run_demo()`` result; the gain column is how many times
-    better the offload is (lower time/bytes, or higher bandwidth)."""
+    """Side-by-side tables of a ``spin.demo.run_demo()`` result, with each run's data check."""
+    from .compare import OffloadComparison
     blocks = []
     for key in ("pingpong", "reduce"):
         w = demo[key]
-        p = w["params"]
-        if key == "pingpong":
-            title = (f"ping-pong: {p['rounds']} rounds x {p['size_bytes']:,} B, host 0 <-> host 1 "
-                     f"on {p['topology']}")
-        else:
-            title = (f"reduce: {p['hosts'] - 1} hosts -> root, {p['vector_bytes']:,} B {p['dtype']} "
-                     f"vectors, on {p['topology']}")
+        cmp = OffloadComparison.from_dict(w["comparison"])
         b, o = w["baseline"], w["offload"]
-        rows = []
-        for label, field, fmt in DEMO_ROWS:
-            bv, ov = b[field], o[field]
-            rel = ratio(bv / ov) if (ov and bv) else "-"
-            rows.append([label, fmt(bv), fmt(ov), rel])
+        extra = []
         if "algbw_gbytes_per_s" in b:
-            rows.append(["algbw (GB/s)", f"{b['algbw_gbytes_per_s']:.3f}",
-                         f"{o['algbw_gbytes_per_s']:.3f}",
-                         ratio(o["algbw_gbytes_per_s"] / b["algbw_gbytes_per_s"])])
-        rows.append(["speedup (x)", "1.00x", ratio(w["comparison"]["speedup"]), ""])
-        blocks.append(table(["", "host baseline", "NIC offload", "offload gain"], rows, title))
+            extra.append(["algbw (GB/s)", f"{b['algbw_gbytes_per_s']:.3f}",
+                          f"{o['algbw_gbytes_per_s']:.3f}",
+                          ratio(o["algbw_gbytes_per_s"] / b["algbw_gbytes_per_s"])])
+        blocks.append(comparison_table(cmp, extra))
         blocks.append(f"data check: baseline: {b['check']}; offload: {o['check']}")
     return "\n\n".join(blocks)
 

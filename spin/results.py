@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _R = TypeVar("_R")
 
@@ -143,6 +148,20 @@ class RunResult:
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
         return self.marks[label][node]
+
+    def read(self, node: int, addr: int, count: int, dtype: str = "uint8") -> "np.ndarray":
+        """``count`` elements of ``dtype`` at ``addr`` of host ``node``'s memory after the run,
+        from a region brought back by ``run_scenario(..., regions=...)`` (read-only)."""
+        import numpy as np
+        nbytes = count * np.dtype(dtype).itemsize
+        for (n, a, k), data in self.memory_regions.items():
+            if n == node and a <= addr and addr + nbytes <= a + k:
+                return np.frombuffer(data, np.uint8, nbytes, addr - a).view(dtype)
+        asked = ", ".join(f"(node {n}, addr {a}, {k} B)" for n, a, k in self.memory_regions)
+        raise ConfigError(f"host memory node={node} addr={addr} count={count} {dtype} "
+                          f"({nbytes} B) was not brought back; regions of this run: "
+                          f"{asked or 'none'} (ask with run_scenario(..., regions=((node, "
+                          f"addr, nbytes), ...)))")
 
     def nic(self, node: int) -> NicStats:
         """The stats of ``node``'s NIC."""
