@@ -10,8 +10,15 @@ Public API (imported lazily so ``import spin`` stays cheap):
 * configs: ``LinkConfig``, ``NicConfig``, ``HostConfig``, ``SwitchConfig``, ``EngineConfig``
 * errors: ``SpinError`` and subclasses in ``spin.errors``
 * the handler API (``spin_dma_to_host``, ``spin_send_packet``, return codes...) in ``spin.api``
+
+Every cache (generated engines, Numba's machine code) lives under ``$SPIN_CACHE_DIR``
+(default ``~/.cache/spin``); see ``spin.caches``.
 """
 from importlib import import_module
+
+from .caches import configure_numba_cache_dir
+
+configure_numba_cache_dir()  # before any spin module decorates a function with numba
 
 __version__ = "0.1.0"
 

@@ -4,8 +4,10 @@ Handlers are dispatched statically: the generated module imports each handler as
 selects it with ``if prog == k`` branches, so Numba inlines it into the engine (about 1 ns per
 call, against 10-30 ns for first-class function values). The module name embeds a hash of every
 source file the compiled code depends on (the template, the engine, the device models, the wire
-format and each handler's whole module), so Numba's on-disk cache is reused across runs and an
-edited handler can never be served stale machine code.
+format, each handler's whole module and every project-local module it imports, transitively), so
+Numba's on-disk cache is reused across runs and an edited handler, or an edited helper it imports,
+can never be served stale machine code. A damaged Numba cache entry is rebuilt
+(``spin.caches``).
 """
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from types import ModuleType
 
 import numba
 
+from ..caches import cache_root, heal_numba_cache
 from ..handler import HandlerProgram, _python_function
+from ..source_digest import sources_digest
 
 DISPATCH_MARKER = "from spin.engine._dispatch_default import dispatch_handler  # SPIN-DISPATCH"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -30,11 +34,8 @@ _ENGINE_SOURCES = ("spin/engine", "spin/wire", "spin/api.py", "spin/drops.py", "
 
 
 def cache_dir() -> Path:
-    """Where generated engines (and Numba's cache of them) live: ``$SPIN_CACHE_DIR`` or
-    ``~/.cache/spin``."""
-    base = os.environ.get("SPIN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spin")
-    path = Path(base) / "engines"
+    """Where generated engines live: ``engines/`` under the spin cache root (``spin.caches``)."""
+    path = cache_root() / "engines"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -109,18 +110,22 @@ def engine_module_source(programs: list[HandlerProgram], boundscheck: bool = Fal
     h.update(source.encode())
     h.update(numba.__version__.encode())
     h.update(_engine_source_digest())
+    modules = []
     for prog in programs:
         for fn in prog.handlers():
             if fn is not None:
                 module, qualname, src = _handler_ref(fn)
                 h.update(f"{module}:{qualname}".encode())
                 h.update(src.encode())
+                modules.append(module)
+    h.update(sources_digest(modules))  # what the handlers import, transitively
     name = f"spin_engine_{h.hexdigest()[:20]}"
     return name, source
 
 
 def load_engine(programs: list[HandlerProgram], boundscheck: bool = False) -> ModuleType:
     """Import (generating if needed) the engine module for these handler programs."""
+    heal_numba_cache()
     name, source = engine_module_source(programs, boundscheck)
     if name in sys.modules:
         return sys.modules[name]

@@ -1,0 +1,88 @@
+"""Where spin keeps what it caches, and how a damaged cache heals.
+
+Everything lives under one root, ``$SPIN_CACHE_DIR`` (default ``$XDG_CACHE_HOME/spin`` or
+``~/.cache/spin``), so deleting that folder resets every cache and a test can isolate itself
+with a temporary one:
+
+* ``engines/``: generated engine modules (``spin.engine.codegen``);
+* ``numba/``: Numba's machine-code cache of spin's own modules, of the generated engines and of
+  any ``cache=True`` function of the process (``NUMBA_CACHE_DIR`` is pointed there when
+  ``spin`` is imported, unless the user set it; without this, Numba writes next to the sources).
+
+A cache file that cannot be read (truncated by a full disk, a killed process, bit rot) would make
+every later run fail inside Numba's loader until deleted by hand; ``heal_numba_cache`` makes
+Numba treat it as a miss instead: the file is removed, a warning names it, and the function is
+compiled and cached anew.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import warnings
+from pathlib import Path
+
+NUMBA_SUBDIR = "numba"
+_SET_BY_SPIN = "SPIN_NUMBA_CACHE_DIR_SET"  # marks a NUMBA_CACHE_DIR spin chose, not the user
+
+
+def cache_root() -> Path:
+    """The root of every spin cache (not created here)."""
+    base = os.environ.get("SPIN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spin")
+    return Path(base)
+
+
+def configure_numba_cache_dir() -> None:
+    """Point Numba's cache under the spin cache root, before any spin function is decorated
+    (Numba picks a function's cache location when it is decorated). A ``NUMBA_CACHE_DIR`` set
+    by the user wins; one set by a parent spin process (inherited through the environment) is
+    recomputed, so a child given another ``SPIN_CACHE_DIR`` stays isolated."""
+    current = os.environ.get("NUMBA_CACHE_DIR")
+    if current and current != os.environ.get(_SET_BY_SPIN):
+        return
+    path = str(cache_root() / NUMBA_SUBDIR)
+    os.environ["NUMBA_CACHE_DIR"] = os.environ[_SET_BY_SPIN] = path
+    config = sys.modules.get("numba.core.config")
+    if config is not None:  # numba was imported first: its config already read the environment
+        config.CACHE_DIR = path
+
+
+def _remove_entry(cache_file) -> list[str]:
+    """Delete the index and data files of one cached function; return the removed paths."""
+    index = cache_file._index_path
+    base = index[:-len(".nbi")] if index.endswith(".nbi") else index
+    removed = []
+    for path in [index] + glob.glob(glob.escape(base) + ".*.nbc"):
+        try:
+            os.remove(path)
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def heal_numba_cache() -> None:
+    """Make Numba treat an unreadable cache entry as a miss (removed, warned about, rebuilt).
+
+    Numba's loader only forgives missing files; any other failure (``UnpicklingError``,
+    ``EOFError``, a data file that does not rebuild) propagates to the caller. Idempotent."""
+    from numba.core import caching
+    if getattr(caching.Cache.load_overload, "__spin_heals__", False):
+        return
+    original = caching.Cache.load_overload
+
+    def load_overload(self, sig, target_context):
+        try:
+            return original(self, sig, target_context)
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as exc:
+            removed = _remove_entry(self._cache_file)
+            warnings.warn(f"spin: unreadable Numba cache entry for {self._name} "
+                          f"({type(exc).__name__}: {exc}); removed {', '.join(removed) or '?'} "
+                          f"and compiling it again", RuntimeWarning, stacklevel=2)
+            return None
+
+    load_overload.__spin_heals__ = True
+    caching.Cache.load_overload = load_overload

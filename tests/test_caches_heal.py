@@ -1,0 +1,103 @@
+"""Every cache lives under SPIN_CACHE_DIR, a damaged cache entry is rebuilt rather than failing
+every later run, and an edit to a module a handler imports is never served stale code."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from spin.engine.codegen import engine_module_source
+
+HELPER = "SCALE = {scale}\n"
+HANDLERS = textwrap.dedent("""
+    import numpy as np
+    from spin.api import SUCCESS
+    from spin.handler import HandlerProgram
+    from heal_probe_helper import SCALE
+
+    def scaled_payload(ctx, pkt, mem):
+        mem[0] += SCALE
+        return SUCCESS
+
+    def program():
+        return HandlerProgram("scaled", payload=scaled_payload, memory=np.zeros(1, np.int64))
+""")
+DRIVER = textwrap.dedent("""
+    from spin.handler import ExecutionContext
+    from spin.simulation import Scenario, Simulation
+    from spin.topology import Topology
+    import heal_probe_handlers as h
+
+    sc = Scenario(Topology.pair())
+    ctx = sc.install(ExecutionContext(1, h.program(), match_qp=1))
+    sc.host_program(0).send(1, 3000, qp=1)
+    sim = Simulation(sc)
+    sim.run()
+    print(sim.engine.__name__, int(sim.handler_memory(ctx)[0]))
+""")
+
+
+def _write_modules(d: Path, scale: int) -> None:
+    (d / "heal_probe_helper.py").write_text(HELPER.format(scale=scale))
+    (d / "heal_probe_handlers.py").write_text(HANDLERS)
+
+
+def _run(d: Path, cache: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_CACHE_DIR", "SPIN_"))}
+    env.update(SPIN_CACHE_DIR=str(cache), PYTHONPATH=str(d))
+    return subprocess.run([sys.executable, "-c", DRIVER], env=env, capture_output=True,
+                          text=True, timeout=400, cwd=d)
+
+
+def _value(out: subprocess.CompletedProcess) -> tuple[str, int]:
+    assert out.returncode == 0, out.stderr[-3000:]
+    name, value = out.stdout.split()
+    return name, int(value)
+
+
+def test_engine_name_covers_modules_a_handler_imports(tmp_path, monkeypatch):
+    """Fast check of the hash alone: editing only the imported helper renames the engine."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _write_modules(tmp_path, 3)
+    import importlib
+    mod = importlib.import_module("heal_probe_handlers")
+    try:
+        name1, _ = engine_module_source([mod.program()])
+        (tmp_path / "heal_probe_helper.py").write_text(HELPER.format(scale=5))
+        name2, _ = engine_module_source([mod.program()])
+        assert name1 != name2
+        (tmp_path / "heal_probe_helper.py").write_text(HELPER.format(scale=3))
+        assert engine_module_source([mod.program()])[0] == name1
+    finally:
+        for m in ("heal_probe_handlers", "heal_probe_helper"):
+            sys.modules.pop(m, None)
+
+
+@pytest.mark.slow
+def test_caches_under_spin_cache_dir_heal_and_follow_imports(tmp_path):
+    cache, src = tmp_path / "cache", tmp_path / "src"
+    src.mkdir()
+    _write_modules(src, 3)
+    name1, v1 = _value(_run(src, cache))
+    assert v1 == 3 * 3  # three packets, SCALE = 3
+    # Numba's cache of spin's own modules is under SPIN_CACHE_DIR, not next to the sources
+    own = list((cache / "numba").rglob("heap.push_event-*.nbc"))
+    assert own, sorted(p.name for p in cache.rglob("*"))[:20]
+
+    # damage spin's own cache entries (data and index): the run rebuilds them and says so
+    for f in own:
+        f.write_bytes(b"\x00garbage" * 4)
+    index = next((cache / "numba").rglob("heap.pop_event-*.nbi"))
+    index.write_bytes(b"\x80\x04garbage")
+    healed = _run(src, cache)
+    assert _value(healed) == (name1, v1)
+    assert "unreadable Numba cache entry" in healed.stderr and "push_event" in healed.stderr
+    again = _run(src, cache)
+    assert _value(again) == (name1, v1) and "unreadable" not in again.stderr
+
+    # an edit to the imported helper only: new machine code, new value
+    (src / "heal_probe_helper.py").write_text(HELPER.format(scale=7))
+    name3, v3 = _value(_run(src, cache))
+    assert v3 == 3 * 7 and name3 != name1
