@@ -259,9 +259,9 @@ def _equal_cost_ports(topo: Topology, down: frozenset[int]
         for node, port in attached[root]:
             hosts_here.setdefault(node, []).append(port)
         tables[root].update((node, tuple(sorted(p))) for node, p in hosts_here.items())
-        for s in order[1:]:
+        for s in order[1:]:                              # sw_nbrs lists ports in order
             want = dist[s] - 1
-            group = tuple(sorted(p for p, v in sw_nbrs[s] if dist[v] == want))
+            group = tuple([p for p, v in sw_nbrs[s] if dist[v] == want])
             tab = tables[s]
             for node in hosts_here:
                 tab[node] = group
