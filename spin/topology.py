@@ -193,9 +193,9 @@ class Topology:
         lonely = [h for h in self.hosts if not ports[h]]
         if lonely:
             other = next((h for h in self.hosts if h != lonely[0]), None)
-            pair = f"host {other!r} cannot reach host {lonely[0]!r}" if other else \
-                f"host {lonely[0]!r} has no link"
-            raise TopologyError(f"the topology is disconnected: {pair} (it has no link)")
+            pair = f"host {other!r} cannot reach host {lonely[0]!r}: " if other else ""
+            raise TopologyError(f"the topology is disconnected: {pair}host {lonely[0]!r} has "
+                                f"no link")
         start = self.hosts[0]
         seen = {start}
         queue = deque([start])
