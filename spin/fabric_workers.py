@@ -18,8 +18,12 @@ from .parallel.program import INF_PS, worker_factory
 from .results import RunResult
 from .simulation import CapturedFrames, Scenario, Simulation, write_link_pcaps
 from .units import ns
+from .wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
 
 FACTORY = "spin.fabric_workers:make_worker"
+# Every frame is Ethernet II / IPv4 / UDP at least (DESIGN §4); shorter bytes are not a frame.
+MIN_FRAME_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES
+KEY_DEVICE_SHIFT = 40  # event keys are (creating device << 40) | sequence (spin.engine.ports.next_key)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,58 @@ def explicit_partition(scenario: Scenario, workers: int, assign: dict[str, int])
     return tuple(owner)
 
 
+class PeerFrameCheck:
+    """Which frames a worker accepts from a peer, decided from the topology and the partition.
+
+    A frame from worker ``w`` must enter through a port of a device this worker owns, whose
+    link peer is a device ``w`` owns, and carry the event key of that peer device; its length
+    must fit the engine's slot and hold at least Ethernet/IPv4/UDP headers. Anything else would
+    make the engine misdeliver, read stale slot bytes, or break the deterministic event order.
+    """
+
+    def __init__(self, topology, owner: tuple[int, ...], worker_id: int, slot_bytes: int) -> None:
+        names = topology.device_names()
+        index = {n: i for i, n in enumerate(names)}
+        gp = topology.global_ports()
+        n_ports = len(gp)
+        self.port_dev = np.full(n_ports, -1, np.int64)
+        for (name, _link), port in gp.items():
+            self.port_dev[port] = index[name]
+        self.peer_dev = np.full(n_ports, -1, np.int64)
+        for a, b in topology.link_ports().values():
+            self.peer_dev[a], self.peer_dev[b] = self.port_dev[b], self.port_dev[a]
+        self.owner = np.asarray(owner, np.int64)
+        self.worker_id = worker_id
+        self.slot_bytes = slot_bytes
+        self.rejected: dict[str, int] = {}
+
+    def reason(self, batch: FrameBatch, sender: int) -> str | None:
+        """None if every frame of the batch is acceptable from ``sender``, else the first failed check."""
+        length = batch.length
+        if int(length.min()) < MIN_FRAME_BYTES or int(length.max()) > min(self.slot_bytes, batch.slot_bytes):
+            return "bad_length"
+        ports = batch.dst_port.astype(np.int64)
+        if int(ports.min()) < 0 or int(ports.max()) >= len(self.port_dev):
+            return "bad_port"
+        dev = self.port_dev[ports]
+        if not np.array_equal(dev, batch.dst_device):
+            return "device_mismatch"
+        if (self.owner[dev] != self.worker_id).any():
+            return "not_owned"
+        peer = self.peer_dev[ports]
+        if (peer < 0).any() or (self.owner[peer] != sender).any():
+            return "wrong_sender"
+        if (batch.order_key < 0).any() or ((batch.order_key >> KEY_DEVICE_SHIFT) != peer).any():
+            return "bad_key"
+        return None
+
+    def admit(self, batch: FrameBatch, sender: int) -> str | None:
+        why = self.reason(batch, sender)
+        if why is not None:
+            self.rejected[why] = self.rejected.get(why, 0) + 1
+        return why
+
+
 class EngineWorker:
     """``spin.parallel.WorkerProgram`` over a Simulation that owns some devices."""
 
@@ -80,6 +136,11 @@ class EngineWorker:
                     if spec.owner[index[l.a]] != spec.owner[index[l.b]]]
         self._lookahead = min(crossing) if crossing else INF_PS
         self._names = [names[d] for d in sorted(local)]
+        self.check = PeerFrameCheck(topo, spec.owner, worker_id, int(self.sim.st.pool.shape[1]))
+
+    def admit(self, batch: FrameBatch, sender: int) -> str | None:
+        """Refuse a peer's batch before the engine touches it (see PeerFrameCheck)."""
+        return self.check.admit(batch, sender)
 
     def describe(self) -> str:
         return f"devices {', '.join(self._names)}"
@@ -143,6 +204,7 @@ class EngineWorker:
                          "frames": base64.b64encode(c.frames.tobytes()).decode()}
         d["regions"] = [[node, addr, n, self.sim.host_memory(node)[addr:addr + n].tobytes().hex()]
                         for node, addr, n in self.spec.regions if node in self.sim.local]
+        d["peer_batches_rejected"] = dict(self.check.rejected)
         return d
 
 
@@ -177,12 +239,16 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                                        frames.reshape(-1, c["slot_bytes"])))
         for node, addr, n, data in d.pop("regions"):
             memory[(int(node), int(addr), int(n))] = bytes.fromhex(data)
+        d.pop("peer_batches_rejected")  # also counted, with the transport's own refusals, below
         parts.append(RunResult.from_dict(d))
     result = RunResult.merge(parts)
     loop = outcome.loop_wall_s
     result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,
                    "events_per_s": result.events / loop if loop else 0.0,
-                   "frames_exchanged": outcome.transport.get("frames_sent", 0)}
+                   "frames_exchanged": outcome.transport.get("frames_sent", 0),
+                   # peer messages refused by reason (junk, bad batches), and the frames they held
+                   "peer_batches_rejected": outcome.transport.get("rejected", {}),
+                   "peer_frames_rejected": outcome.transport.get("rejected_frames", 0)}
     if pcap_dir is not None:
         write_link_pcaps(scenario, CapturedFrames.concat(captured), pcap_dir)
     result.memory_regions = memory

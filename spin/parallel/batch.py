@@ -6,6 +6,10 @@ fixed header followed by the per-frame metadata arrays back to back; part 1 is t
 sent with ``copy=False`` and received as a zero-copy (read-only) numpy view. Each zmq part costs
 about 7 µs of Python at each end, so the part count is fixed, whatever the number of frames; a
 batch without frames (a bound only, the common case) is a single part.
+
+Decoding trusts nothing: every size in a header is checked against the bytes that came with it
+before any view is made, and a refusal is a ``BatchRejected`` carrying a short reason, which the
+receiver counts instead of failing the run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import numpy as np
 import zmq
 
 from spin.errors import TransportError
+
+MAX_SLOT_BYTES = 1 << 16  # no engine slot is larger (jumbo frames are 9 KiB)
 
 MAGIC = b"SPNB"
 VERSION = 1
@@ -33,6 +39,14 @@ _META_FIELDS: tuple[tuple[str, np.dtype], ...] = (
     ("length", np.dtype("<i4")),
 )
 META_BYTES_PER_FRAME = sum(dt.itemsize for _, dt in _META_FIELDS)
+
+
+class BatchRejected(TransportError):
+    """A received message that is not an acceptable batch; ``reason`` names the check it failed."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -137,29 +151,50 @@ def encode_empty(epoch: int, round_no: int, sender: int, bound_ps: int, lookahea
 
 
 def decode_header(part0: bytes | memoryview) -> BatchHeader:
-    """Parse and validate the fixed header (magic, version, sizes)."""
+    """Parse the fixed header; BatchRejected if it is not one of ours (magic, version, sizes)."""
     if len(part0) < HEADER_BYTES:
-        raise TransportError(f"data message too short for a batch header: {len(part0)} B")
+        raise BatchRejected("short_header", f"{len(part0)} B, a batch header has {HEADER_BYTES}")
     magic, version, slot, epoch, rnd, sender, count, bound, look = _HEADER.unpack_from(part0)
     if magic != MAGIC or version != VERSION:
-        raise TransportError(f"not a spin batch (magic {magic!r}, version {version}; want {MAGIC!r} v{VERSION})")
-    if len(part0) != HEADER_BYTES + count * META_BYTES_PER_FRAME:
-        raise TransportError(f"batch header says {count} frames but metadata is {len(part0) - HEADER_BYTES} B")
+        raise BatchRejected("bad_magic", f"magic {magic!r} version {version}; want {MAGIC!r} v{VERSION}")
     return BatchHeader(epoch, rnd, sender, count, bound, look, slot)
 
 
+def check_body(header: BatchHeader, part0_len: int, n_parts: int) -> None:
+    """The sizes a header claims against what arrived; BatchRejected naming the first mismatch."""
+    n = header.count
+    if n and not 0 < header.slot_bytes <= MAX_SLOT_BYTES:
+        raise BatchRejected("bad_slot_size", f"slot_bytes {header.slot_bytes} outside 1..{MAX_SLOT_BYTES}")
+    if part0_len != HEADER_BYTES + n * META_BYTES_PER_FRAME:
+        raise BatchRejected("bad_count", f"header says {n} frames but metadata is {part0_len - HEADER_BYTES} B")
+    if n_parts != (2 if n else 1):
+        raise BatchRejected("bad_parts", f"{n_parts}-part message for {n} frames")
+
+
 def decode_batch(header: BatchHeader, part0: bytes | memoryview, part1: zmq.Frame | bytes) -> FrameBatch:
-    """Zero-copy views over the received parts (read-only)."""
+    """Zero-copy views over the received parts (read-only); call check_body first."""
     n, slot = header.count, header.slot_bytes
     if n == 0:
         return FrameBatch.empty(slot)
+    buf = part1.buffer if isinstance(part1, zmq.Frame) else part1
+    if len(buf) != n * slot:
+        raise BatchRejected("bad_frames_size", f"{n} x {slot} B slots but {len(buf)} B of frames")
     fields = {}
     off = HEADER_BYTES
     for name, dt in _META_FIELDS:
         fields[name] = np.frombuffer(part0, dtype=dt, count=n, offset=off)
         off += n * dt.itemsize
-    buf = part1.buffer if isinstance(part1, zmq.Frame) else part1
-    if len(buf) != n * slot:
-        raise TransportError(f"batch of {n} x {slot} B slots carries {len(buf)} B of frames")
     frames = np.frombuffer(buf, dtype=np.uint8).reshape(n, slot)
     return FrameBatch(frames=frames, **fields)
+
+
+def check_frames(batch: FrameBatch, not_before_ps: int) -> str | None:
+    """What every receiver can check without knowing the program: each length within the slot
+    and each arrival at or after the end of the round just run (no frame from the past)."""
+    if not batch.n:
+        return None
+    if int(batch.length.min()) < 1 or int(batch.length.max()) > batch.slot_bytes:
+        return "bad_length"
+    if int(batch.arrival_ps.min()) < not_before_ps:
+        return "arrival_in_past"
+    return None

@@ -6,6 +6,12 @@ Every blocking call has a timeout, every socket has LINGER=0 and explicit HWMs, 
 sockets use IMMEDIATE=1 so nothing is silently queued for a dead peer. Messages carry the run epoch
 and round: a message from another run (a dead run's leftovers replayed to a reused port) is dropped
 and counted, never consumed. A peer may be at most one round ahead; its early message is kept.
+
+Nothing received is trusted: a message that is not a batch of this run from a peer in an
+acceptable round is dropped and counted by reason in ``TransportStats.rejected`` (a stray local
+process cannot end a run by writing to its port). A message of this run whose body does not add
+up still counts as that peer's message for the round (its bound keeps the rounds going) but its
+frames are dropped, counted.
 """
 
 from __future__ import annotations
@@ -18,7 +24,15 @@ import zmq
 
 from spin.errors import TransportError
 from spin.parallel.auth import KeyPair, make_client, make_server
-from spin.parallel.batch import BatchHeader, FrameBatch, decode_batch, decode_header, encode_empty
+from spin.parallel.batch import (
+    BatchHeader,
+    BatchRejected,
+    FrameBatch,
+    check_body,
+    decode_batch,
+    decode_header,
+    encode_empty,
+)
 from spin.parallel.sync import Inbox
 
 
@@ -41,9 +55,17 @@ class TransportStats:
     frames_received: int = 0
     bytes_received: int = 0
     foreign_dropped: int = 0  # messages of another epoch, dropped
+    rejected: dict[str, int] = field(default_factory=dict)  # messages or batches refused, by reason
+    rejected_frames: int = 0  # frames inside refused batches
 
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+    def reject(self, reason: str, frames: int = 0) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self.rejected_frames += frames
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["rejected"] = dict(self.rejected)
+        return d
 
 
 def tune_socket(sock: zmq.Socket, hwm_msgs: int, connecting: bool) -> None:
@@ -129,17 +151,22 @@ class Mesh:
             self.stats.messages_sent += 1
             self.stats.frames_sent += n_frames
             self.stats.bytes_sent += nbytes
-        got = self._collect(round_no)
+        return self.inbox(self._collect(round_no), bound_ps, lookahead_ps)
+
+    def inbox(self, got: dict[int, tuple[BatchHeader, FrameBatch | None]], bound_ps: int,
+              lookahead_ps: int) -> Inbox:
+        """One round's messages (by sender, as filed by ``admit``) plus our own bound, in sender order."""
         bounds = [0] * self.n_workers
         looks = [0] * self.n_workers
         bounds[self.worker_id], looks[self.worker_id] = bound_ps, lookahead_ps
-        batches = []
+        batches, senders = [], []
         for sender in sorted(got):
             header, batch = got[sender]
             bounds[sender], looks[sender] = header.bound_ps, header.lookahead_ps
             if batch is not None:
                 batches.append(batch)
-        return Inbox(batches=batches, bounds_ps=bounds, lookaheads_ps=looks)
+                senders.append(sender)
+        return Inbox(batches=batches, bounds_ps=bounds, lookaheads_ps=looks, senders=senders)
 
     def _send(self, sock: zmq.Socket, parts: list, peer: int, round_no: int) -> None:
         """Send without blocking for long: a dead peer (IMMEDIATE=1) must not hide an abort."""
@@ -190,31 +217,51 @@ class Mesh:
             parts = self._pull.recv_multipart(copy=False)
         except zmq.Again:
             return False
-        if len(parts) not in (1, 2):
-            raise TransportError(f"worker {self.worker_id}: data message with {len(parts)} parts, expected 1 or 2")
-        head_bytes = parts[0].bytes
-        header = decode_header(head_bytes)
+        self.admit(parts, round_no)
+        return True
+
+    def filed(self, round_no: int) -> dict[int, tuple[BatchHeader, FrameBatch | None]]:
+        """Take the messages filed for a round so far (what ``exchange`` waits for)."""
+        return self._pending.by_round.pop(round_no, {})
+
+    def admit(self, parts: list, round_no: int) -> None:
+        """File one received message under its sender and round, or drop it counted by reason."""
+        stats = self.stats
+        head_bytes = parts[0].bytes if isinstance(parts[0], zmq.Frame) else bytes(parts[0])
+        try:
+            header = decode_header(head_bytes)
+        except BatchRejected as exc:
+            stats.reject(exc.reason)
+            return
         if header.epoch != self.epoch:
-            self.stats.foreign_dropped += 1
-            return True
+            stats.foreign_dropped += 1
+            stats.reject("foreign_epoch")
+            return
         sender, rnd = header.sender, header.round_no
         if not 0 <= sender < self.n_workers or sender == self.worker_id:
-            raise TransportError(f"worker {self.worker_id}: batch from unknown sender {sender}")
+            stats.reject("bad_sender")
+            return
         if not round_no <= rnd <= round_no + 1:
-            raise TransportError(
-                f"worker {self.worker_id}: worker {sender} sent round {rnd} while this worker is in round {round_no}"
-            )
+            stats.reject("bad_round")
+            return
         box = self._pending.by_round.setdefault(rnd, {})
         if sender in box:
-            raise TransportError(f"worker {self.worker_id}: two round {rnd} messages from worker {sender}")
-        if (len(parts) == 2) != (header.count > 0):
-            raise TransportError(f"worker {self.worker_id}: {len(parts)}-part message for {header.count} frames")
-        batch = decode_batch(header, head_bytes, parts[1]) if header.count else None
+            stats.reject("duplicate")
+            return
+        batch = None
+        try:
+            check_body(header, len(head_bytes), len(parts))
+            if header.count:
+                batch = decode_batch(header, head_bytes, parts[1])
+        except BatchRejected as exc:  # this peer's message for the round, minus its frames
+            stats.reject(exc.reason, header.count)
         box[sender] = (header, batch)
-        self.stats.messages_received += 1
-        self.stats.frames_received += header.count
-        self.stats.bytes_received += len(head_bytes) + (len(parts[1].buffer) if batch is not None else 0)
-        return True
+        stats.messages_received += 1
+        if batch is not None:
+            stats.frames_received += batch.n
+            stats.bytes_received += len(head_bytes) + batch.frames.nbytes
+        else:
+            stats.bytes_received += len(head_bytes)
 
     def close(self) -> None:
         for sock in self._push.values():

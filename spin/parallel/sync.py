@@ -6,16 +6,21 @@ every crossing link is at least lookahead long), then exchanges exactly one mess
 peer: its frames for that peer plus its own new bound. The next T is the minimum of all bounds
 sent, so every worker computes the same T without a central coordinator, idle workers jump ahead,
 and the loop ends in the same round everywhere.
+
+Peers are checked, not trusted: before the program sees a peer's frames, each batch must hold
+lengths within its slots and arrivals at or after the round end (no frame from the past), then
+pass the program's own ``admit``; a bound below the round end is raised to it, so virtual time
+never runs backwards. Every refusal is counted by reason on the exchange's ``stats``.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 from spin.errors import ConfigError, SpinError
-from spin.parallel.batch import FrameBatch
+from spin.parallel.batch import FrameBatch, check_frames
 from spin.parallel.program import INF_PS, WorkerProgram, events_processed
 
 
@@ -26,6 +31,7 @@ class Inbox:
     batches: Sequence[FrameBatch]
     bounds_ps: Sequence[int]  # one per worker, own included
     lookaheads_ps: Sequence[int]  # one per worker, own included
+    senders: Sequence[int] = ()  # worker id of each batch
 
 
 class Exchange(Protocol):
@@ -42,6 +48,19 @@ class SyncOutcome:
     end_ps: int  # the final global bound T (INF_PS if everything went idle)
     wall_s: float  # wall time of the round loop alone
     events: int  # program.events_processed() at the end (0 if not provided)
+    rejected: dict[str, int] = field(default_factory=dict)  # peer batches refused, by reason
+
+
+class Rejects:
+    """Refusal counters, for exchanges that keep none of their own."""
+
+    def __init__(self) -> None:
+        self.rejected: dict[str, int] = {}
+        self.rejected_frames = 0
+
+    def reject(self, reason: str, frames: int = 0) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self.rejected_frames += frames
 
 
 RoundCallback = Callable[[int, int, int], None]  # (T_ps, rounds, events)
@@ -85,6 +104,7 @@ def run_rounds(
 ) -> SyncOutcome:
     """Run the program to completion (T == INF_PS) or until T >= until_ps."""
     limit = INF_PS if until_ps is None else min(int(until_ps), INF_PS)
+    stats = getattr(exchange, "stats", None) or Rejects()
     own_look = int(program.lookahead_ps())
     started = time.perf_counter()
     inbox = exchange.exchange(0, {}, int(program.next_event_ps()), own_look)
@@ -104,18 +124,37 @@ def run_rounds(
         rounds += 1
         inbox = exchange.exchange(rounds, outgoing, min(own_next, sent_first), own_look)
         if inbox.batches:
-            merged = FrameBatch.concat(inbox.batches)
-            if merged.n:
-                program.deliver(merged)
+            good = admit_batches(inbox, program, stats, t_end)
+            if good:
+                program.deliver(good[0] if len(good) == 1 else FrameBatch.concat(good))
         t = min(inbox.bounds_ps)
+        if t < t_end:  # only a broken or hostile peer announces a bound in the past
+            stats.reject("bound_in_past")
+            t = t_end
         after = int(program.next_event_ps())
         if after < t:
             raise SpinError(f"worker {worker_id}: after delivery next_event_ps()={after} < global bound {t}")
         if on_round is not None:
             on_round(t, rounds, events_processed(program))
     return SyncOutcome(
-        rounds=rounds, end_ps=t, wall_s=time.perf_counter() - started, events=events_processed(program)
+        rounds=rounds, end_ps=t, wall_s=time.perf_counter() - started, events=events_processed(program),
+        rejected=dict(stats.rejected),
     )
+
+
+def admit_batches(inbox: Inbox, program: WorkerProgram, stats, t_end: int) -> list[FrameBatch]:
+    """The peers' batches that pass the generic checks and the program's own; others counted."""
+    admit = getattr(program, "admit", None)
+    good = []
+    for sender, batch in zip(inbox.senders, inbox.batches):
+        if not batch.n:
+            continue
+        reason = check_frames(batch, t_end) or (admit(batch, sender) if admit is not None else None)
+        if reason is None:
+            good.append(batch)
+        else:
+            stats.reject(reason, batch.n)
+    return good
 
 
 def run_single(

@@ -10,7 +10,7 @@ import zmq
 from toy_program import ToySpec, make_program, merged_devices
 
 from spin.errors import SpinError, TransportError
-from spin.parallel.batch import FrameBatch, decode_batch, decode_header
+from spin.parallel.batch import FrameBatch, check_body, decode_batch, decode_header
 from spin.parallel.mesh import Mesh, MeshConfig
 from spin.parallel.program import INF_PS, load_factory
 from spin.parallel.sync import run_rounds, run_single
@@ -53,10 +53,10 @@ def test_empty_and_concat() -> None:
 
 def test_bad_header_is_refused() -> None:
     p0, _ = _batch(1).encode(1, 0, 0, 0, 1)
-    with pytest.raises(TransportError, match="not a spin batch"):
+    with pytest.raises(TransportError, match="bad_magic"):
         decode_header(b"XXXX" + p0[4:])
     with pytest.raises(TransportError, match="metadata"):
-        decode_header(p0[:-1])
+        check_body(decode_header(p0[:-1]), len(p0) - 1, 2)
 
 
 def test_load_factory_errors() -> None:
