@@ -57,13 +57,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                   + (f" --key-file {args.key_file}" if args.key_file else ""), flush=True)
     elif args.bind != "127.0.0.1" or args.key_file:
         transport = dict(bind=args.bind, port=args.port, key_file=args.key_file)
-    run = run_loaded(scenario, options, pcap_dir=args.pcap, quiet=args.quiet, **transport)
+    from .checks import parse_dump
+    dumps = tuple(parse_dump(d, scenario.topology.hosts, scenario.host.memory_bytes)
+                  for d in args.dump or ())
+    run = run_loaded(scenario, options, pcap_dir=args.pcap, quiet=args.quiet, dumps=dumps,
+                     **transport)
     if not args.quiet:
         print(run_summary(run.result, options.name))
         for line in run.check_lines:
             print(line)
         if args.pcap:
             print(f"\npcap files in {args.pcap}: {', '.join(p.name for p in run.pcaps) or 'none'}")
+        for d, path in zip(dumps, run.dumped):
+            print(f"dumped node {d.node} addr {d.addr}: {d.count} {d.dtype} elements to {path}")
     if args.json:
         data = run.result.to_dict()
         data["checks"] = run.check_lines
@@ -175,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "all links if the file has no [capture])")
     r.add_argument("--json", metavar="FILE", help="write the RunResult as JSON (times in ps)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--dump", action="append", metavar="HOST:ADDR:LEN:DTYPE=FILE.npy",
+                   help="after the run, write LEN DTYPE elements of HOST's memory at ADDR "
+                   "(bytes, 0x.. allowed) to FILE.npy; repeatable; HOST is a node id or name")
     r.add_argument("--until-us", type=float, metavar="T",
                    help="stop at virtual time T microseconds (µs) instead of at completion")
     r.set_defaults(func=cmd_run)

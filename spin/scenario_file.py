@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from .checks import Check, Dump, build_check, evaluate
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
 from .handler import ExecutionContext, HandlerProgram
@@ -22,20 +23,9 @@ from .simulation import Scenario, same_program
 from .topologies import TOPOLOGIES
 from .topology import Topology
 from .units import US
-from .scenario_schema import (CheckSpec, MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
+from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
                               TopologySpec, WorkersSpec)
 
-
-
-@dataclass(frozen=True)
-class Check:
-    """Expected contents of a host memory region after the run (from ``[[check]]``)."""
-
-    where: str              # "check[0]"
-    node: int
-    addr: int
-    dtype: str
-    expected: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -270,43 +260,6 @@ def _memory_array(ld: _Loader, m: MemorySpec, path: str) -> np.ndarray:
     return rng.standard_normal(m.count).astype(dt)
 
 
-def _initial_region(sc: Scenario, node: int, addr: int, nbytes: int) -> np.ndarray:
-    buf = np.zeros(sc.host.memory_bytes, np.uint8)
-    for n, a, raw in sc.host_memory:
-        if n == node:
-            buf[a:a + len(raw)] = np.frombuffer(raw, np.uint8)
-    return buf[addr:addr + nbytes]
-
-
-def _check(ld: _Loader, sc: Scenario, topo: Topology, c: CheckSpec, path: str) -> Check:
-    node = _node(ld, topo, c.node, f"{path}.node")
-    dt = np.dtype(c.dtype)
-    nbytes = c.count * dt.itemsize
-    if c.addr + nbytes > sc.host.memory_bytes:
-        raise ld.error(f"{path}.addr", c.addr, f"region of {nbytes} B exceeds host.memory_bytes = "
-                       f"{sc.host.memory_bytes}")
-    if c.expect == "values":
-        if c.values is None or c.sources is not None:
-            raise ld.error(path, c.expect, "expect = 'values' needs 'values' and no 'sources'")
-        if len(c.values) != c.count:
-            raise ld.error(f"{path}.values", c.values, f"has {len(c.values)} values, count = "
-                           f"{c.count}")
-        return Check(path, node, c.addr, c.dtype, np.array(c.values, dtype=dt))
-    if not c.sources or c.values is not None:
-        raise ld.error(path, c.expect, f"expect = {c.expect!r} needs 'sources' and no 'values'")
-    if c.expect == "copy" and len(c.sources) != 1:
-        raise ld.error(f"{path}.sources", [s.model_dump() for s in c.sources],
-                       "expect = 'copy' takes exactly one source region")
-    regions = []
-    for k, s in enumerate(c.sources):
-        n = _node(ld, topo, s.node, f"{path}.sources[{k}].node")
-        if s.addr + nbytes > sc.host.memory_bytes:
-            raise ld.error(f"{path}.sources[{k}].addr", s.addr, "region exceeds host memory")
-        regions.append(_initial_region(sc, n, s.addr, nbytes).view(dt))
-    expected = np.sum(np.stack(regions), axis=0, dtype=dt) if len(regions) > 1 else regions[0].copy()
-    return Check(path, node, c.addr, c.dtype, expected)
-
-
 def _as_list(ld: _Loader, doc: dict, key: str) -> list:
     val = doc.get(key, [])
     if not isinstance(val, list):
@@ -405,7 +358,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
             if not 0 <= w < wk.count:
                 raise ld.error(f"workers.assign.{dev}", w, f"valid worker ids are 0..{wk.count - 1} "
                                f"(workers.count = {wk.count})")
-    checks = tuple(_check(ld, sc, topo, c, f"check[{i}]") for i, c in enumerate(sections["check"]))
+    checks = tuple(build_check(c, f"check[{i}]", sc, lambda v, p: _node(ld, topo, v, p), ld.error,
+                               base_dir) for i, c in enumerate(sections["check"]))
     options = RunOptions(name=doc.get("name", ""), source=Path(source) if base_dir else None,
                          workers=wk.count, partition=dict(wk.assign) if wk.assign else None,
                          checks=checks, device_names=tuple(names))
@@ -432,27 +386,20 @@ class LoadedRun:
     pcaps: list[Path] = field(default_factory=list)
     check_lines: list[str] = field(default_factory=list)
     checks_passed: bool = True
+    dumped: list[Path] = field(default_factory=list)     # .npy files written by --dump
 
 
 def _apply_check(run: LoadedRun, c: Check, region: np.ndarray) -> None:
     """Compare one host-memory region with its expected contents; record the outcome."""
-    got = region.view(c.dtype)
-    bad = np.flatnonzero(got != c.expected)
-    if bad.size:
-        i = int(bad[0])
-        run.checks_passed = False
-        run.check_lines.append(f"check FAILED {c.where}: node {c.node} addr {c.addr}: element "
-                               f"{i} is {got[i]}, expected {c.expected[i]} ({bad.size} of "
-                               f"{got.size} {c.dtype} elements differ)")
-    else:
-        run.check_lines.append(f"check ok {c.where}: node {c.node} addr {c.addr}: {got.size} "
-                               f"{c.dtype} elements as expected")
+    ok, line = evaluate(c, region)
+    run.checks_passed = run.checks_passed and ok
+    run.check_lines.append(line)
 
 
 def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | None = None,
-               quiet: bool = True, **transport) -> LoadedRun:
-    """Run a loaded scenario (with checks when it runs in this process). A failed check raises
-    ``spin.demo.DataCheckError`` after nothing else is left to report."""
+               quiet: bool = True, dumps: tuple[Dump, ...] = (), **transport) -> LoadedRun:
+    """Run a loaded scenario, apply its checks and write the memory ``dumps`` (.npy files,
+    listed in ``LoadedRun.dumped``); a failed check sets ``checks_passed`` to False."""
     from .simulation import Simulation
     if pcap_dir is not None and not scenario.capture_links:
         scenario.capture()
@@ -461,23 +408,25 @@ def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | N
             raise ConfigError(f"--until-us with workers = {options.workers}: a time limit is only "
                               f"supported with 1 worker")
         from .fabric import run_scenario
-        regions = tuple((c.node, c.addr, c.expected.nbytes) for c in options.checks)
+        regions = tuple(c.region for c in options.checks) + tuple(d.region for d in dumps)
         result = run_scenario(scenario, options.workers, pcap_dir=pcap_dir, quiet=quiet,
                               partition=options.partition, regions=regions, **transport)
         pcaps = sorted(Path(pcap_dir).glob("*.pcap")) if pcap_dir else []
         run = LoadedRun(result, pcaps)
-        for c, region in zip(options.checks, regions):
-            _apply_check(run, c, np.frombuffer(result.memory_regions[region], np.uint8))
+        for c in options.checks:
+            _apply_check(run, c, np.frombuffer(result.memory_regions[c.region], np.uint8))
+        run.dumped = [d.write(result.memory_regions[d.region]) for d in dumps]
         return run
     sim = Simulation(scenario)
     result = sim.run(quiet=quiet, until_ps=options.until_ps)
     pcaps = sim.write_pcaps(pcap_dir) if pcap_dir is not None else []
     run = LoadedRun(result, pcaps)
+    run.dumped = [d.write(sim.host_memory(d.node)[d.addr:d.addr + d.region[2]].tobytes())
+                  for d in dumps]
     if options.checks and options.until_ps is not None:
         run.check_lines.append(f"checks: {len(options.checks)} skipped (run stopped at "
                                f"--until-us)")
         return run
     for c in options.checks:
-        nbytes = c.expected.nbytes
-        _apply_check(run, c, sim.host_memory(c.node)[c.addr:c.addr + nbytes])
+        _apply_check(run, c, sim.host_memory(c.node)[c.addr:c.addr + c.nbytes])
     return run

@@ -66,10 +66,13 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     node = 0
     addr = 65536
     dtype = "int32"
-    count = 16384
-    expect = "sum"                      # "sum" | "copy" | "values"
+    count = 16384                       # optional with expect = "npy" (the file's length)
+    expect = "sum"                      # "sum" | "copy" | "values" | "npy" | "function"
     sources = [{ node = 0, addr = 0 }, { node = 1, addr = 0 }]   # initial memory regions (sum/copy)
     # values = [...]                    # for expect = "values"
+    # file = "expected.npy"             # for expect = "npy" (relative to this file; same dtype)
+    # function = "mymod:expected"       # for expect = "function": fn(actual array) returns the
+    #                                   # expected array, or True/False (spin.checks)
 
 Every program declared in ``[[program]]`` is compiled into the engine, in declaration order:
 scenario files that declare the same programs (same handler sources) share one compiled engine.
@@ -208,10 +211,12 @@ class CheckSpec(_Spec):
     addr: int = Field(ge=0)
     dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                    "float32", "float64"]
-    count: int = Field(ge=1)
-    expect: Literal["sum", "copy", "values"]
+    count: int | None = Field(None, ge=1)
+    expect: Literal["sum", "copy", "values", "npy", "function"]
     sources: list[RegionSpec] | None = None
     values: list[int | float] | None = None
+    file: str | None = Field(None, min_length=1)
+    function: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 # top-level key -> (model, is an array of tables)
