@@ -20,6 +20,10 @@ class HandlerError(SpinError):
     """A handler has a wrong signature, or failed while processing a packet."""
 
 
+class HandlerCompileError(HandlerError):
+    """A handler does not compile: names the handler, its file and line, and a hint."""
+
+
 class WireError(SpinError):
     """A frame could not be built or parsed (used by tools; the engine counts drops instead)."""
 

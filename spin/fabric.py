@@ -11,6 +11,17 @@ from pathlib import Path
 
 from .results import RunResult
 from .simulation import Scenario, Simulation
+from .topology import Topology
+
+
+def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
+    """Compile the scenario's engine here, once, before workers start: they load it from the
+    cache instead of compiling it side by side, and a handler that does not compile fails with
+    the same error as in a one-process run. A two-host stand-in is enough: the machine code
+    depends on the programs and the engine options, not on the fabric's size."""
+    probe = Scenario(Topology.pair(), engine=scenario.engine,
+                     engine_programs=scenario.programs())
+    Simulation(probe, quiet=quiet).compile()
 
 
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,
@@ -26,11 +37,12 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     (node, addr, nbytes) are returned in ``result.memory_regions`` as bytes.
     """
     if workers == 1 and remote_workers == 0:
-        sim = Simulation(scenario)
+        sim = Simulation(scenario, quiet=quiet)
         result = sim.run(pcap_dir=pcap_dir, quiet=quiet)
         result.memory_regions = {(n, a, k): sim.host_memory(n)[a:a + k].tobytes()
                                  for n, a, k in regions}
         return result
+    compile_engine(scenario, quiet=quiet)
     from .fabric_workers import run_partitioned
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,
                            partition=partition, timeout_s=timeout_s, bind=bind,

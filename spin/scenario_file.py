@@ -417,7 +417,7 @@ def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | N
             _apply_check(run, c, np.frombuffer(result.memory_regions[c.region], np.uint8))
         run.dumped = [d.write(result.memory_regions[d.region]) for d in dumps]
         return run
-    sim = Simulation(scenario)
+    sim = Simulation(scenario, quiet=quiet)
     result = sim.run(quiet=quiet, until_ps=options.until_ps)
     pcaps = sim.write_pcaps(pcap_dir) if pcap_dir is not None else []
     run = LoadedRun(result, pcaps)

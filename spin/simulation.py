@@ -15,7 +15,8 @@ import numpy as np
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import load_engine
-from .errors import ConfigError, HandlerError, SpinError
+from .compile_report import compile_progress, describe_compile_error, is_compile_error
+from .errors import ConfigError, HandlerCompileError, HandlerError, SpinError
 from .handler import ExecutionContext, HandlerProgram
 from .host_program import HostProgram
 from .results import RunResult
@@ -97,7 +98,7 @@ class Scenario:
         return seen
 
     def run(self, pcap_dir: str | Path | None = None, quiet: bool = True) -> RunResult:
-        return Simulation(self).run(pcap_dir=pcap_dir, quiet=quiet)
+        return Simulation(self, quiet=quiet).run(pcap_dir=pcap_dir, quiet=quiet)
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,10 @@ def same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
 class Simulation:
     """One worker's engine for a scenario (all devices unless ``local_devices`` is given)."""
 
-    def __init__(self, scenario: Scenario, local_devices: set[int] | None = None):
+    def __init__(self, scenario: Scenario, local_devices: set[int] | None = None,
+                 quiet: bool = False):
+        """``quiet`` silences the line on stderr shown while the engine compiles (cache misses
+        only)."""
         self.scenario = scenario
         topo = scenario.topology
         self.device_names = topo.device_names()
@@ -168,6 +172,7 @@ class Simulation:
         self.hmems = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._started = False
+        self._compiled, self._quiet = False, quiet
 
     # --- building -----------------------------------------------------------------------
     def _build_state(self) -> S.EngineState:
@@ -321,12 +326,15 @@ class Simulation:
         self.start()
         while True:
             try:
-                status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
-                                               np.int64(max_events))
+                with compile_progress(self.programs, quiet=self._quiet or self._compiled):
+                    status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
+                                                   np.int64(max_events))
+                self._compiled = True
             except SpinError:
                 raise
             except Exception as exc:  # raised inside jitted code: name the culprit
-                raise self._describe_failure(exc) from exc
+                err = self._describe_failure(exc)  # Numba's trace of the engine is noise:
+                raise err from (None if isinstance(err, HandlerCompileError) else exc)
             if status == S.STATUS_CAPTURE_FULL:
                 self._drain_capture()
             elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL, S.STATUS_EVENT_LIMIT):
@@ -366,7 +374,14 @@ class Simulation:
                             f"{node} at t={int(st.sc[S.SC_NOW])} ps failed: "
                             f"{type(exc).__name__}: {exc}") from exc
 
+    def compile(self) -> None:
+        """Compile the engine (or load it from the cache) now, without running anything."""
+        if not self._compiled:
+            self.run_until(0)
+
     def _describe_failure(self, exc: Exception) -> SpinError:
+        if is_compile_error(exc):
+            return describe_compile_error(exc, self.programs, self.st, self.hmems)
         st = self.st
         cur = st.cur
         if cur[S.CUR_ACTIVE]:
