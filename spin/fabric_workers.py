@@ -13,6 +13,7 @@ import numpy as np
 from .engine import state as S
 from .engine.ports import inject_frames
 from .errors import ConfigError
+from .fabric_partition import auto_partition
 from .parallel.batch import FrameBatch
 from .parallel.program import INF_PS, worker_factory
 from .results import RunResult
@@ -32,24 +33,6 @@ class PartitionedScenario:
     owner: tuple[int, ...]   # worker id of every device (hosts first, then switches)
     # host-memory regions (node, addr, nbytes) to bring back from the owning workers
     regions: tuple[tuple[int, int, int], ...] = ()
-
-
-def auto_partition(scenario: Scenario, workers: int) -> tuple[int, ...]:
-    """Hosts in contiguous, balanced blocks by node id; each switch goes to the worker owning
-    most of its neighbours (lowest worker id on ties)."""
-    topo = scenario.topology
-    n_hosts = len(topo.hosts)
-    owner = [min(workers - 1, (h * workers) // max(n_hosts, 1)) for h in range(n_hosts)]
-    by_name = dict(zip(topo.hosts, owner))
-    ports = topo.ports()
-    for s in topo.switches:
-        votes = [0] * workers
-        for _, peer in ports[s]:
-            if peer in by_name:
-                votes[by_name[peer]] += 1
-        by_name[s] = max(range(workers), key=lambda w: (votes[w], -w))
-        owner.append(by_name[s])
-    return tuple(owner)
 
 
 def explicit_partition(scenario: Scenario, workers: int, assign: dict[str, int]) -> tuple[int, ...]:

@@ -1,0 +1,130 @@
+"""Automatic partition of a fabric's devices over workers: a METIS k-way cut (``pymetis``) of the
+device graph, weighted by the traffic the host programs will send and by link latency.
+
+What a cut costs a multi-worker run:
+* every frame crossing it is copied, sent and validated (so: cut links that carry little);
+* the lookahead is the *smallest* latency among cut links, and the number of sync rounds is
+  about the virtual duration over that (so: cut long links, never a short one if avoidable).
+Edge weight = (1 + expected frames on the link) x (longest link latency / this link's latency),
+so METIS, minimising the summed weight of cut edges, prefers high-latency, low-traffic links.
+Vertex weight = expected frames a device handles (its events), so workers get balanced work.
+
+Traffic is estimated, not simulated: every ``send`` of every host program is routed from source
+to destination over the topology's shortest paths (transiting switches only, as forwarding
+does), split evenly over equal-cost next hops (what per-flow ECMP does on average). Handler-made
+traffic is not known beforehand; every link carries a base weight of one frame.
+
+Deterministic: the same scenario gives the same graph, and METIS runs with a fixed seed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import state as S
+from .errors import ConfigError
+
+_SEED = 12345
+_MAX_WEIGHT = 1 << 24  # keeps METIS's integer sums (idx_t) far from overflow
+
+
+def _edges(topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Directed edge arrays (src, dst, link index), both directions of every link."""
+    index = {n: i for i, n in enumerate(topology.device_names())}
+    a = np.array([index[l.a] for l in topology.links], np.int64)
+    b = np.array([index[l.b] for l in topology.links], np.int64)
+    link = np.arange(len(topology.links), dtype=np.int64)
+    return np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([link, link])
+
+
+def _demand(scenario, n_devices: int) -> dict[int, np.ndarray]:
+    """Bytes each source host sends to each destination host: {dst: bytes by source device}."""
+    out: dict[int, np.ndarray] = {}
+    for node, prog in scenario.host_programs.items():
+        for op in prog.ops:
+            if op[0] == S.OP_SEND and 0 <= op[1] < scenario.n_hosts and op[1] != node:
+                vec = out.setdefault(int(op[1]), np.zeros(n_devices))
+                vec[node] += op[3]
+    return out
+
+
+def link_traffic(scenario) -> np.ndarray:
+    """Expected bytes over each link (both directions summed), from the host programs' sends."""
+    topo = scenario.topology
+    n = len(topo.device_names())
+    src, dst, link = _edges(topo)
+    forwards = np.zeros(n, bool)
+    forwards[len(topo.hosts):] = True  # only switches transit traffic
+    traffic = np.zeros(len(topo.links))
+    for target, demand in sorted(_demand(scenario, n).items()):
+        dist = _bfs_to(target, src, dst, forwards, n)
+        # an edge u -> v is on a shortest path to target if v is one hop closer and u may forward
+        on_path = (dist[dst] == dist[src] - 1) & (dist[src] > 0) & (forwards[src] | (demand[src] > 0))
+        fanout = np.bincount(src[on_path], minlength=n).astype(float)
+        flow = demand.copy()
+        for level in range(int(dist[dist < n].max()), 0, -1):
+            sel = on_path & (dist[src] == level)
+            if not sel.any():
+                continue
+            share = flow[src[sel]] / fanout[src[sel]]
+            np.add.at(traffic, link[sel], share)
+            np.add.at(flow, dst[sel], share)
+    return traffic
+
+
+def _bfs_to(target: int, src: np.ndarray, dst: np.ndarray, forwards: np.ndarray, n: int) -> np.ndarray:
+    """Hop distance of every device to ``target``, paths transiting forwarding devices only
+    (unreachable: n)."""
+    dist = np.full(n, n, np.int64)
+    dist[target] = 0
+    frontier = np.array([target])
+    level = 0
+    while frontier.size:
+        level += 1
+        # reverse edges: from a frontier device back to its neighbours (which may forward into it)
+        into = np.isin(dst, frontier) & (dist[src] == n)
+        nxt = np.unique(src[into])
+        dist[nxt] = level
+        frontier = nxt[forwards[nxt]]  # hosts are reached but are not expanded
+    return dist
+
+
+def auto_partition(scenario, workers: int) -> tuple[int, ...]:
+    """Worker id of every device (hosts first, then switches), cut by METIS as described above."""
+    topo = scenario.topology
+    names = topo.device_names()
+    if workers < 1:
+        raise ConfigError(f"workers = {workers}; must be >= 1")
+    if workers == 1 or not topo.links:
+        return tuple([0] * len(names))
+    if workers > len(names):
+        raise ConfigError(f"workers = {workers} exceeds the {len(names)} devices of the topology")
+    import pymetis
+
+    mtu = scenario.engine.mtu_bytes
+    frames = link_traffic(scenario) / mtu
+    lat = np.array([l.config.latency_ns for l in topo.links], float)
+    eweight = np.minimum((1.0 + frames) * (lat.max() / lat), _MAX_WEIGHT).round().astype(np.int64)
+    src, dst, link = _edges(topo)
+    n = len(names)
+    order = np.lexsort((dst, src))  # CSR: neighbours of each device, deterministic order
+    xadj = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))])
+    vweight = np.ones(n)
+    np.add.at(vweight, src, frames[link])  # frames a device sends or receives: its events
+    vweight = np.minimum(vweight, _MAX_WEIGHT).round().astype(np.int64)
+    opts = pymetis.Options(seed=_SEED)
+    graph = pymetis.CSRAdjacency(adj_starts=xadj.tolist(), adjacent=dst[order].tolist())
+    _cuts, parts = pymetis.part_graph(workers, adjacency=graph, vweights=vweight.tolist(),
+                                      eweights=eweight[link[order]].tolist(), options=opts)
+    return _canonical(parts, workers)
+
+
+def _canonical(parts, workers: int) -> tuple[int, ...]:
+    """Renumber parts by first appearance, so device 0 is always on worker 0 (the coordinator's
+    first local worker) whatever labels METIS chose."""
+    relabel: dict[int, int] = {}
+    for p in parts:
+        if p not in relabel:
+            relabel[p] = len(relabel)
+    for p in range(workers):  # empty parts (tiny graphs) keep distinct ids
+        relabel.setdefault(p, len(relabel))
+    return tuple(relabel[p] for p in parts)
