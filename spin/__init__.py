@@ -5,7 +5,8 @@ exchange real RoCEv2 frames through switches, in deterministic virtual time (pic
 
 Public API (imported lazily so ``import spin`` stays cheap):
 
-* ``Topology``, ``Scenario``, ``Simulation``, ``RunResult``
+* ``Topology``, ``Scenario``, ``Simulation``, ``RunResult``, ``run_scenario`` (any worker count)
+* ``OffloadComparison``: a host baseline against an offloaded run (``spin.testing`` for pytest)
 * ``HandlerProgram``, ``ExecutionContext``, ``HandlerCost``, ``handler``
 * configs: ``LinkConfig``, ``NicConfig``, ``HostConfig``, ``SwitchConfig``, ``EngineConfig``
 * errors: ``SpinError`` and subclasses in ``spin.errors``
@@ -28,6 +29,7 @@ _EXPORTS = {
     "ExecutionContext": "spin.handler", "HandlerCost": "spin.handler", "handler": "spin.handler",
     "LinkConfig": "spin.config", "NicConfig": "spin.config", "HostConfig": "spin.config",
     "SwitchConfig": "spin.config", "EngineConfig": "spin.config",
+    "run_scenario": "spin.fabric", "OffloadComparison": "spin.compare",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -38,6 +38,7 @@ class Check:
 
     @property
     def nbytes(self) -> int:
+        """Size of the region in bytes."""
         return self.count * np.dtype(self.dtype).itemsize
 
     @property
@@ -184,9 +185,11 @@ class Dump:
 
     @property
     def region(self) -> tuple[int, int, int]:
+        """(node, addr, nbytes), as ``run_scenario(regions=...)`` takes it."""
         return (self.node, self.addr, self.count * np.dtype(self.dtype).itemsize)
 
     def write(self, data: bytes) -> Path:
+        """Write the region's bytes (read after the run) as a ``.npy`` of ``dtype``."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         np.save(self.path, np.frombuffer(data, self.dtype))
         return self.path

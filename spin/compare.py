@@ -95,6 +95,7 @@ class OffloadComparison:
         return self.gain("completion_ps")
 
     def gains(self) -> dict[str, float]:
+        """Every metric's gain."""
         return {m: self.gain(m) for m in METRIC_NAMES}
 
     def table(self) -> str:
@@ -128,12 +129,15 @@ class OffloadComparison:
         return self.assert_gain("completion_ps", at_least)
 
     def assert_less_host_cpu(self, at_least: float = 1.0) -> "OffloadComparison":
+        """Assert the offload saves host CPU time by ``at_least`` times or more."""
         return self.assert_gain("host_cpu_ps", at_least)
 
     def assert_less_pcie(self, at_least: float = 1.0) -> "OffloadComparison":
+        """Assert the offload moves ``at_least`` times fewer PCIe bytes or better."""
         return self.assert_gain("pcie_bytes", at_least)
 
     def assert_less_link_bytes(self, at_least: float = 1.0) -> "OffloadComparison":
+        """Assert the offload sends ``at_least`` times fewer link bytes or better."""
         return self.assert_gain("link_bytes", at_least)
 
     def assert_no_drops(self) -> "OffloadComparison":
@@ -152,6 +156,7 @@ class OffloadComparison:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "OffloadComparison":
+        """Inverse of ``to_dict`` (the results themselves are not part of it)."""
         names = [f.name for f in fields(Metrics)]
         return cls(Metrics(**{k: d["baseline"][k] for k in names}),
                    Metrics(**{k: d["offload"][k] for k in names}), d.get("title", ""))

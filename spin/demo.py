@@ -49,11 +49,13 @@ def demo_programs(reduce_elems: int = 16384, reduce_contributors: int = 7) -> li
 
 # --- ping-pong ------------------------------------------------------------------------------------
 def ping_data(rounds: int, size: int, seed: int = 1) -> np.ndarray:
+    """The bytes of every ping, round after round (deterministic from ``seed``)."""
     return np.random.default_rng(seed).integers(0, 256, rounds * size, dtype=np.uint8)
 
 
 def build_pingpong(offload: bool, rounds: int = 8, size: int = 512,
                    programs: list[HandlerProgram] | None = None) -> Scenario:
+    """The ping-pong scenario, host-based (host 1 answers) or offloaded (host 1's NIC does)."""
     if rounds < 1 or size < 1:
         raise ConfigError(f"ping-pong needs rounds >= 1 and size >= 1 B, got rounds={rounds}, "
                           f"size={size}")
@@ -79,6 +81,7 @@ def build_pingpong(offload: bool, rounds: int = 8, size: int = 512,
 
 
 def check_pingpong(sim: Simulation, rounds: int, size: int) -> str:
+    """Every pong equals its ping in host 0's memory, or ``DataCheckError``."""
     expect = ping_data(rounds, size)
     got = sim.host_memory(0)[PONG_ADDR:PONG_ADDR + rounds * size]
     bad = np.flatnonzero(got != expect)
@@ -92,6 +95,7 @@ def check_pingpong(sim: Simulation, rounds: int, size: int) -> str:
 
 # --- reduce ---------------------------------------------------------------------------------------
 def reduce_vectors(hosts: int, n_elems: int, seed: int = 2) -> list[np.ndarray]:
+    """Each host's int32 vector, spanning the whole int32 range so sums wrap."""
     rng = np.random.default_rng(seed)
     info = np.iinfo(np.int32)
     return [rng.integers(info.min, info.max, n_elems, dtype=np.int64, endpoint=True).astype(np.int32)
@@ -100,6 +104,7 @@ def reduce_vectors(hosts: int, n_elems: int, seed: int = 2) -> list[np.ndarray]:
 
 def build_reduce(offload: bool, hosts: int = 8, nbytes: int = 65536,
                  programs: list[HandlerProgram] | None = None) -> Scenario:
+    """The reduce scenario: the root sums every vector on its CPU, or its NIC does."""
     if hosts < 2 or nbytes < 4 or nbytes % 4:
         raise ConfigError(f"reduce needs hosts >= 2 and a positive multiple of 4 B, got "
                           f"hosts={hosts}, nbytes={nbytes}")
@@ -130,6 +135,7 @@ def build_reduce(offload: bool, hosts: int = 8, nbytes: int = 65536,
 
 
 def check_reduce(sim: Simulation, offload: bool, hosts: int, nbytes: int) -> str:
+    """The root's result equals numpy's int32 sum exactly, or ``DataCheckError``."""
     n = nbytes // 4
     expect = np.sum(np.stack(reduce_vectors(hosts, n)), axis=0, dtype=np.int32)
     addr = REDUCE_RESULT_ADDR if offload else 0
@@ -176,6 +182,7 @@ def _workload(out: dict[str, Any], title: str, build, check) -> OffloadCompariso
 
 def run_pingpong(rounds: int = 8, size: int = 512,
                  programs: list[HandlerProgram] | None = None) -> dict[str, Any]:
+    """Ping-pong both ways, checked and compared (plus the round-trip time of each)."""
     out: dict[str, Any] = {"workload": "ping-pong",
                            "params": {"rounds": rounds, "size_bytes": size, "hosts": 2,
                                       "topology": "star(2)"}}
@@ -188,6 +195,7 @@ def run_pingpong(rounds: int = 8, size: int = 512,
 
 def run_reduce(hosts: int = 8, nbytes: int = 65536,
                programs: list[HandlerProgram] | None = None) -> dict[str, Any]:
+    """Reduce both ways, checked and compared (plus algbw as nccl-tests defines it)."""
     out: dict[str, Any] = {"workload": "reduce",
                            "params": {"hosts": hosts, "vector_bytes": nbytes, "dtype": "int32",
                                       "topology": f"star({hosts})", "root": 0}}

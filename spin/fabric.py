@@ -34,7 +34,8 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     ``remote_workers`` of the ``workers`` are not spawned here: they join from other machines
     with ``spin worker --join tcp://HOST:PORT --key-file KEY``. Listening beyond loopback
     (``bind``) requires ``key_file`` (CurveZMQ; see ``spin keys``). Host-memory ``regions``
-    (node, addr, nbytes) are returned in ``result.memory_regions`` as bytes.
+    (node, addr, nbytes) are returned in ``result.memory_regions`` as bytes, read with
+    ``result.read(node, addr, count, dtype)``.
     """
     if workers == 1 and remote_workers == 0:
         sim = Simulation(scenario, quiet=quiet)

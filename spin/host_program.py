@@ -104,6 +104,7 @@ class HostProgram:
         return self
 
     def compute(self, ns: float) -> "HostProgram":
+        """Keep the host's CPU busy for ``ns`` nanoseconds (application work between messages)."""
         if ns < 0:
             raise ConfigError(f"host {self.node}: compute ns={ns} must be >= 0")
         self.ops.append([S.OP_COMPUTE, ns_to_ps(ns), 0, 0, 0, 0, 0, 0])

@@ -32,10 +32,12 @@ def us(ps: float) -> str:
 
 
 def count(n: float) -> str:
+    """An integer count with thousands separators."""
     return f"{int(n):,}"
 
 
 def ratio(x: float) -> str:
+    """A factor, as ``3.91x``."""
     return f"{x:.2f}x"
 
 
@@ -110,6 +112,7 @@ def message_table(result) -> str:
 
 
 def link_table(result) -> str:
+    """Per link direction: frames, bytes, queue maximum, busy time, drops."""
     rows = [[f"{l.link}: {l.from_device}->{l.to_device}", count(l.tx_frames), count(l.tx_bytes),
              count(l.max_queue_bytes), us(l.busy_ps), count(l.drops)]
             for l in result.links]
@@ -118,6 +121,7 @@ def link_table(result) -> str:
 
 
 def nic_table(result) -> str:
+    """Per node: DMA bytes, HPU busy time, handler calls, host CPU time, messages, finished."""
     hosts = {h.node: h for h in result.hosts}
     rows = []
     for n in result.nics:

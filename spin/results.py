@@ -191,6 +191,7 @@ class RunResult:
         return d
 
     def to_json(self, include_wall: bool = True, **kw: Any) -> str:
+        """``to_dict`` as JSON text (``kw`` go to ``json.dumps``)."""
         return json.dumps(self.to_dict(include_wall), **kw)
 
     @classmethod

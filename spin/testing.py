@@ -86,6 +86,7 @@ class Runner:
     workers: int
 
     def run(self, scenario: Scenario, *, read: Iterable[Read] = (), **kw) -> RunResult:
+        """``spin.testing.run`` with this test's worker count."""
         return run(scenario, self.workers, read=read, **kw)
 
     def run_both(self, scenario: Scenario, *, read: Iterable[Read] = (), **kw) -> RunResult:
@@ -93,11 +94,13 @@ class Runner:
         return run_both(scenario, max(2, self.workers), read=read, **kw)
 
     def compare(self, baseline: Scenario, offload: Scenario, **kw) -> OffloadComparison:
+        """``spin.testing.compare`` with this test's worker count."""
         return compare(baseline, offload, workers=self.workers, **kw)
 
 
 # --- pytest hooks -----------------------------------------------------------------------------------
 def pytest_addoption(parser) -> None:
+    """``--spin-workers N,M``."""
     group = parser.getgroup("spin", "spin offload emulator")
     group.addoption("--spin-workers", default=",".join(map(str, DEFAULT_WORKERS)),
                     metavar="N,M", help="worker counts the spin_workers / spin_runner fixtures "
@@ -117,6 +120,7 @@ def _worker_counts(config) -> list[int]:
 
 
 def pytest_generate_tests(metafunc) -> None:
+    """Parametrise every test that uses ``spin_workers`` over the worker counts."""
     if "spin_workers" in metafunc.fixturenames:
         counts = _worker_counts(metafunc.config)
         metafunc.parametrize("spin_workers", counts, ids=[f"{n}w" for n in counts])
