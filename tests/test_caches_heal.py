@@ -1,5 +1,6 @@
 """Every cache lives under SPIN_CACHE_DIR, a damaged cache entry is rebuilt rather than failing
-every later run, and an edit to a module a handler imports is never served stale code."""
+every later run, an edit to a module a handler imports is never served stale code, and a cold
+start says what it compiles."""
 import os
 import subprocess
 import sys
@@ -80,8 +81,12 @@ def test_caches_under_spin_cache_dir_heal_and_follow_imports(tmp_path):
     cache, src = tmp_path / "cache", tmp_path / "src"
     src.mkdir()
     _write_modules(src, 3)
-    name1, v1 = _value(_run(src, cache))
+    cold = _run(src, cache)
+    name1, v1 = _value(cold)
     assert v1 == 3 * 3  # three packets, SCALE = 3
+    # a cold start says what it compiles and how long it took
+    assert "spin: compiling the engine for programs 'scaled'" in cold.stderr, cold.stderr
+    assert "spin: engine compile done in " in cold.stderr
     # Numba's cache of spin's own modules is under SPIN_CACHE_DIR, not next to the sources
     own = list((cache / "numba").rglob("heap.push_event-*.nbc"))
     assert own, sorted(p.name for p in cache.rglob("*"))[:20]
@@ -96,6 +101,7 @@ def test_caches_under_spin_cache_dir_heal_and_follow_imports(tmp_path):
     assert "unreadable Numba cache entry" in healed.stderr and "push_event" in healed.stderr
     again = _run(src, cache)
     assert _value(again) == (name1, v1) and "unreadable" not in again.stderr
+    assert "compiling" not in again.stderr  # everything came from the cache
 
     # an edit to the imported helper only: new machine code, new value
     (src / "heal_probe_helper.py").write_text(HELPER.format(scale=7))
