@@ -127,8 +127,9 @@ def build_check(c, path: str, sc, node_of: Callable[[Any, str], int],
         if s.addr + nbytes > sc.host.memory_bytes:
             raise error(f"{path}.sources[{k}].addr", s.addr, "region exceeds host memory")
         regions.append(_initial_region(sc, n, s.addr, nbytes).view(dt))
-    expected = np.sum(np.stack(regions), axis=0, dtype=dt) if len(regions) > 1 else regions[0].copy()
-    return make(expected=expected)
+    if len(regions) == 1:
+        return make(expected=regions[0].copy())
+    return make(expected=np.sum(np.stack(regions), axis=0, dtype=dt))
 
 
 def _load_npy(c, path: str, error, base_dir: Path | None) -> np.ndarray:

@@ -33,6 +33,24 @@ def _check_module_level(node: int, fn, what: str) -> None:
         raise ConfigError(f"host {node}: {what}({fn!r}) needs a module-level function")
 
 
+def operator_of(spec, source: str) -> "str | Callable":
+    """The ``op`` of a scenario file's reduce op: its ``operator`` name, or the function named by
+    ``function`` ("module:function", importable or next to the scenario file ``source``)."""
+    if spec.function is None:
+        return spec.operator
+    if "operator" in spec.model_fields_set:
+        raise ConfigError(f"operator = {spec.operator!r} and function = {spec.function!r}: give "
+                          f"one of them")
+    from pathlib import Path
+
+    from .checks import import_object
+    src = Path(source)
+    try:
+        return import_object(spec.function, src.resolve().parent if src.is_file() else None)
+    except ValueError as exc:
+        raise ConfigError(f"function = {spec.function!r}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class ElementwiseReduce:
     """A host-program call applying ``fn(dst, src) -> new dst`` to two host-memory regions."""

@@ -127,8 +127,9 @@ def nic_table(result) -> str:
     for n in result.nics:
         h = hosts.get(n.node)
         c = n.handler_calls
+        calls = "/".join(count(k) for k in (c.header, c.payload, c.completion))
         rows.append([f"node {n.node}", count(n.dma_write_bytes), count(n.dma_read_bytes),
-                     us(n.hpu_busy_ps), f"{count(c.header)}/{count(c.payload)}/{count(c.completion)}",
+                     us(n.hpu_busy_ps), calls,
                      us(h.cpu_busy_ps if h else 0), count(h.messages_received if h else 0),
                      "yes" if h and h.finished else "NO"])
     return table(["NIC/host", "DMA write (B)", "DMA read (B)", "HPU busy (µs)",

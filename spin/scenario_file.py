@@ -19,6 +19,7 @@ from .checks import Check, Dump, build_check, evaluate
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
 from .handler import ExecutionContext, HandlerProgram
+from .host_program import operator_of
 from .simulation import Scenario, same_program
 from .topologies import TOPOLOGIES
 from .topology import Topology
@@ -215,7 +216,8 @@ def _add_ops(ld: _Loader, sc: Scenario, topo: Topology, hp, ops: list, path: str
             elif kind == "compute":
                 hp.compute(op.ns)
             elif kind == "reduce":
-                hp.reduce(op.dst_addr, op.src_addr, op.count, op.dtype, op.operator)
+                hp.reduce(op.dst_addr, op.src_addr, op.count, op.dtype, operator_of(op, ld.source),
+                          ps_per_byte=op.ps_per_byte)
             elif kind == "mark":
                 hp.mark(op.label)
             else:

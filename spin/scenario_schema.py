@@ -44,6 +44,7 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
       { op = "compute", ns = 1000.0 },                # host busy for ns nanoseconds
       { op = "reduce", dst_addr = 0, src_addr = 65536, count = 16384, dtype = "int32" },
       # ... operator = "sum" | "max" | "min" | "prod" | "band" | "bor" | "bxor" (default "sum")
+      # ... or function = "mymod:op" (op(dst, src) -> new dst, numpy), ps_per_byte = 400.0
       { op = "mark", label = "done" },                # record the virtual time here
       { op = "repeat", times = 8, ops = [ ... ] },    # the nested ops, `times` times
     ]
@@ -163,6 +164,8 @@ class ReduceOp(_Spec):
     count: int = Field(ge=1)
     dtype: Literal["int32", "int64", "float32", "float64"]
     operator: Literal["sum", "max", "min", "prod", "band", "bor", "bxor"] = "sum"
+    function: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    ps_per_byte: float | None = Field(None, ge=0)
 
 
 class MarkOp(_Spec):

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-import numpy as np
 import pytest
 
 from .compare import Metrics, OffloadComparison
@@ -34,6 +33,7 @@ DEFAULT_WORKERS = (1, 2)
 
 
 def _regions(read: Iterable[Read]) -> tuple[tuple[int, int, int], ...]:
+    import numpy as np                 # not at pytest start-up: most sessions never run spin
     out = []
     for r in read:
         if len(r) != 4:
@@ -98,7 +98,7 @@ class Runner:
         return compare(baseline, offload, workers=self.workers, **kw)
 
 
-# --- pytest hooks -----------------------------------------------------------------------------------
+# --- pytest hooks ---------------------------------------------------------------------------------
 def pytest_addoption(parser) -> None:
     """``--spin-workers N,M``."""
     group = parser.getgroup("spin", "spin offload emulator")

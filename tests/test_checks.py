@@ -45,7 +45,8 @@ ops = [{{ op = "send", dst = 0, nbytes = {4 * N}, qp = 1, remote_addr = 65536 }}
 [[host_program]]
 node = 0
 ops = [{{ op = "wait_recv", qp = 1 }},
-       {{ op = "reduce", dst_addr = 0, src_addr = 65536, count = {N}, dtype = "int32", operator = "max" }}]
+       {{ op = "reduce", dst_addr = 0, src_addr = 65536, count = {N}, dtype = "int32", \
+operator = "max" }}]
 [[check]]
 node = 0
 addr = 0

@@ -9,7 +9,8 @@ import pytest
 
 from spin.errors import ConfigError
 from spin.fabric import run_scenario
-from spin.scenario_file import load_scenario_text
+from spin.checks import Dump
+from spin.scenario_file import load_scenario, load_scenario_text, run_loaded
 from spin.simulation import Scenario
 from spin.topology import Topology
 from tests.kit_programs import KIT_PROGRAMS
@@ -110,6 +111,62 @@ ops = [{ op = "reduce", dst_addr = 0, src_addr = 64, count = 4, dtype = "int64",
     assert sc.host_programs[0].ops[0][4:6] == [1, REDUCE_OPS["min"]]
     with pytest.raises(ConfigError, match=r"operator = 'mean'.*'max'"):
         load_scenario_text(text.replace('"min"', '"mean"'))
+
+
+MYOPS = """
+import numpy as np
+
+
+def hypot(dst, src):
+    return np.hypot(dst, src)
+"""
+
+
+def test_toml_reduce_function_next_to_the_scenario(tmp_path):
+    (tmp_path / "myops.py").write_text(MYOPS)
+    (tmp_path / "hyp.toml").write_text(f"""
+[topology]
+kind = "pair"
+[[program]]
+name = "max"
+factory = "examples.max_reduce:max_reduce_program"
+args = {{ n_elems = 4, n_contributors = 1 }}
+[[memory]]
+node = 0
+addr = 0
+dtype = "float64"
+fill = "random"
+count = {2 * N}
+[[host_program]]
+node = 0
+ops = [
+  {{ op = "reduce", dst_addr = 0, src_addr = {8 * N}, count = {N}, dtype = "float64", \
+function = "myops:hypot", ps_per_byte = 250.0 }},
+]
+""")
+    sc, opts = load_scenario(tmp_path / "hyp.toml")
+    out = tmp_path / "out.npy"
+    run = run_loaded(sc, opts, dumps=(Dump(0, 0, N, "float64", out),))
+    start = np.random.default_rng(0).standard_normal(2 * N)     # the [[memory]] fill
+    assert np.load(out).tobytes() == np.hypot(start[:N], start[N:]).tobytes()
+    assert run.result.host(0).cpu_busy_ps == 8 * N * 250
+
+
+@pytest.mark.parametrize("extra, words", [
+    ('function = "myops:hypot", operator = "max", ps_per_byte = 1.0',
+     ["operator = 'max' and function = 'myops:hypot'", "one of them"]),
+    ('function = "nomod:f", ps_per_byte = 1.0', ["function = 'nomod:f'", "cannot import"]),
+    ('function = "tests.test_host_reduce:hypot_op"', ["needs ps_per_byte >= 0"]),
+    ('operator = "max", ps_per_byte = 1.0', ["ps_per_byte is for functions"]),
+])
+def test_toml_reduce_function_errors(extra, words):
+    text = ("[topology]\nkind = \"pair\"\n[[host_program]]\nnode = 0\nops = [{ op = \"reduce\", "
+            f"dst_addr = 0, src_addr = 64, count = 4, dtype = \"float64\", {extra} }}]\n")
+    with pytest.raises(ConfigError) as exc:
+        load_scenario_text(text, "inline.toml")
+    assert "host_program[0].ops[0]" in str(exc.value)
+    for w in words:
+        assert w in str(exc.value)
 
 
 def test_schema_lists_the_engine_operators():

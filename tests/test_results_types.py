@@ -28,7 +28,8 @@ def test_run_result_round_trips_through_json():
     r = RunResult.merge([_part(1, False), _part(0, True)])
     back = RunResult.from_dict(json.loads(r.to_json()))
     assert back == r
-    assert isinstance(back.nics[0], NicStats) and isinstance(back.nics[0].handler_calls, HandlerCalls)
+    assert isinstance(back.nics[0], NicStats)
+    assert isinstance(back.nics[0].handler_calls, HandlerCalls)
     assert isinstance(back.links[0], LinkStats) and isinstance(back.switches[0], SwitchStats)
 
 
