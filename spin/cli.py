@@ -78,14 +78,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_json(args.json, data)
         if not args.quiet:
             print(f"results written to {args.json}")
+    failed = _unfinished(run.result, options.until_ps is not None)
     if not run.checks_passed:
         if args.quiet:
             for line in run.check_lines:
                 if "FAILED" in line:
                     print(line, file=sys.stderr)
         print("spin: error: data check failed", file=sys.stderr)
-        return 1
-    return 0
+        failed = True
+    return 1 if failed else 0
+
+
+def _unfinished(result, stopped_early: bool) -> bool:
+    """A run whose host programs still wait at the end is not a success (unless the user
+    stopped it with --until-us): say who waits for what, even with --quiet."""
+    from .errors import RunIncompleteError
+    if stopped_early:
+        return False
+    try:
+        result.require_finished()
+    except RunIncompleteError as exc:
+        print(f"spin: error: {one_line(exc)}", file=sys.stderr)
+        return True
+    return False
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -24,6 +24,10 @@ class HandlerCompileError(HandlerError):
     """A handler does not compile: names the handler, its file and line, and a hint."""
 
 
+class RunIncompleteError(SpinError):
+    """A run ended with host programs still waiting: names the hosts and what they wait for."""
+
+
 class WireError(SpinError):
     """A frame could not be built or parsed (used by tools; the engine counts drops instead)."""
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, RunIncompleteError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,6 +103,7 @@ class HostStats:
     finished: bool             # the host program ran to its end
     messages_received: int
     events_received: int       # handler-raised host events
+    waiting_for: str = ""      # unfinished: the op it is blocked at and its progress
 
 
 @dataclass
@@ -147,6 +148,13 @@ class RunResult:
 
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
+        if label not in self.marks:
+            raise ConfigError(f"mark label={label!r} is not a mark of this run; marks: "
+                              f"{', '.join(map(repr, sorted(self.marks))) or 'none'}")
+        if node not in self.marks[label]:
+            passed = ", ".join(map(str, sorted(self.marks[label]))) or "none"
+            raise ConfigError(f"mark label={label!r} node={node}: that host never passed this "
+                              f"mark; nodes that did: {passed}")
         return self.marks[label][node]
 
     def read(self, node: int, addr: int, count: int, dtype: str = "uint8") -> "np.ndarray":
@@ -170,6 +178,22 @@ class RunResult:
     def host(self, node: int) -> HostStats:
         """The stats of ``node``'s host."""
         return next(h for h in self.hosts if h.node == node)
+
+    def unfinished_hosts(self) -> list[HostStats]:
+        """Hosts whose program did not run to its end (``waiting_for`` says where it stopped)."""
+        return [h for h in self.hosts if not h.finished]
+
+    def require_finished(self) -> "RunResult":
+        """Return self, or raise ``RunIncompleteError`` naming each host program that did not
+        finish and what it waits for: a run that ended with waiting hosts is not a success."""
+        stuck = self.unfinished_hosts()
+        if stuck:
+            shown = "; ".join(f"node {h.node} {h.waiting_for or 'did not finish'}"
+                              for h in stuck[:8])
+            more = f"; and {len(stuck) - 8} more" if len(stuck) > 8 else ""
+            raise RunIncompleteError(f"{len(stuck)} host program(s) did not finish by "
+                                     f"t={self.end_time_ps} ps: {shown}{more}")
+        return self
 
     def totals(self) -> Totals:
         """Sums over every link, NIC and host."""

@@ -7,6 +7,22 @@ from .results import (HandlerCalls, HostStats, LinkStats, MessageRecord, NicStat
                       SwitchStats)
 
 
+def _waiting_for(st, d: int) -> str:
+    """Where an unfinished host program stopped, in the words of its ops ("" when finished)."""
+    state, pc = int(st.dev[d, S.D_HOST_STATE]), int(st.dev[d, S.D_HOST_PC])
+    target = int(st.dev[d, S.D_WAIT1])
+    if state == S.HOST_WAIT_RECV:
+        qp = int(st.dev[d, S.D_WAIT0])
+        return (f"waits at op {pc} (wait_recv qp={qp}): {int(st.host_recv_count[d, qp])} of "
+                f"{target} messages received on qp {qp}")
+    if state == S.HOST_WAIT_EVENT:
+        return (f"waits at op {pc} (wait_event): {int(st.dev[d, S.D_HOST_EVENT_COUNT])} of "
+                f"{target} host events received")
+    if state == S.HOST_RUNNING:
+        return f"was still running at op {pc} of {int(st.dev[d, S.D_HOST_OP_COUNT])}"
+    return ""
+
+
 def build_result(sim) -> RunResult:
     st, scen = sim.st, sim.scenario
     topo = scen.topology
@@ -44,7 +60,8 @@ def build_result(sim) -> RunResult:
         hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
                                finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
                                messages_received=int(st.host_recv_count[d].sum()),
-                               events_received=int(st.dev[d, S.D_HOST_EVENT_COUNT])))
+                               events_received=int(st.dev[d, S.D_HOST_EVENT_COUNT]),
+                               waiting_for=_waiting_for(st, d)))
     switches = []
     for s, name in enumerate(topo.switches):
         d = n_hosts + s
