@@ -3,8 +3,10 @@
 Two local workers run the real round loop (spin.parallel.sync over spin.parallel.mesh):
 - stream: worker 0 sends B frames of 1500 B (1536 B slots) to worker 1 every round; worker 1
   receives them (optionally copying them into a slot pool, as an engine would);
-- empty: both workers have an event every round and send empty batches (pure sync overhead).
-Rates use the workers' round-loop wall time (start-up and program build excluded).
+- empty: both workers have an event every round and send empty batches (pure sync overhead);
+- engine: the engine's own round (8-host star, 100 ns links, frames cross every round).
+Rates use the workers' round-loop wall time (start-up and program build excluded). Round costs
+are set against a bare zmq round trip timed in the same run, between the same two processes.
 
     python bench/bench_transport.py [--frames 200000] [--rounds 5000]
 """
@@ -96,25 +98,50 @@ def _stream(frames: int, batch: int, copy: bool) -> None:
           f"{out.transport['bytes_sent'] / wall / 1e9 * 8:5.2f} Gbit/s on the wire (1536 B slots)")
 
 
-def _empty(rounds: int) -> None:
-    spec = BenchSpec("empty", rounds=rounds)
-    out = run_fabric("bench_transport:make_program", spec, n_workers=2, timeout_s=300)
-    assert out.rounds == rounds, (out.rounds, rounds)
-    per_round_us = out.loop_wall_s / (rounds + 1) * 1e6  # +1: the start-up exchange
-    print(f"  sync    empty batches, 2 workers: {rounds} rounds in {out.loop_wall_s:6.3f} s  ->  "
-          f"{per_round_us:6.1f} µs/round  ({1e6 / per_round_us:,.0f} rounds/s)")
+def _versus_round_trip(label: str, factory: str, spec, round_trips: int) -> None:
+    """Round cost against a bare zmq round trip timed between the same two worker processes,
+    over the same sockets, just before the round loop starts."""
+    out = run_fabric(factory, spec, n_workers=2, timeout_s=600, round_trips=round_trips)
+    rtt_us = out.transport["round_trip_ns"] / 1e3
+    per_round_us = out.loop_wall_s / (out.rounds + 1) * 1e6  # +1: the start-up exchange
+    print(f"  {label:34s} {out.rounds:6d} rounds in {out.loop_wall_s:6.3f} s -> {per_round_us:6.1f} µs/round"
+          f"   bare zmq round trip {rtt_us:6.1f} µs   ratio {per_round_us / rtt_us:4.2f}x", flush=True)
+
+
+def _empty(rounds: int, round_trips: int) -> None:
+    _versus_round_trip("sync, empty batches", "bench_transport:make_program",
+                       BenchSpec("empty", rounds=rounds), round_trips)
+
+
+def _engine(messages: int, round_trips: int) -> None:
+    """The engine's round: 8-host star, 100 ns links, every host streaming through the switch,
+    so every round carries frames both ways (the case the round cost matters most for)."""
+    from bench_fabric import ring_stream
+
+    from spin.fabric import run_scenario
+    from spin.fabric_workers import FACTORY, PartitionedScenario, auto_partition
+
+    run_scenario(ring_stream(8, 2, 1024, 100.0))  # compile or load the engine once
+    sc = ring_stream(8, messages, 16384, 100.0)
+    spec = PartitionedScenario(sc, auto_partition(sc, 2))
+    _versus_round_trip("sync, engine star 8 hosts 100 ns", FACTORY, spec, round_trips)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=200_000, help="frames per stream measurement")
     ap.add_argument("--rounds", type=int, default=5_000, help="rounds for the sync measurement")
+    ap.add_argument("--round-trips", type=int, default=2_000, help="bare round trips timed per run")
+    ap.add_argument("--messages", type=int, default=400, help="messages per host in the engine run")
+    ap.add_argument("--only-rounds", action="store_true", help="skip the streaming measurements")
     args = ap.parse_args()
     print("spin transport benchmark: 2 local worker processes, PUSH/PULL over tcp loopback")
-    for batch in (64, 256, 1024):
-        _stream(args.frames, batch, copy=False)
-    _stream(args.frames, 256, copy=True)
-    _empty(args.rounds)
+    if not args.only_rounds:
+        for batch in (64, 256, 1024):
+            _stream(args.frames, batch, copy=False)
+        _stream(args.frames, 256, copy=True)
+    _empty(args.rounds, args.round_trips)
+    _engine(args.messages, args.round_trips)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import numpy as np
 from .engine import state as S
 from .engine.ports import inject_frames
 from .errors import ConfigError
+from .fabric_frames import REASONS, check_peer_frames, split_outbox
 from .fabric_partition import auto_partition
 from .parallel.batch import FrameBatch
 from .parallel.program import INF_PS, worker_factory
@@ -24,7 +25,6 @@ from .wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
 FACTORY = "spin.fabric_workers:make_worker"
 # Every frame is Ethernet II / IPv4 / UDP at least (DESIGN §4); shorter bytes are not a frame.
 MIN_FRAME_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES
-KEY_DEVICE_SHIFT = 40  # event keys are (creating device << 40) | sequence (spin.engine.ports.next_key)
 
 
 @dataclass(frozen=True)
@@ -75,31 +75,31 @@ class PeerFrameCheck:
         self.slot_bytes = slot_bytes
         self.rejected: dict[str, int] = {}
 
-    def reason(self, batch: FrameBatch, sender: int) -> str | None:
-        """None if every frame of the batch is acceptable from ``sender``, else the first failed check."""
-        length = batch.length
-        if int(length.min()) < MIN_FRAME_BYTES or int(length.max()) > min(self.slot_bytes, batch.slot_bytes):
-            return "bad_length"
-        ports = batch.dst_port.astype(np.int64)
-        if int(ports.min()) < 0 or int(ports.max()) >= len(self.port_dev):
-            return "bad_port"
-        dev = self.port_dev[ports]
-        if not np.array_equal(dev, batch.dst_device):
-            return "device_mismatch"
-        if (self.owner[dev] != self.worker_id).any():
-            return "not_owned"
-        peer = self.peer_dev[ports]
-        if (peer < 0).any() or (self.owner[peer] != sender).any():
-            return "wrong_sender"
-        if (batch.order_key < 0).any() or ((batch.order_key >> KEY_DEVICE_SHIFT) != peer).any():
-            return "bad_key"
-        return None
+    def reason(self, batch: FrameBatch, sender: int, not_before_ps: int = 0) -> str | None:
+        """None if every frame is acceptable from ``sender`` (arriving at or after
+        ``not_before_ps``), else the first failed check (see fabric_frames.REASONS)."""
+        if batch.n == 0:
+            return None
+        code = check_peer_frames(self.port_dev, self.peer_dev, self.owner, self.worker_id, sender,
+                                 MIN_FRAME_BYTES, min(self.slot_bytes, batch.slot_bytes), not_before_ps,
+                                 _own(batch.arrival_ps, np.int64), _own(batch.dst_device, np.int32),
+                                 _own(batch.dst_port, np.int32), _own(batch.order_key, np.int64),
+                                 _own(batch.length, np.int32))
+        return REASONS[code] if code else None
 
-    def admit(self, batch: FrameBatch, sender: int) -> str | None:
-        why = self.reason(batch, sender)
+    def admit(self, batch: FrameBatch, sender: int, not_before_ps: int = 0) -> str | None:
+        why = self.reason(batch, sender, not_before_ps)
         if why is not None:
             self.rejected[why] = self.rejected.get(why, 0) + 1
         return why
+
+
+def _own(a: np.ndarray, dtype) -> np.ndarray:
+    """``a`` itself if the engine can take it as is (dtype, C order, writable), else a copy: the
+    compiled checks and ``inject_frames`` then see one array type, and no copy is made per round."""
+    if a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.array(a, dtype)
 
 
 class EngineWorker:
@@ -108,6 +108,7 @@ class EngineWorker:
     def __init__(self, spec: PartitionedScenario, worker_id: int, n_workers: int):
         self.spec = spec
         self.worker_id = worker_id
+        self.n_workers = n_workers
         self.owner = np.asarray(spec.owner, np.int64)
         local = {d for d, w in enumerate(spec.owner) if w == worker_id}
         self.sim = Simulation(spec.scenario, local_devices=local)
@@ -121,9 +122,9 @@ class EngineWorker:
         self._names = [names[d] for d in sorted(local)]
         self.check = PeerFrameCheck(topo, spec.owner, worker_id, int(self.sim.st.pool.shape[1]))
 
-    def admit(self, batch: FrameBatch, sender: int) -> str | None:
+    def admit(self, batch: FrameBatch, sender: int, not_before_ps: int) -> str | None:
         """Refuse a peer's batch before the engine touches it (see PeerFrameCheck)."""
-        return self.check.admit(batch, sender)
+        return self.check.admit(batch, sender, not_before_ps)
 
     def describe(self) -> str:
         return f"devices {', '.join(self._names)}"
@@ -138,45 +139,43 @@ class EngineWorker:
         return self.sim.next_event_ps()
 
     def run_until(self, t_end_ps: int) -> dict[int, FrameBatch]:
-        out: list[FrameBatch] = []
+        out: list[dict[int, FrameBatch]] = []
         while True:
             status = self.sim.run_until(t_end_ps)
             if self.sim.st.sc[S.SC_OUT_N]:
                 out.append(self._take_outbox())
             if status != S.STATUS_OUTBOX_FULL:
                 break
-        if not out:
-            return {}  # the common case: nothing crossed the cut this round
-        batch = out[0] if len(out) == 1 else FrameBatch.concat(out)
-        dst_worker = self.owner[batch.dst_device]
-        first = int(dst_worker[0])
-        if (dst_worker == first).all():
-            return {first: batch}
-        result = {}
-        for w in np.unique(dst_worker):
-            sel = np.nonzero(dst_worker == w)[0]
-            result[int(w)] = FrameBatch(batch.arrival_ps[sel], batch.dst_device[sel],
-                                        batch.dst_port[sel], batch.order_key[sel],
-                                        batch.length[sel], batch.frames[sel])
-        return result
+        if len(out) <= 1:
+            return out[0] if out else {}  # the common case: nothing, or one outbox, crossed the cut
+        merged: dict[int, FrameBatch] = {}
+        for part in out:
+            for w, b in part.items():
+                merged[w] = FrameBatch.concat([merged[w], b]) if w in merged else b
+        return merged
 
-    def _take_outbox(self) -> FrameBatch:
+    def _take_outbox(self) -> dict[int, FrameBatch]:
+        """The engine's outbox as one batch per destination worker (one compiled pass)."""
         st = self.sim.st
         n = int(st.sc[S.SC_OUT_N])
         st.sc[S.SC_OUT_N] = 0
-        ports = st.out[:n, S.O_PORT].astype(np.int32)
-        return FrameBatch(arrival_ps=st.out[:n, S.O_TIME].copy(),
-                          dst_device=st.port[ports, S.PT_DEV].astype(np.int32),
-                          dst_port=ports, order_key=st.out[:n, S.O_KEY].copy(),
-                          length=st.out[:n, S.O_LEN].astype(np.int32),
-                          frames=st.out_frames[:n].copy())
+        arrival, device, port, key, length, order, starts, identity = split_outbox(
+            st.out, n, self.check.port_dev, self.check.owner, self.n_workers)
+        frames = st.out_frames[:n].copy() if identity else st.out_frames[order]
+        result = {}
+        for w in range(self.n_workers):
+            a, b = int(starts[w]), int(starts[w + 1])
+            if b > a:
+                result[w] = FrameBatch.trusted(arrival[a:b], device[a:b], port[a:b], key[a:b],
+                                               length[a:b], frames[a:b])
+        return result
 
     def deliver(self, batch: FrameBatch) -> None:
         if batch.n == 0:
             return
-        inject_frames(self.sim.st, np.array(batch.arrival_ps, np.int64),
-                      np.array(batch.dst_port, np.int32), np.array(batch.order_key, np.int64),
-                      np.array(batch.length, np.int32), np.array(batch.frames, np.uint8))
+        inject_frames(self.sim.st, _own(batch.arrival_ps, np.int64), _own(batch.dst_port, np.int32),
+                      _own(batch.order_key, np.int64), _own(batch.length, np.int32),
+                      _own(batch.frames, np.uint8))
 
     def result(self) -> dict:
         self.sim._drain_capture()

@@ -1,11 +1,12 @@
 """FrameBatch: the frames one worker sends another in one sync round, and their wire encoding.
 
 Frames cross workers as real bytes in fixed-size slots (``frames[i, :length[i]]``), so the engine
-can copy them straight into its slot pool. A batch travels as ONE two-part zmq message: part 0 is a
-fixed header followed by the per-frame metadata arrays back to back; part 1 is the slot buffer,
-sent with ``copy=False`` and received as a zero-copy (read-only) numpy view. Each zmq part costs
-about 7 µs of Python at each end, so the part count is fixed, whatever the number of frames; a
-batch without frames (a bound only, the common case) is a single part.
+can copy them straight into its slot pool. A batch travels as ONE single-part zmq message: a fixed
+header, the per-frame metadata arrays back to back, then the slot buffer. Each zmq part costs
+about 7 µs of Python at each end, which is more than copying a round's frames once, so there is
+exactly one part per message whatever it carries; a batch without frames (a bound only, the
+common case) is the header alone. The receiver copies the message once into memory it owns, so
+every decoded array is a writable, aligned view the engine can take as is.
 
 Decoding trusts nothing: every size in a header is checked against the bytes that came with it
 before any view is made, and a refusal is a ``BatchRejected`` carrying a short reason, which the
@@ -19,16 +20,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import zmq
 
 from spin.errors import TransportError
 
 MAX_SLOT_BYTES = 1 << 16  # no engine slot is larger (jumbo frames are 9 KiB)
 
 MAGIC = b"SPNB"
-VERSION = 1
-# magic, version, slot_bytes, epoch, round, sender, count, bound_ps, lookahead_ps
-_HEADER = struct.Struct("<4sHIQQIIqq")
+VERSION = 2
+# magic, version, slot_bytes, epoch, round, sender, count, bound_ps, lookahead_ps, padding to 8 B
+_HEADER = struct.Struct("<4sHIQQIIqq6x")
 HEADER_BYTES = _HEADER.size
 # Per-frame metadata, in wire order: (name, dtype). 8-byte fields first keeps every view aligned.
 _META_FIELDS: tuple[tuple[str, np.dtype], ...] = (
@@ -66,7 +66,7 @@ class BatchHeader:
 class FrameBatch:
     """Frames for one destination worker. Arrays share length n; frame i is ``frames[i, :length[i]]``.
 
-    Decoded batches are read-only views of the received zmq buffer: copy what you keep.
+    Decoded batches are views of one private copy of the received message.
     """
 
     arrival_ps: np.ndarray  # int64[n], virtual arrival time at the destination port
@@ -83,6 +83,15 @@ class FrameBatch:
         for name, _ in _META_FIELDS:
             if len(getattr(self, name)) != n:
                 raise TransportError(f"FrameBatch.{name} has {len(getattr(self, name))} entries, expected {n}")
+
+    @classmethod
+    def trusted(cls, arrival_ps, dst_device, dst_port, order_key, length, frames) -> "FrameBatch":
+        """Build without the shape checks, for arrays a program made itself (the per-round path)."""
+        b = object.__new__(cls)
+        for name, value in (("arrival_ps", arrival_ps), ("dst_device", dst_device), ("dst_port", dst_port),
+                            ("order_key", order_key), ("length", length), ("frames", frames)):
+            object.__setattr__(b, name, value)
+        return b
 
     @property
     def n(self) -> int:
@@ -134,15 +143,18 @@ class FrameBatch:
         )
 
     def encode(self, epoch: int, round_no: int, sender: int, bound_ps: int, lookahead_ps: int) -> list:
-        """Two zmq parts: header+metadata (one small copy) and the slot buffer (zero-copy)."""
+        """One zmq part: header, metadata and slots, joined in one copy."""
         head = _HEADER.pack(
             MAGIC, VERSION, self.slot_bytes, epoch, round_no, sender, self.n, bound_ps, lookahead_ps
         )
-        meta = b"".join(
-            np.ascontiguousarray(getattr(self, name), dtype=dt).tobytes() for name, dt in _META_FIELDS
-        )
-        frames = np.ascontiguousarray(self.frames, dtype=np.uint8)
-        return [head + meta, frames if self.n else b""]
+        if not self.n:
+            return [head]
+        return [b"".join((head, self.arrival_ps.astype("<i8", copy=False).tobytes(),
+                          self.order_key.astype("<i8", copy=False).tobytes(),
+                          self.dst_device.astype("<i4", copy=False).tobytes(),
+                          self.dst_port.astype("<i4", copy=False).tobytes(),
+                          self.length.astype("<i4", copy=False).tobytes(),
+                          np.ascontiguousarray(self.frames, dtype=np.uint8).tobytes()))]
 
 
 def encode_empty(epoch: int, round_no: int, sender: int, bound_ps: int, lookahead_ps: int) -> list:
@@ -160,32 +172,34 @@ def decode_header(part0: bytes | memoryview) -> BatchHeader:
     return BatchHeader(epoch, rnd, sender, count, bound, look, slot)
 
 
-def check_body(header: BatchHeader, part0_len: int, n_parts: int) -> None:
+def check_body(header: BatchHeader, size: int, n_parts: int) -> None:
     """The sizes a header claims against what arrived; BatchRejected naming the first mismatch."""
     n = header.count
+    if n_parts != 1:
+        raise BatchRejected("bad_parts", f"{n_parts}-part message; batches are one part")
     if n and not 0 < header.slot_bytes <= MAX_SLOT_BYTES:
         raise BatchRejected("bad_slot_size", f"slot_bytes {header.slot_bytes} outside 1..{MAX_SLOT_BYTES}")
-    if part0_len != HEADER_BYTES + n * META_BYTES_PER_FRAME:
-        raise BatchRejected("bad_count", f"header says {n} frames but metadata is {part0_len - HEADER_BYTES} B")
-    if n_parts != (2 if n else 1):
-        raise BatchRejected("bad_parts", f"{n_parts}-part message for {n} frames")
+    meta = n * META_BYTES_PER_FRAME
+    if size < HEADER_BYTES + meta:
+        raise BatchRejected("bad_count", f"header says {n} frames but the message has {size} B")
+    if size != HEADER_BYTES + meta + n * header.slot_bytes:
+        raise BatchRejected("bad_frames_size", f"{n} x {header.slot_bytes} B slots but "
+                                               f"{size - HEADER_BYTES - meta} B of frames")
 
 
-def decode_batch(header: BatchHeader, part0: bytes | memoryview, part1: zmq.Frame | bytes) -> FrameBatch:
-    """Zero-copy views over the received parts (read-only); call check_body first."""
+def decode_batch(header: BatchHeader, message: bytes | memoryview) -> FrameBatch:
+    """Views over one private, writable copy of the message; call check_body first."""
     n, slot = header.count, header.slot_bytes
     if n == 0:
         return FrameBatch.empty(slot)
-    buf = part1.buffer if isinstance(part1, zmq.Frame) else part1
-    if len(buf) != n * slot:
-        raise BatchRejected("bad_frames_size", f"{n} x {slot} B slots but {len(buf)} B of frames")
+    buf = np.frombuffer(message, np.uint8).copy()
     fields = {}
     off = HEADER_BYTES
     for name, dt in _META_FIELDS:
-        fields[name] = np.frombuffer(part0, dtype=dt, count=n, offset=off)
+        fields[name] = buf[off:off + n * dt.itemsize].view(dt)
         off += n * dt.itemsize
-    frames = np.frombuffer(buf, dtype=np.uint8).reshape(n, slot)
-    return FrameBatch(frames=frames, **fields)
+    frames = buf[off:].reshape(n, slot)
+    return FrameBatch.trusted(frames=frames, **fields)
 
 
 def check_frames(batch: FrameBatch, not_before_ps: int) -> str | None:

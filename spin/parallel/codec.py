@@ -13,7 +13,8 @@ lambdas, anything from ``__main__``) in the caller, before any process starts.
 This is generic over dataclasses on purpose: scenarios, topologies and configs evolve, and a
 hand-written schema per class would drift from them; the codec follows their fields.
 Shared objects (one program referenced by many execution contexts) are encoded once and stay
-shared after decoding.
+shared after decoding; lists of plain numbers and strings travel by value (the fast path for
+host-program ops).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 from spin.errors import ConfigError, TransportError
 
 _MAX_DEPTH = 200
+_PLAIN = (int, float, str, bool, type(None))
 
 
 def _path_of(obj: Any) -> str:
@@ -135,6 +137,8 @@ class _Encoder:
             return {"$t": [self.enc(v) for v in obj]}
         if isinstance(obj, (set, frozenset)):
             return {"$set": [self.enc(v) for v in obj], "frozen": isinstance(obj, frozenset)}
+        if type(obj) is list and all(type(v) in _PLAIN for v in obj):
+            return obj  # lists of plain values (host-program ops): by value, the fast path
         if isinstance(obj, (list, dict)) or dataclasses.is_dataclass(obj) or _is_model(type(obj)):
             ref, seen = self._memo(obj)
             if seen:
@@ -173,6 +177,8 @@ class _Decoder:
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if isinstance(node, list):
+            if all(type(v) in _PLAIN for v in node):
+                return node
             return [self.dec(v, depth + 1) for v in node]
         if not isinstance(node, dict) or len(node) < 1:
             raise TransportError(f"run description: unexpected {type(node).__name__}")

@@ -48,6 +48,7 @@ class Setup:
     heartbeat_interval_s: float
     heartbeat_timeout_s: float
     abort_grace_s: float
+    round_trips: int = 0  # bare zmq round trips to time between workers 0 and 1 before round 0
 
     def to_json(self) -> bytes:
         return json.dumps(self.__dict__).encode()
@@ -66,6 +67,7 @@ class Setup:
                 heartbeat_interval_s=_pos(d["heartbeat_interval_s"]),
                 heartbeat_timeout_s=_pos(d["heartbeat_timeout_s"]),
                 abort_grace_s=_pos(d["abort_grace_s"]),
+                round_trips=_int(d["round_trips"]),
             )
         except (ValueError, TypeError, KeyError) as exc:
             raise TransportError(f"malformed setup from the coordinator: {exc}") from None

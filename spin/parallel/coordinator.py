@@ -70,6 +70,7 @@ class CoordinatorConfig:
     remote_silence_timeout_s: float = 15.0  # a remote worker silent this long is declared lost
     shutdown_grace_s: float = 1.0  # after abort/bye, before SIGTERM (then SIGKILL) of local workers
     quiet: bool = True
+    round_trips: int = 0  # time this many bare zmq round trips (workers 0-1) before the run
 
     def __post_init__(self) -> None:
         for name in ("join_timeout_s", "heartbeat_interval_s", "heartbeat_timeout_s",
@@ -296,7 +297,8 @@ class Coordinator:
         now = time.monotonic()
         for m in members:
             setup = Setup(m.worker_id, epoch, factory, endpoints, until_ps,
-                          cfg.heartbeat_interval_s, cfg.heartbeat_timeout_s, cfg.shutdown_grace_s)
+                          cfg.heartbeat_interval_s, cfg.heartbeat_timeout_s, cfg.shutdown_grace_s,
+                          cfg.round_trips)
             self._send(m, MSG_SETUP, setup.to_json(), spec_blob)
             m.last_beat = now
             m.state = "setup"

@@ -36,6 +36,9 @@ from spin.parallel.batch import (
 from spin.parallel.sync import Inbox
 
 
+_PING = b"SPNPING!"
+
+
 @dataclass(frozen=True)
 class MeshConfig:
     hwm_msgs: int = 1000  # a peer is never more than 2 messages ahead; this only bounds buffering
@@ -143,10 +146,11 @@ class Mesh:
             batch = outgoing.get(peer)
             if batch is not None and batch.n:
                 parts = batch.encode(self.epoch, round_no, self.worker_id, bound_ps, lookahead_ps)
-                n_frames, nbytes = batch.n, len(parts[0]) + batch.frames.nbytes
+                n_frames = batch.n
             else:
                 parts = encode_empty(self.epoch, round_no, self.worker_id, bound_ps, lookahead_ps)
-                n_frames, nbytes = 0, len(parts[0])
+                n_frames = 0
+            nbytes = len(parts[0])
             self._send(sock, parts, peer, round_no)
             self.stats.messages_sent += 1
             self.stats.frames_sent += n_frames
@@ -167,6 +171,40 @@ class Mesh:
                 batches.append(batch)
                 senders.append(sender)
         return Inbox(batches=batches, bounds_ps=bounds, lookaheads_ps=looks, senders=senders)
+
+    def round_trip(self, n: int) -> float:
+        """Bare zmq round trips between workers 0 and 1 over the data sockets (the floor a sync
+        round is measured against): worker 0 returns the mean in seconds, worker 1 echoes, and
+        others return 0. Call before round 0; early round-0 messages are filed as usual."""
+        if self.worker_id not in (0, 1) or self.n_workers < 2 or n < 1:
+            return 0.0
+        peer = 1 - self.worker_id
+        sock = self._push[peer]
+        started = 0.0
+        for i in range(n + 1):  # the first trip sets up the connections and is not timed
+            if i == 1:
+                started = time.perf_counter()
+            if self.worker_id == 0:
+                self._send(sock, [_PING], peer, 0)
+            self._wait_ping()
+            if self.worker_id == 1:
+                self._send(sock, [_PING], peer, 0)
+        return (time.perf_counter() - started) / n if self.worker_id == 0 else 0.0
+
+    def _wait_ping(self) -> None:
+        assert self._pull is not None
+        deadline = time.monotonic() + self._cfg.send_timeout_s
+        while time.monotonic() < deadline:
+            try:
+                parts = self._pull.recv_multipart(copy=False)
+            except zmq.Again:
+                if self._interrupt is not None:
+                    self._interrupt()
+                continue
+            if len(parts) == 1 and parts[0].bytes == _PING:
+                return
+            self.admit(parts, 0)
+        raise TransportError(f"worker {self.worker_id}: no round-trip reply within {self._cfg.send_timeout_s} s")
 
     def _send(self, sock: zmq.Socket, parts: list, peer: int, round_no: int) -> None:
         """Send without blocking for long: a dead peer (IMMEDIATE=1) must not hide an abort."""
@@ -227,9 +265,9 @@ class Mesh:
     def admit(self, parts: list, round_no: int) -> None:
         """File one received message under its sender and round, or drop it counted by reason."""
         stats = self.stats
-        head_bytes = parts[0].bytes if isinstance(parts[0], zmq.Frame) else bytes(parts[0])
+        message = parts[0].buffer if isinstance(parts[0], zmq.Frame) else memoryview(parts[0])
         try:
-            header = decode_header(head_bytes)
+            header = decode_header(message)
         except BatchRejected as exc:
             stats.reject(exc.reason)
             return
@@ -250,18 +288,16 @@ class Mesh:
             return
         batch = None
         try:
-            check_body(header, len(head_bytes), len(parts))
+            check_body(header, message.nbytes, len(parts))
             if header.count:
-                batch = decode_batch(header, head_bytes, parts[1])
+                batch = decode_batch(header, message)
         except BatchRejected as exc:  # this peer's message for the round, minus its frames
             stats.reject(exc.reason, header.count)
         box[sender] = (header, batch)
         stats.messages_received += 1
+        stats.bytes_received += message.nbytes
         if batch is not None:
             stats.frames_received += batch.n
-            stats.bytes_received += len(head_bytes) + batch.frames.nbytes
-        else:
-            stats.bytes_received += len(head_bytes)
 
     def close(self) -> None:
         for sock in self._push.values():

@@ -28,9 +28,10 @@ class WorkerProgram(Protocol):
 
     Optional extras, looked up with getattr: ``describe() -> str`` (named in WorkerError),
     ``events_processed() -> int`` (events/s in the progress bar) and
-    ``admit(batch, sender) -> str | None``: the reason to drop a peer's batch before ``deliver``
-    ever sees it (None: deliver it). The round loop has already checked what it can without
-    knowing the program: lengths within the slot and arrival times not before the round end.
+    ``admit(batch, sender, not_before_ps) -> str | None``: the reason to drop a peer's batch
+    before ``deliver`` ever sees it (None: deliver it). It must refuse lengths beyond the slot
+    and arrivals before ``not_before_ps`` (the round end), as the round loop's generic check,
+    which it replaces, does for programs without one.
     """
 
     def lookahead_ps(self) -> int:

@@ -7,10 +7,11 @@ peer: its frames for that peer plus its own new bound. The next T is the minimum
 sent, so every worker computes the same T without a central coordinator, idle workers jump ahead,
 and the loop ends in the same round everywhere.
 
-Peers are checked, not trusted: before the program sees a peer's frames, each batch must hold
-lengths within its slots and arrivals at or after the round end (no frame from the past), then
-pass the program's own ``admit``; a bound below the round end is raised to it, so virtual time
-never runs backwards. Every refusal is counted by reason on the exchange's ``stats``.
+Peers are checked, not trusted: before the program sees a peer's frames, each batch must pass
+the program's ``admit`` or, for programs without one, the generic check (lengths within the slots,
+arrivals at or after the round end: no frame from the past); a bound below the round end is
+raised to it, so virtual time never runs backwards. Every refusal is counted by reason on the
+exchange's ``stats``.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def admit_batches(inbox: Inbox, program: WorkerProgram, stats, t_end: int) -> li
     for sender, batch in zip(inbox.senders, inbox.batches):
         if not batch.n:
             continue
-        reason = check_frames(batch, t_end) or (admit(batch, sender) if admit is not None else None)
+        reason = check_frames(batch, t_end) if admit is None else admit(batch, sender, t_end)
         if reason is None:
             good.append(batch)
         else:

@@ -101,44 +101,48 @@ FRAME_KINDS = {  # mutation -> the reason it must be counted under
 
 def _wire(kind: str, b: FrameBatch, rng) -> tuple[list[bytes], str]:
     """Damage the encoded message itself; returns the parts and the reason expected."""
-    p0, p1 = b.encode(EPOCH, ROUND, PEER, T_END, 1000)
-    p0, p1 = bytearray(p0), bytes(memoryview(p1))
+    (m,) = _parts(b)
+    m = bytearray(m)
     if kind == "truncated_header":
-        return [bytes(p0[: rng.integers(0, HEADER_BYTES)])], "short_header"
+        return [bytes(m[: rng.integers(0, HEADER_BYTES)])], "short_header"
     if kind == "magic":
-        p0[0:4] = rng.integers(0, 256, 4, dtype=np.uint8).tobytes()
-        return [bytes(p0), p1], "bad_magic"
+        m[0:4] = rng.integers(0, 256, 4, dtype=np.uint8).tobytes()
+        return [bytes(m)], "bad_magic"
     if kind == "version":
-        p0[4] ^= 0x80
-        return [bytes(p0), p1], "bad_magic"
+        m[4] ^= 0x80
+        return [bytes(m)], "bad_magic"
     if kind == "epoch":
-        p0[10] ^= 1 + int(rng.integers(0, 255))
-        return [bytes(p0), p1], "foreign_epoch"
+        m[10] ^= 1 + int(rng.integers(0, 255))
+        return [bytes(m)], "foreign_epoch"
     if kind == "sender":
-        p0[26:30] = int(rng.choice([ME, 2, 99, 2**32 - 1])).to_bytes(4, "little")
-        return [bytes(p0), p1], "bad_sender"
+        m[26:30] = int(rng.choice([ME, 2, 99, 2**32 - 1])).to_bytes(4, "little")
+        return [bytes(m)], "bad_sender"
     if kind == "round":
-        p0[18:26] = int(rng.choice([0, ROUND - 1, ROUND + 2, 2**63])).to_bytes(8, "little")
-        return [bytes(p0), p1], "bad_round"
+        m[18:26] = int(rng.choice([0, ROUND - 1, ROUND + 2, 2**63])).to_bytes(8, "little")
+        return [bytes(m)], "bad_round"
     if kind == "huge_count":
-        p0[30:34] = int(rng.integers(b.n + 1, 2**32)).to_bytes(4, "little")
-        return [bytes(p0), p1], "bad_count"
-    if kind == "meta_truncated":
-        return [bytes(p0[:-int(rng.integers(1, 8))]), p1], "bad_count"
+        m[30:34] = int(rng.integers(2**20, 2**32)).to_bytes(4, "little")
+        return [bytes(m)], "bad_count"
+    if kind == "count_off_by_one":
+        m[30:34] = (b.n + int(rng.choice([-1, 1]))).to_bytes(4, "little")
+        return [bytes(m)], "bad_frames_size"
     if kind == "frames_truncated":
-        return [bytes(p0), p1[:-int(rng.integers(1, SLOT))]], "bad_frames_size"
-    if kind == "slot_zero":
-        p0[6:10] = (0).to_bytes(4, "little")
-        return [bytes(p0), p1], "bad_slot_size"
+        return [bytes(m[:-int(rng.integers(1, SLOT))])], "bad_frames_size"
+    if kind == "frames_extra":
+        return [bytes(m) + bytes(int(rng.integers(1, SLOT)))], "bad_frames_size"
+    if kind == "slot_bad":
+        m[6:10] = int(rng.choice([0, 1 << 17, 2**32 - 1])).to_bytes(4, "little")
+        return [bytes(m)], "bad_slot_size"
     if kind == "extra_part":
-        return [bytes(p0), p1, b"x"], "bad_parts"
-    if kind == "missing_part":
-        return [bytes(p0)], "bad_parts"
+        return [bytes(m), b"x"], "bad_parts"
+    if kind == "split_in_two":
+        return [bytes(m[:100]), bytes(m[100:])], "bad_parts"
     raise AssertionError(kind)
 
 
 WIRE_KINDS = ("truncated_header", "magic", "version", "epoch", "sender", "round", "huge_count",
-              "meta_truncated", "frames_truncated", "slot_zero", "extra_part", "missing_part")
+              "count_off_by_one", "frames_truncated", "frames_extra", "slot_bad", "extra_part",
+              "split_in_two")
 MESH_LEVEL = {"short_header", "bad_magic", "foreign_epoch", "bad_sender", "bad_round"}
 
 
@@ -161,7 +165,7 @@ def test_malformed_batches_are_counted_by_reason_and_never_delivered():
             assert _feed(mesh, check, _parts(b)) == [], kind
             expected[reason] = expected.get(reason, 0) + 1
             made += 1
-    for _ in range(100):  # 12 wire-level kinds x 100
+    for _ in range(100):  # 13 wire-level kinds x 100
         for kind in WIRE_KINDS:
             parts, reason = _wire(kind, _valid(rng, good_ports, int(rng.integers(1, 9))), rng)
             assert _feed(mesh, check, parts) == [], kind
@@ -210,5 +214,5 @@ def test_frames_from_a_worker_that_does_not_own_the_link_peer_are_refused():
     check = PeerFrameCheck(topo, owner, 1, SLOT)
     _, _, _, _, _, good_ports = _setup()
     b = _valid(rng, good_ports, 4)
-    assert check.reason(b, 0) == "wrong_sender"
-    assert check.reason(b, 2) is None
+    assert check.reason(b, 0, T_END) == "wrong_sender"
+    assert check.reason(b, 2, T_END) is None

@@ -14,8 +14,19 @@ from spin.simulation import Scenario
 from spin.topology import Topology
 
 
+MARK_ENV = "SPIN_TEST_RUN_STARTED"
+
+
+def mark_started(host) -> None:
+    """Runs in the worker owning host 0 at virtual time 0: every worker is built by then."""
+    path = os.environ.get(MARK_ENV)
+    if path:
+        Path(path).write_text("started")
+
+
 def _long_stream() -> Scenario:
     sc = Scenario(Topology.star(8))
+    sc.host_program(0).call(mark_started)
     for i in range(8):
         for _ in range(4000):
             sc.host_program(i).send((i + 1) % 8, 16384, qp=1)
@@ -47,17 +58,19 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_sigkilled_engine_worker_stops_the_run():
+def test_sigkilled_engine_worker_stops_the_run(tmp_path, monkeypatch):
     run_scenario(Scenario(Topology.star(2)))            # engine compiled and cached up front
+    started = tmp_path / "started"
+    monkeypatch.setenv(MARK_ENV, str(started))           # workers inherit the environment
     killed: dict[str, float] = {}
     pids: list[int] = []
 
     def killer() -> None:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(pids) < 2:
+        while time.monotonic() < deadline and (len(pids) < 2 or not started.exists()):
             pids[:] = _worker_pids()
             time.sleep(0.05)
-        time.sleep(3.0)                                  # let the run get going
+        time.sleep(1.0)                                  # the run is under way
         os.kill(pids[1], signal.SIGKILL)
         killed["at"] = time.monotonic()
 

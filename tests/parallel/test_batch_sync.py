@@ -30,20 +30,22 @@ def _batch(n: int, slot: int = 32, base: int = 0) -> FrameBatch:
 
 def test_encode_decode_roundtrip() -> None:
     b = _batch(5)
-    p0, p1 = b.encode(epoch=2**63 + 5, round_no=9, sender=1, bound_ps=123, lookahead_ps=45)
-    h = decode_header(p0)
+    (msg,) = b.encode(epoch=2**63 + 5, round_no=9, sender=1, bound_ps=123, lookahead_ps=45)
+    h = decode_header(msg)
     assert (h.epoch, h.round_no, h.sender, h.count, h.bound_ps, h.lookahead_ps, h.slot_bytes) == (
         2**63 + 5, 9, 1, 5, 123, 45, 32)
-    d = decode_batch(h, p0, bytes(memoryview(p1)))
+    check_body(h, len(msg), 1)
+    d = decode_batch(h, msg)
     for name in ("arrival_ps", "dst_device", "dst_port", "order_key", "length", "frames"):
         assert np.array_equal(getattr(d, name), getattr(b, name)), name
         assert getattr(d, name).dtype == getattr(b, name).dtype
+        assert getattr(d, name).flags.writeable  # the engine takes them without another copy
 
 
 def test_empty_and_concat() -> None:
     e = FrameBatch.empty(32)
-    p0, p1 = e.encode(1, 0, 0, INF_PS, 1)
-    assert decode_batch(decode_header(p0), p0, p1).n == 0
+    (msg,) = e.encode(1, 0, 0, INF_PS, 1)
+    assert decode_batch(decode_header(msg), msg).n == 0
     c = FrameBatch.concat([_batch(2), e, _batch(3, base=10)])
     assert c.n == 5 and list(c.arrival_ps) == [0, 1, 10, 11, 12]
     assert FrameBatch.concat([], slot_bytes=8).frames.shape == (0, 8)
@@ -52,11 +54,13 @@ def test_empty_and_concat() -> None:
 
 
 def test_bad_header_is_refused() -> None:
-    p0, _ = _batch(1).encode(1, 0, 0, 0, 1)
+    (p0,) = _batch(1).encode(1, 0, 0, 0, 1)
     with pytest.raises(TransportError, match="bad_magic"):
         decode_header(b"XXXX" + p0[4:])
-    with pytest.raises(TransportError, match="metadata"):
-        check_body(decode_header(p0[:-1]), len(p0) - 1, 2)
+    with pytest.raises(TransportError, match="bad_frames_size"):
+        check_body(decode_header(p0[:-1]), len(p0) - 1, 1)
+    with pytest.raises(TransportError, match="bad_parts"):
+        check_body(decode_header(p0), len(p0), 2)
 
 
 def test_load_factory_errors() -> None:

@@ -33,7 +33,7 @@ def _reference() -> dict:
 def test_spec_roundtrips_as_data_and_keeps_shared_objects() -> None:
     arr = np.zeros(3, np.dtype([("a", "<i4"), ("b", "<f8", (2,))]))
     arr["a"] = [1, -2, 3]
-    shared = [1, 2]
+    shared = {"k": [1, 2]}  # dicts and dataclasses keep their identity; plain lists go by value
     obj = {"spec": SPEC, "arr": arr, "t": (1, b"\x00\xff", None), 7: {3, 4}, "s1": shared, "s2": shared,
            "fn": make_program, "inf": float("inf"), "i64": np.int64(-5)}
     back = codec.decode(codec.encode(obj))
