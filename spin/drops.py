@@ -56,3 +56,6 @@ def drop_counts_to_dict(counts) -> dict[str, int]:
     """Turn a per-code counter array into ``{reason_name: count}``, omitting zeros."""
     return {DROP_REASON_NAMES.get(code, f"code_{code}"): int(n)
             for code, n in enumerate(counts) if n}
+
+BAD_DMA_LENGTH = 12  # wire-level: RETH DMA length above 2^31 B or not matching FIRST/ONLY payload
+DROP_REASON_NAMES[BAD_DMA_LENGTH] = "bad_dma_length"

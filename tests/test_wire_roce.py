@@ -26,7 +26,7 @@ from spin.wire.headers import (
 
 WIRE_CODES = {drops.TRUNCATED, drops.NOT_IPV4, drops.BAD_IP_HEADER, drops.BAD_IP_CHECKSUM,
               drops.BAD_IP_LENGTH, drops.NOT_UDP, drops.BAD_UDP_LENGTH, drops.NOT_ROCE,
-              drops.UNKNOWN_OPCODE, drops.BAD_BTH, drops.BAD_ICRC}
+              drops.UNKNOWN_OPCODE, drops.BAD_BTH, drops.BAD_ICRC, drops.BAD_DMA_LENGTH}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -136,7 +136,9 @@ def test_node_addressing_rejects_out_of_range() -> None:
 @pytest.mark.parametrize("plen", [0, 1, 2, 3, 4, 5, 1023, 1024])
 def test_build_parse_round_trip(opcode: int, plen: int) -> None:
     payload = bytes((7 * i + 1) & 0xFF for i in range(plen))
-    reth = (0xFFFF_FFFF_FFFF_FFF0, 0xFFFF_FFFF, plen) if opcode in (6, 10, 0x26, 0x2A) else None
+    # a FIRST frame leaves part of its message (DMA length) to later frames; ONLY carries it all
+    dma_len = plen + (4096 if opcode in (6, 0x26) else 0)
+    reth = (0xFFFF_FFFF_FFFF_FFF0, 0xFFFF_FFFF, dma_len) if opcode in (6, 10, 0x26, 0x2A) else None
     f = build_frame(5, 6, 0xFFFF, opcode, 0xFFFFFF, 0xFFFFFF, payload, ack_req=True, reth=reth,
                     ip_id=0xFFFF)
     assert len(f) == roce_frame_len(plen, reth is not None) and len(f) % 2 == 0

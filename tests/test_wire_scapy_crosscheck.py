@@ -54,8 +54,10 @@ def _cases(seed: int, n: int) -> list[Case]:
     for k in range(n):
         op = ops[k % len(ops)] if k < 2 * len(ops) else int(rng.choice(ops))
         plen = int(rng.integers(0, 9)) if k % 4 == 0 else int(rng.integers(0, 1025))
+        # a valid DMA length: ONLY carries the whole message, FIRST leaves some (up to 2^31 B)
         reth = (int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
-                int(rng.integers(0, 1 << 32)), int(rng.integers(0, 1 << 32))) \
+                int(rng.integers(0, 1 << 32)),
+                plen if op & 0x1F == 0x0A else plen + 1 + int(rng.integers(0, (1 << 31) - plen))) \
             if op in RETH_OPCODES else None
         out.append(Case(int(rng.integers(0, 1 << 24)), int(rng.integers(0, 1 << 24)),
                         int(rng.integers(0, 1 << 16)), op, int(rng.integers(0, 1 << 24)),

@@ -69,6 +69,7 @@ P_HAS_RETH = 14
 NUM_PARSED_FIELDS = 15
 
 NODE_ID_MASK = 0xFFFFFF
+MAX_MESSAGE_BYTES = 1 << 31   # IBTA's largest message; a RETH asking more is refused
 
 
 def _crc_state_after_ff8() -> int:
@@ -354,6 +355,11 @@ def parse_frame(frame, frame_len, check_icrc, out):
                 | (np.int64(frame[frame_end - 2]) << 16) | (np.int64(frame[frame_end - 1]) << 24))
         if compute_icrc(frame, frame_end) != icrc:
             return drops.BAD_ICRC
+    dma_len = _rd_be(frame, bth + _BTH_BYTES + 12, 4) if reth else np.int64(0)
+    only = (op & 0x1F) == 0x0A  # IBTA: ONLY carries the whole message, FIRST leaves some
+    if reth and (dma_len > MAX_MESSAGE_BYTES or (dma_len != payload_len if only
+                                                 else dma_len <= payload_len)):
+        return drops.BAD_DMA_LENGTH
     tos = np.int64(frame[_IP + 1])
     out[P_SRC_NODE] = _rd_be(frame, _IP + 12, 4) & NODE_ID_MASK
     out[P_DST_NODE] = _rd_be(frame, _IP + 16, 4) & NODE_ID_MASK
@@ -365,7 +371,7 @@ def parse_frame(frame, frame_len, check_icrc, out):
     if reth:
         out[P_RETH_VA] = _rd_be(frame, bth + _BTH_BYTES, 8)
         out[P_RETH_RKEY] = _rd_be(frame, bth + _BTH_BYTES + 8, 4)
-        out[P_RETH_DMA_LEN] = _rd_be(frame, bth + _BTH_BYTES + 12, 4)
+        out[P_RETH_DMA_LEN] = dma_len
         out[P_HAS_RETH] = 1
     else:
         out[P_RETH_VA] = 0
