@@ -41,3 +41,14 @@ def test_merge_orders_by_owner_and_sums_totals():
     assert r.nic(1).pcie_bytes == 88 and r.host(0).cpu_busy_ps == 1500
     assert [m.t_post_ps for m in r.messages] == [10, 11]     # paired with their posts
     assert r.to_dict()["totals"]["pcie_bytes"] == 168
+
+
+def test_a_real_run_round_trips():
+    from dataclasses import replace
+
+    from spin.fabric import run_scenario
+    from tests.test_testing_kit import _pair_reduce
+    r = run_scenario(_pair_reduce(True), regions=((0, 0, 16),))
+    back = RunResult.from_dict(json.loads(r.to_json()))
+    assert back == replace(r, memory_regions={})          # regions are bytes: not in JSON
+    assert back.nics[0].handler_calls.payload == 1 and back.totals().link_bytes > 0
