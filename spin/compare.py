@@ -106,6 +106,9 @@ class OffloadComparison:
     # --- assertions ---------------------------------------------------------------------------
     def assert_gain(self, metric: str, at_least: float = 1.0) -> "OffloadComparison":
         """Assert the offload lowers ``metric`` (strictly) by a factor of ``at_least`` or more."""
+        if not at_least >= 1.0:
+            raise ConfigError(f"at_least={at_least}: a gain is >= 1.0 (baseline / offload); "
+                              f"to bound a loss use assert_not_worse({metric!r})")
         g = self.gain(metric)
         b, o = getattr(self.baseline, metric), getattr(self.offload, metric)
         if not (o < b and g >= at_least):

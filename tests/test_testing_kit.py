@@ -57,6 +57,8 @@ def test_slower_offload_fails_and_unknown_metric_is_named():
         cmp.assert_faster()
     with pytest.raises(ConfigError, match="metric='cpu'; valid choices: completion_ps"):
         cmp.gain("cpu")
+    with pytest.raises(ConfigError, match="at_least=0.5: a gain is >= 1.0"):
+        cmp.assert_less_pcie(at_least=0.5)
 
 
 def test_demo_table_is_the_comparison_table():
