@@ -175,3 +175,17 @@ def test_schema_lists_the_engine_operators():
     from nic_emulator.host_reduce import REDUCE_OPS
     from spin.scenario_schema import ReduceOp
     assert typing.get_args(ReduceOp.model_fields["operator"].annotation) == tuple(REDUCE_OPS)
+
+
+def test_custom_and_builtin_reduce_agree_across_worker_counts():
+    from spin.testing import run_both
+    sc = Scenario(Topology.pair(), engine_programs=KIT_PROGRAMS)
+    for node in (0, 1):
+        a, b = _operands("float64", node)
+        sc.write_host_memory(node, 0, a)
+        sc.write_host_memory(node, 8 * N, b)
+    sc.host_program(0).reduce(0, 8 * N, N, "float64", op=hypot_op, ps_per_byte=500.0)
+    sc.host_program(1).reduce(0, 8 * N, N, "float64", op="max")
+    result = run_both(sc, 2, read=[(0, 0, N, "float64"), (1, 0, N, "float64")])
+    assert result.read(0, 0, N, "float64").tobytes() == np.hypot(*_operands("float64", 0)).tobytes()
+    assert result.read(1, 0, N, "float64").tobytes() == np.maximum(*_operands("float64", 1)).tobytes()
