@@ -40,7 +40,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .report import run_summary
     from .scenario_file import load_scenario, run_loaded
+    from .scenario_limits import check_writable
     scenario, options = load_scenario(args.scenario)
+    if args.json:  # outputs are written after the run: fail now, not then
+        check_writable(args.json, "--json", directory=False)
+    if args.pcap:
+        check_writable(args.pcap, "--pcap", directory=True)
     if args.workers is not None:
         options = options.with_workers(args.workers)
     if args.until_us is not None:

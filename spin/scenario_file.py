@@ -23,6 +23,8 @@ from .host_program import operator_of
 from .simulation import Scenario, same_program
 from .topologies import TOPOLOGIES
 from .topology import Topology
+from .engine.state import INF_PS
+from .scenario_limits import check_fits_in_memory, check_op_count, check_range
 from .units import US
 from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
                               TopologySpec, WorkersSpec)
@@ -51,8 +53,9 @@ class RunOptions:
         return replace(self, workers=n)
 
     def with_until_us(self, t_us: float) -> "RunOptions":
-        if not t_us > 0:
-            raise ConfigError(f"--until-us = {t_us}: must be > 0 µs")
+        if not 0 < t_us < INF_PS / US:
+            raise ConfigError(f"--until-us = {t_us}: must be a time > 0 µs and < "
+                              f"{INF_PS / US:.3g} µs")
         return replace(self, until_ps=int(round(t_us * US)))
 
 
@@ -209,6 +212,9 @@ def _add_ops(ld: _Loader, sc: Scenario, topo: Topology, hp, ops: list, path: str
                 if op.local_addr + op.nbytes > sc.host.memory_bytes:
                     raise ConfigError(f"send reads [{op.local_addr}, {op.local_addr + op.nbytes}) "
                                       f"beyond host.memory_bytes = {sc.host.memory_bytes}")
+                dst = _node(ld, topo, op.dst, f"{p}.dst")
+                if not any(c.node == dst for c in sc.contexts):  # else a handler may own it
+                    check_range("remote_addr", op.remote_addr, op.nbytes, sc.host.memory_bytes)
             elif kind == "wait_recv":
                 hp.wait_recv(qp=op.qp, count=op.count)
             elif kind == "wait_event":
@@ -216,6 +222,9 @@ def _add_ops(ld: _Loader, sc: Scenario, topo: Topology, hp, ops: list, path: str
             elif kind == "compute":
                 hp.compute(op.ns)
             elif kind == "reduce":
+                for f in ("dst_addr", "src_addr"):
+                    check_range(f, getattr(op, f), op.count * np.dtype(op.dtype).itemsize,
+                                sc.host.memory_bytes)
                 hp.reduce(op.dst_addr, op.src_addr, op.count, op.dtype, operator_of(op, ld.source),
                           ps_per_byte=op.ps_per_byte)
             elif kind == "mark":
@@ -328,11 +337,18 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
             raise ld.error(f"{path}.node", h.node, f"node {node} already has a program "
                            f"(host_program[{owners[node]}]); put all its ops in one table")
         owners[node] = i
+        check_op_count(h.ops, f"{ld.source}: {path}.ops")
         _add_ops(ld, sc, topo, sc.host_program(node), h.ops, f"{path}.ops")
     # memory
     for i, m in enumerate(sections["memory"]):
         path = f"memory[{i}]"
         node = _node(ld, topo, m.node, f"{path}.node")
+        if m.count is not None:  # before allocating it
+            try:
+                check_range("addr", m.addr, m.count * np.dtype(m.dtype).itemsize,
+                            sc.host.memory_bytes)
+            except ConfigError as exc:
+                raise ld.error(f"{path}.count", m.count, str(exc)) from None
         arr = _memory_array(ld, m, path)
         try:
             sc.write_host_memory(node, m.addr, arr)
@@ -349,6 +365,10 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
                 if not 0 <= li < n_links:
                     raise ld.error(f"capture.links[{k}]", li, f"valid links are 0..{n_links - 1}")
             sc.capture(*cap.links)
+    try:
+        check_fits_in_memory(sc)
+    except ConfigError as exc:
+        raise ConfigError(f"{ld.source}: {exc}") from None
     # workers
     wk = sections.get("workers") or WorkersSpec()
     names = topo.device_names()
@@ -372,9 +392,12 @@ def load_scenario(path: str | Path) -> tuple[Scenario, RunOptions]:
     """Load a TOML scenario file; raise ConfigError naming file, field, value and choices."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read scenario file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file (TOML is UTF-8): byte "
+                          f"{exc.object[exc.start]:#04x} at offset {exc.start}") from None
     sc, opts = load_scenario_text(text, str(path), p.resolve().parent)
     if not opts.name:
         opts = replace(opts, name=p.stem)

@@ -192,7 +192,7 @@ class MemorySpec(_Spec):
     values: list[int | float] | None = None
     fill: Literal["arange", "random", "zeros"] | None = None
     count: int | None = Field(None, ge=1)
-    seed: int = 0
+    seed: int = Field(0, ge=0)
 
 
 class CaptureSpec(_Spec):

@@ -195,7 +195,11 @@ class Simulation:
             txlog_cap=max(eng.log_messages, 1),
             capture_frames=eng.capture_frames if sc.capture_links else 16,
             outbox_frames=4096)
-        st = S.allocate_state(sizes)
+        try:
+            st = S.allocate_state(sizes)
+        except MemoryError as exc:
+            from .scenario_limits import allocation_failed
+            raise allocation_failed(sc, exc) from None
         st.sc[S.SC_MTU] = eng.mtu_bytes
         st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
         # devices and ports

@@ -1,0 +1,131 @@
+"""Limits a scenario is checked against before anything runs, so that input no run can honour
+fails at once with one line naming the field, instead of a traceback minutes later (or never).
+
+* Memory: the engine state is allocated in one piece per array; ``state_bytes`` estimates it
+  from the configs (host memory dominates), and a scenario needing more than this machine's
+  RAM and swap is refused when loaded. An allocation that still fails becomes a ``ConfigError``.
+* Host programs are unrolled into an op table (``repeat`` included): the op count is computed
+  from the counts before unrolling, and refused above ``MAX_HOST_OPS`` per host.
+* Addresses: a host-memory range outside ``HostConfig.memory_bytes`` is refused at load time.
+* Output paths: ``--json`` and ``--pcap`` must be writable before the run, not after it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import ConfigError
+
+MAX_HOST_OPS = 1 << 22  # per host: 4,194,304 ops of 64 B is a 256 MiB op table
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB"
+
+
+def machine_memory_bytes() -> int | None:
+    """RAM plus swap of this machine, or None when the platform does not say."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    swap = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("SwapTotal:"):
+                swap = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return ram + swap
+
+
+def state_bytes(sc) -> dict[str, int]:
+    """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
+    (mirrors ``spin.engine.state.allocate_state``; small tables left out)."""
+    from .engine import state as S
+    eng, host = sc.engine, sc.host
+    hosts, links = len(sc.topology.hosts), len(sc.topology.links)
+    slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
+    stride = ((host.memory_bytes + 63) // 64) * 64
+    return {
+        f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes})": hosts * stride,
+        f"frame pool (engine.buffer_slots = {eng.buffer_slots})": eng.buffer_slots * slot,
+        f"capture (engine.capture_frames = {eng.capture_frames})":
+            (eng.capture_frames if sc.capture_links else 16) * slot,
+        f"events (engine.max_events_pending = {eng.max_events_pending})":
+            eng.max_events_pending * (S.EV_COLS * 8 + 8),
+        f"port queues (engine.queue_frames = {eng.queue_frames})": 2 * links * eng.queue_frames * 4,
+        f"messages (engine.max_rx_messages = {eng.max_rx_messages})":
+            eng.max_rx_messages * (S.MSG_COLS + S.MSG_STATE_WORDS + 4) * 8,
+        f"message log (engine.log_messages = {eng.log_messages})":
+            max(eng.log_messages, 1) * (S.MSGLOG_WIDTH + S.TXLOG_WIDTH) * 8,
+        f"receive counters ({hosts} hosts x host.qps = {host.qps})": hosts * host.qps * 8,
+    }
+
+
+def _too_large(sc, why: str) -> ConfigError:
+    parts = sorted(state_bytes(sc).items(), key=lambda kv: -kv[1])
+    total = sum(v for _, v in parts)
+    shown = ", ".join(f"{k}: {_gib(v)}" for k, v in parts[:3] if v * 100 >= total)
+    return ConfigError(f"the engine state needs about {_gib(total)} ({why}); largest parts: "
+                       f"{shown}")
+
+
+def check_fits_in_memory(sc) -> None:
+    """Refuse a scenario whose engine state exceeds this machine's RAM plus swap."""
+    available = machine_memory_bytes()
+    if available is not None and sum(state_bytes(sc).values()) > available:
+        raise _too_large(sc, f"this machine has {_gib(available)} of RAM and swap")
+
+
+def allocation_failed(sc, exc: MemoryError) -> ConfigError:
+    """The error for an engine state that the allocator refused."""
+    return _too_large(sc, f"allocation failed: {exc}")
+
+
+def count_ops(ops) -> int:
+    """Ops a host program's list unrolls to (``repeat`` multiplies), from the raw TOML values
+    and without unrolling; entries that are not valid ops count as one (validation reports
+    them)."""
+    total = 0
+    for raw in ops if isinstance(ops, list) else []:
+        if isinstance(raw, dict) and raw.get("op") == "repeat":
+            times = raw.get("times")
+            inner = count_ops(raw.get("ops"))
+            total += (times if isinstance(times, int) and times > 0 else 1) * max(inner, 1)
+        else:
+            total += 1
+    return total
+
+
+def check_op_count(ops, where: str) -> None:
+    n = count_ops(ops)
+    if n > MAX_HOST_OPS:
+        raise ConfigError(f"{where}: the ops unroll to {n:,} ops (repeat multiplies); at most "
+                          f"{MAX_HOST_OPS:,} per host: lower the repeat counts or split the run")
+
+
+def check_range(field: str, addr: int, nbytes: int, memory_bytes: int) -> None:
+    """Refuse the host-memory range [addr, addr + nbytes) outside ``memory_bytes``."""
+    if addr + nbytes > memory_bytes:
+        raise ConfigError(f"{field} = {addr}: [{addr}, {addr + nbytes}) is outside host memory "
+                          f"(host.memory_bytes = {memory_bytes})")
+
+
+def check_writable(path: str, flag: str, directory: bool) -> None:
+    """Make sure an output of the run can be written, before the run (creates the folder)."""
+    p = Path(path)
+    folder = p if directory else p.parent
+    existing = next((a for a in (folder, *folder.parents) if a.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"{flag} {path}: {existing} is a file, not a folder")
+    try:
+        if not directory and p.is_dir():
+            raise ConfigError(f"{flag} {path}: is a directory; give a file name")
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".spin-write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot write there: "
+                          f"{exc.strerror or exc}") from None

@@ -1,0 +1,115 @@
+"""Scenario input no run can honour fails at once, before the run, with one line naming the
+field: undecodable files, bad seeds, sizes that cannot be allocated, impossible time limits,
+unwritable outputs, op counts that would take minutes to unroll, addresses outside host memory."""
+import time
+
+import pytest
+
+from spin.cli import main
+from spin.config import HostConfig
+from spin.errors import ConfigError
+from spin.scenario_file import load_scenario
+from spin.simulation import Scenario, Simulation
+from spin.topology import Topology
+
+BASE = """
+[topology]
+kind = "star"
+hosts = 2
+{extra}
+[[host_program]]
+node = 0
+ops = [{ops}]
+"""
+SEND = '{ op = "send", dst = 1, nbytes = 512, qp = 1 }'
+
+
+def _file(tmp_path, extra: str = "", ops: str = SEND, name: str = "s.toml"):
+    path = tmp_path / name
+    path.write_text(BASE.format(extra=extra, ops=ops))
+    return path
+
+
+def _refused(path, *words: str) -> str:
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    assert time.perf_counter() - t0 < 20  # at once, not after unrolling or building anything
+    text = str(info.value)
+    assert text.startswith(str(path)) and "\n" not in text, text
+    for w in words:
+        assert w in text, (w, text)
+    return text
+
+
+def test_non_utf8_file(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(BASE.format(extra='name = "caf\xe9"', ops=SEND).encode("latin-1"))
+    _refused(path, "not a UTF-8 text file", "0xe9")
+
+
+@pytest.mark.parametrize("seed", ["-1", "inf", "1e300"])
+def test_bad_seeds(tmp_path, seed):
+    memory = f'[[memory]]\nnode = 0\naddr = 0\ndtype = "uint8"\nfill = "random"\ncount = 8\nseed = {seed}'
+    _refused(_file(tmp_path, memory), "memory[0].seed")
+
+
+def test_sizes_that_cannot_be_allocated(tmp_path):
+    _refused(_file(tmp_path, "[host]\nmemory_bytes = 1000000000000000"),
+             "engine state needs about", "host.memory_bytes = 1000000000000000", "RAM")
+    fill = '[[memory]]\nnode = 0\naddr = 0\ndtype = "int64"\nfill = "zeros"\ncount = 1000000000000'
+    _refused(_file(tmp_path, fill), "memory[0].count", "outside host memory")
+
+
+def test_unallocatable_state_from_python_is_a_config_error():
+    sc = Scenario(Topology.pair(), host=HostConfig(memory_bytes=10**15))
+    with pytest.raises(ConfigError, match="engine state needs about .*allocation failed"):
+        Simulation(sc)
+
+
+@pytest.mark.parametrize("until", ["inf", "nan", "1e300"])
+def test_until_us_must_be_a_finite_time(tmp_path, capsys, until):
+    assert main(["run", str(_file(tmp_path)), "--until-us", until, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"spin: error: --until-us = {float(until)}: must be a time > 0 µs")
+    assert "\n" not in err
+
+
+@pytest.mark.parametrize("flag,target", [("--json", "not_a_folder/r.json"),
+                                         ("--pcap", "not_a_folder/pcaps"),
+                                         ("--json", "."), ("--pcap", "not_a_folder")])
+def test_unwritable_outputs_fail_before_the_run(tmp_path, capsys, flag, target):
+    (tmp_path / "not_a_folder").write_text("a file")
+    path = _file(tmp_path)
+    assert main(["run", str(path), flag, str(tmp_path / target), "--quiet"]) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith(f"spin: error: {flag} ") and out.err.count("\n") == 1, out.err
+    assert out.out == ""  # nothing ran
+
+
+def test_huge_repeat_is_refused_at_once(tmp_path):
+    ops = '{ op = "repeat", times = 100000000, ops = [{ op = "compute", ns = 1.0 }] }'
+    _refused(_file(tmp_path, ops=ops), "host_program[0].ops", "100,000,000 ops", "4,194,304")
+
+
+def test_huge_host_count_is_refused_at_once(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text(BASE.format(extra="", ops=SEND).replace("hosts = 2", "hosts = 100000000000"))
+    _refused(path, "topology.hosts = 100000000000")
+
+
+def test_addresses_outside_host_memory(tmp_path):
+    far = '{ op = "send", dst = 1, nbytes = 512, qp = 1, remote_addr = 1048300 }'
+    _refused(_file(tmp_path, ops=far), "remote_addr = 1048300", "host.memory_bytes = 1048576")
+    reduce = '{ op = "reduce", dst_addr = 0, src_addr = 99999999999, count = 4, dtype = "int32" }'
+    _refused(_file(tmp_path, ops=reduce), "src_addr = 99999999999", "outside host memory")
+
+
+def test_remote_address_owned_by_a_handler_is_left_to_it(tmp_path):
+    """With an execution context on the destination, the address means what its handler makes
+    of it; only the default path writes it to host memory."""
+    ctx = ('[[program]]\nname = "pong"\nfactory = "handlers.ping_pong:ping_pong_program"\n'
+           'args = { reply_qp = 2 }\n[[context]]\nnode = 1\nprogram = "pong"')
+    far = '{ op = "send", dst = 1, nbytes = 512, qp = 1, remote_addr = 1048300 }'
+    sc, _ = load_scenario(_file(tmp_path, ctx, ops=far))
+    assert sc.host_programs[0].ops
