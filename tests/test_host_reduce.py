@@ -187,5 +187,6 @@ def test_custom_and_builtin_reduce_agree_across_worker_counts():
     sc.host_program(0).reduce(0, 8 * N, N, "float64", op=hypot_op, ps_per_byte=500.0)
     sc.host_program(1).reduce(0, 8 * N, N, "float64", op="max")
     result = run_both(sc, 2, read=[(0, 0, N, "float64"), (1, 0, N, "float64")])
-    assert result.read(0, 0, N, "float64").tobytes() == np.hypot(*_operands("float64", 0)).tobytes()
-    assert result.read(1, 0, N, "float64").tobytes() == np.maximum(*_operands("float64", 1)).tobytes()
+    for node, fn in ((0, np.hypot), (1, np.maximum)):
+        expected = fn(*_operands("float64", node))
+        assert result.read(node, 0, N, "float64").tobytes() == expected.tobytes()
