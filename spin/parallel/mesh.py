@@ -172,24 +172,27 @@ class Mesh:
                 senders.append(sender)
         return Inbox(batches=batches, bounds_ps=bounds, lookaheads_ps=looks, senders=senders)
 
-    def round_trip(self, n: int) -> float:
+    def round_trip(self, n: int) -> tuple[float, float]:
         """Bare zmq round trips between workers 0 and 1 over the data sockets (the floor a sync
-        round is measured against): worker 0 returns the mean in seconds, worker 1 echoes, and
-        others return 0. Call before round 0; early round-0 messages are filed as usual."""
+        round is measured against): worker 0 returns the mean wall and CPU (this process, all
+        threads) seconds per trip, worker 1 echoes, others return zeros. Call before round 0;
+        early round-0 messages are filed as usual."""
         if self.worker_id not in (0, 1) or self.n_workers < 2 or n < 1:
-            return 0.0
+            return 0.0, 0.0
         peer = 1 - self.worker_id
         sock = self._push[peer]
-        started = 0.0
+        started = cpu = 0.0
         for i in range(n + 1):  # the first trip sets up the connections and is not timed
             if i == 1:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
             if self.worker_id == 0:
                 self._send(sock, [_PING], peer, 0)
             self._wait_ping()
             if self.worker_id == 1:
                 self._send(sock, [_PING], peer, 0)
-        return (time.perf_counter() - started) / n if self.worker_id == 0 else 0.0
+        if self.worker_id != 0:
+            return 0.0, 0.0
+        return (time.perf_counter() - started) / n, (time.process_time() - cpu) / n
 
     def _wait_ping(self) -> None:
         assert self._pull is not None

@@ -48,6 +48,7 @@ class SyncOutcome:
     rounds: int  # rounds that ran events (the start-up exchange is not counted)
     end_ps: int  # the final global bound T (INF_PS if everything went idle)
     wall_s: float  # wall time of the round loop alone
+    cpu_s: float  # CPU time of this process (all threads, zmq's included) in the round loop
     events: int  # program.events_processed() at the end (0 if not provided)
     rejected: dict[str, int] = field(default_factory=dict)  # peer batches refused, by reason
 
@@ -107,7 +108,7 @@ def run_rounds(
     limit = INF_PS if until_ps is None else min(int(until_ps), INF_PS)
     stats = getattr(exchange, "stats", None) or Rejects()
     own_look = int(program.lookahead_ps())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     inbox = exchange.exchange(0, {}, int(program.next_event_ps()), own_look)
     look = min(inbox.lookaheads_ps)
     if n_workers > 1 and look <= 0:
@@ -138,7 +139,8 @@ def run_rounds(
         if on_round is not None:
             on_round(t, rounds, events_processed(program))
     return SyncOutcome(
-        rounds=rounds, end_ps=t, wall_s=time.perf_counter() - started, events=events_processed(program),
+        rounds=rounds, end_ps=t, wall_s=time.perf_counter() - started, cpu_s=time.process_time() - cpu,
+        events=events_processed(program),
         rejected=dict(stats.rejected),
     )
 

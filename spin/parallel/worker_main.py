@@ -278,7 +278,7 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
         def on_round(t_ps: int, rounds: int, events: int) -> None:
             shared.t_ps, shared.rounds, shared.events = t_ps, rounds, events
 
-        rtt_s = mesh.round_trip(setup.round_trips)
+        rtt_s, rtt_cpu_s = mesh.round_trip(setup.round_trips)
         out = run_rounds(program, mesh, setup.worker_id, len(setup.endpoints), setup.until_ps, on_round)
         result = program.result()
         _send(
@@ -290,7 +290,8 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
                 "end_ps": out.end_ps,
                 "loop_wall_s": out.wall_s,
                 "events": out.events,
-                "stats": {**mesh.stats.as_dict(), "round_trip_ns": int(rtt_s * 1e9)},
+                "stats": {**mesh.stats.as_dict(), "round_trip_ns": int(rtt_s * 1e9),
+                          "round_trip_cpu_ns": int(rtt_cpu_s * 1e9), "loop_cpu_ns": int(out.cpu_s * 1e9)},
             },
         )
         _wait(ctl, setup.heartbeat_timeout_s, watchdog.check)  # bye: our result was received
