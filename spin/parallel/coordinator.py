@@ -20,13 +20,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import zmq
@@ -50,10 +48,10 @@ from spin.parallel.control import (
     check_stats,
     parse,
 )
+from spin.parallel.procs import exit_text, log_tail, reap
 from spin.parallel.progress import Progress
 
 _POLL_MS = 50
-_KILL_WAIT_S = 1.0
 WILDCARDS = ("0.0.0.0", "::", "*")
 
 
@@ -139,23 +137,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _exit_text(rc: int) -> str:
-    if rc < 0:
-        try:
-            return f"was killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"was killed by signal {-rc}"
-    return f"exited with code {rc}"
-
-
-def _tail(path: str, lines: int = 25) -> str:
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 class Coordinator:
@@ -322,7 +303,7 @@ class Coordinator:
         now = time.monotonic()
         for m in members:
             if m.proc is not None and m.state != "done" and m.proc.poll() is not None:
-                raise self._error(m, _exit_text(m.proc.returncode))
+                raise self._error(m, exit_text(m.proc.returncode))
             if m.state in ("setup", "ready") and m.hb_identity:
                 if not m.local and now - m.last_beat > self.config.remote_silence_timeout_s:
                     raise self._error(m, f"was silent for {self.config.remote_silence_timeout_s} s (lost or hung)")
@@ -419,7 +400,7 @@ class Coordinator:
         text = f"worker {m.worker_id} ({where}; {m.description or 'program not built yet'}) {what}"
         if remote_tb:
             text += f"\n--- remote traceback ---\n{remote_tb.rstrip()}"
-        elif m.stderr_path and (tail := _tail(m.stderr_path)):
+        elif m.stderr_path and (tail := log_tail(m.stderr_path)):
             text += f"\n--- worker output (tail) ---\n{tail}"
         err = WorkerError(text)
         err.worker_id, err.pid, err.description, err.remote_traceback = m.worker_id, m.pid, m.description, remote_tb
@@ -433,26 +414,7 @@ class Coordinator:
 
     def _reap(self, members: list[_Member], graceful: bool) -> None:
         """Wait for local workers (grace), then SIGTERM, then SIGKILL; never leaves a child behind."""
-        procs = [m.proc for m in members if m.proc is not None and m.proc.returncode is None]
-        try:
-            if graceful:
-                _wait_all(procs, self.config.shutdown_grace_s)
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                alive = [p for p in procs if p.poll() is None]
-                if not alive:
-                    break
-                for p in alive:
-                    try:
-                        p.send_signal(sig)
-                    except ProcessLookupError:
-                        pass
-                _wait_all(alive, _KILL_WAIT_S)
-        except KeyboardInterrupt:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            raise
+        reap([m.proc for m in members if m.proc is not None], self.config.shutdown_grace_s if graceful else 0.0)
 
     def _outcome(self, members: list[_Member], epoch: int, wall_s: float) -> RunOutcome:
         outs = [m.outcome for m in members]
@@ -480,15 +442,6 @@ class Coordinator:
             transport=transport,
             epoch=epoch,
         )
-
-
-def _wait_all(procs: list[subprocess.Popen], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def run_fabric(
