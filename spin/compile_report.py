@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 from .errors import HandlerCompileError
 
@@ -92,7 +93,8 @@ def _clean(text: str) -> list[str]:
 
 
 def _reason(text: str) -> str:
-    lines = [ln for ln in _clean(text) if ln and not ln.startswith(("Failed in ", "During:"))]
+    lines = [ln for ln in _clean(text)
+             if ln and not ln.startswith(("Failed in ", "During:", "- ", "There are"))]
     if not lines:
         return "Numba could not compile it"
     first = lines[0]
@@ -115,18 +117,48 @@ def _hint(text: str, reason: str, mem_type) -> str:
     return ""
 
 
+def _location(fn, exc: Exception) -> tuple[str, int]:
+    """Where in the handler's own file Numba failed: its error location when it is there, else
+    the last place in that file its trace names (a failure deep inside Numba's library is
+    reached from a line of the handler), else the ``def`` line."""
+    file = fn.__code__.co_filename
+    loc = getattr(exc, "loc", None)
+    if getattr(loc, "filename", None) and Path(loc.filename).resolve() == Path(file).resolve():
+        return file, int(loc.line)
+    text = _ANSI.sub("", str(exc))
+    hits = [(m["file"], int(m["line"])) for m in re.finditer(
+        r'(?: at (?P<file>\S+) \((?P<line>\d+)\))', text)]
+    hits += [(m[1], int(m[2])) for m in re.finditer(r'File "([^"]+)", line (\d+)', text)]
+    mine = [line for f, line in hits if Path(f).name == Path(file).name
+            and fn.__code__.co_firstlineno <= line]
+    return file, (mine[-1] if mine else fn.__code__.co_firstlineno)
+
+
 def _handler_message(kind: str, program: str, fn, exc: Exception, mem_type) -> str:
     name = getattr(fn, "__qualname__", repr(fn))
     text = str(exc)
     reason = _reason(text)
-    loc = getattr(exc, "loc", None)
-    file = getattr(loc, "filename", None) or fn.__code__.co_filename
-    line = getattr(loc, "line", None) or fn.__code__.co_firstlineno
+    file, line = _location(fn, exc)
     code = linecache.getline(file, line).strip()
     where = f"{file}:{line}" + (f": `{code}`" if code else "")
     hint = _hint(text, reason, mem_type)
+    if hint.startswith("handlers cannot allocate"):
+        reason = "allocates an array"
     return (f"{kind} handler {name!r} of program {program!r} does not compile: {where}: {reason}"
             + (f" (hint: {hint})" if hint else ""))
+
+
+def _return_message(kind: str, program: str, fn, return_type) -> str | None:
+    """A handler must return an integer sPIN code; ``None`` (a missing ``return``) or another
+    type compiles alone but not in the engine."""
+    from numba.core import types
+    if isinstance(return_type, (types.Integer, types.Boolean, types.IntegerLiteral)):
+        return None
+    name = getattr(fn, "__qualname__", repr(fn))
+    what = "nothing (a missing return)" if return_type == types.none else str(return_type)
+    return (f"{kind} handler {name!r} of program {program!r} does not compile: "
+            f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: it returns {what}; a "
+            f"handler returns an int sPIN code (SUCCESS, PROCEED, DROP, ... from spin.api)")
 
 
 def describe_compile_error(exc: Exception, programs, ctx, hmems) -> HandlerCompileError:
@@ -144,12 +176,16 @@ def describe_compile_error(exc: Exception, programs, ctx, hmems) -> HandlerCompi
             if fn is None:
                 continue
             py = getattr(fn, "py_func", fn)
+            alone = numba.njit(_nrt=False)(py)
             try:
-                numba.njit(_nrt=False)(py).compile((ctx_type, pkt_type, mem_type))
-            except NumbaError as alone:
-                err = HandlerCompileError(_handler_message(kind, prog.name, py, alone, mem_type))
-                err.details = _ANSI.sub("", str(alone))
+                alone.compile((ctx_type, pkt_type, mem_type))
+            except NumbaError as failed:
+                err = HandlerCompileError(_handler_message(kind, prog.name, py, failed, mem_type))
+                err.details = _ANSI.sub("", str(failed))
                 return err
+            returns = _return_message(kind, prog.name, py, alone.nopython_signatures[0].return_type)
+            if returns:
+                return HandlerCompileError(returns)
     err = HandlerCompileError(f"the engine for {_what(programs)} does not compile: "
                               f"{_reason(str(exc))} (every handler compiles alone; Numba's full "
                               f"message is in this error's .details)")

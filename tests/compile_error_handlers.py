@@ -21,8 +21,19 @@ def mistyped_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+def copying_header(ctx, pkt, mem):
+    mine = pkt.copy()  # MISTAKE
+    mem[0] += mine[0]
+    return SUCCESS
+
+
+def forgetful_payload(ctx, pkt, mem):  # MISTAKE
+    mem[0] += 1
+
+
 def program(mistake: str) -> HandlerProgram:
     fn = {"allocate": allocating_payload, "typo": misspelt_payload,
-          "type": mistyped_completion}[mistake]
-    kind = "completion" if mistake == "type" else "payload"
+          "type": mistyped_completion, "copy": copying_header,
+          "no_return": forgetful_payload}[mistake]
+    kind = {"type": "completion", "copy": "header"}.get(mistake, "payload")
     return HandlerProgram(f"bad_{mistake}", **{kind: fn}, memory=np.zeros(1, np.int64))

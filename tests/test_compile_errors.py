@@ -24,6 +24,9 @@ CASES = {  # mistake -> (handler, words the message must contain)
                                         "state in handler memory"]),
     "typo": ("misspelt_payload", ["pkt_lenght", "NameError"]),
     "type": ("mistyped_completion", ["setitem", "completion handler", "array(int64, 1d, C)"]),
+    "copy": ("copying_header", ["pkt.copy()", "header handler", "allocates an array",
+                                "handlers cannot allocate arrays"]),
+    "no_return": ("forgetful_payload", ["returns nothing (a missing return)", "sPIN code"]),
 }
 
 
