@@ -51,7 +51,7 @@ def configure_numba_cache_dir() -> None:
 def _remove_entry(cache_file) -> list[str]:
     """Delete the index and data files of one cached function; return the removed paths."""
     index = cache_file._index_path
-    base = index[:-len(".nbi")] if index.endswith(".nbi") else index
+    base = index.removesuffix(".nbi")
     removed = []
     for path in [index] + glob.glob(glob.escape(base) + ".*.nbc"):
         try:
@@ -77,7 +77,7 @@ def heal_numba_cache() -> None:
             return original(self, sig, target_context)
         except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (any unreadable entry is a miss)
             removed = _remove_entry(self._cache_file)
             warnings.warn(f"spin: unreadable Numba cache entry for {self._name} "
                           f"({type(exc).__name__}: {exc}); removed {', '.join(removed) or '?'} "

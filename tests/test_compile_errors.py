@@ -20,8 +20,8 @@ from tests import compile_error_handlers as bad
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = inspect.getsourcefile(bad)
 CASES = {  # mistake -> (handler, words the message must contain)
-    "allocate": ("allocating_payload", ["np.zeros", "handlers cannot allocate arrays: keep "
-                                        "state in handler memory"]),
+    "allocate": ("allocating_payload", ["np.zeros", ("handlers cannot allocate arrays: keep "
+                                                     "state in handler memory")]),
     "typo": ("misspelt_payload", ["pkt_lenght", "NameError"]),
     "type": ("mistyped_completion", ["setitem", "completion handler", "array(int64, 1d, C)"]),
     "copy": ("copying_header", ["pkt.copy()", "header handler", "allocates an array",

@@ -6,8 +6,8 @@ import numba
 import pytest
 
 from spin.compile_report import compile_progress
-from spin.handler import HandlerProgram
 from spin.errors import HandlerCompileError
+from spin.handler import HandlerProgram
 
 
 def _payload(ctx, pkt, mem):
@@ -46,8 +46,7 @@ def test_nothing_is_printed_without_a_compile_or_when_quiet():
 
 def test_a_failed_compile_says_so():
     out = io.StringIO()
-    with pytest.raises(HandlerCompileError):
-        with compile_progress(PROGRAMS, stream=out):
-            _fresh_function()(1, 2)
-            raise HandlerCompileError("stand-in for a failed compile")
+    with pytest.raises(HandlerCompileError), compile_progress(PROGRAMS, stream=out):
+        _fresh_function()(1, 2)
+        raise HandlerCompileError("stand-in for a failed compile")
     assert out.getvalue().splitlines()[-1].startswith("spin: engine compile failed after ")
