@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .engine.codegen import cache_dir, engine_module_source
 from .results import RunResult
 from .simulation import Scenario, Simulation
 from .topology import Topology
@@ -18,10 +19,16 @@ def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
     """Compile the scenario's engine here, once, before workers start: they load it from the
     cache instead of compiling it side by side, and a handler that does not compile fails with
     the same error as in a one-process run. A two-host stand-in is enough: the machine code
-    depends on the programs and the engine options, not on the fabric's size."""
-    probe = Scenario(Topology.pair(), engine=scenario.engine,
-                     engine_programs=scenario.programs())
+    depends on the programs and the engine options, not on the fabric's size. A marker next to
+    the generated engine skips this once it compiled (only a successful compile writes it)."""
+    programs = scenario.programs()
+    name, _ = engine_module_source(programs, scenario.engine.boundscheck)
+    marker = cache_dir() / f"{name}.compiled"
+    if marker.exists():
+        return
+    probe = Scenario(Topology.pair(), engine=scenario.engine, engine_programs=programs)
     Simulation(probe, quiet=quiet).compile()
+    marker.touch()
 
 
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,

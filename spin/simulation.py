@@ -7,6 +7,7 @@ host memory and what to capture. ``Simulation`` turns it into engine arrays for 
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -330,7 +331,8 @@ class Simulation:
         self.start()
         while True:
             try:
-                with compile_progress(self.programs, quiet=self._quiet or self._compiled):
+                with nullcontext() if self._compiled else compile_progress(self.programs,
+                                                                           self._quiet):
                     status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
                                                    np.int64(max_events))
                 self._compiled = True
