@@ -5,6 +5,10 @@ The scapy mirror lives in ``spin.wire.scapy_layers`` and is imported only on dem
 here, where its name would shadow the submodule).
 """
 
+from spin.caches import heal_numba_cache
+
+heal_numba_cache()  # before the first jitted wire function loads its cache (tools, tests)
+
 from spin.wire.fields import BitSlot, Field, HeaderFormat
 from spin.wire.headers import (
     BTH, BTH_BYTES, ETH, ETH_BYTES, ETHERTYPE_IPV4, ICRC_BYTES, IPV4, IPV4_BYTES,
