@@ -98,25 +98,31 @@ def _stream(frames: int, batch: int, copy: bool) -> None:
           f"{out.transport['bytes_sent'] / wall / 1e9 * 8:5.2f} Gbit/s on the wire (1536 B slots)")
 
 
-def _versus_round_trip(label: str, factory: str, spec, round_trips: int) -> None:
-    """Round cost against a bare zmq round trip timed between the same two worker processes,
-    over the same sockets, just before the round loop starts."""
-    out = run_fabric(factory, spec, n_workers=2, timeout_s=600, round_trips=round_trips)
-    w0 = out.workers[0]
-    rounds = out.rounds + 1  # +1: the start-up exchange
-    rtt_us, rtt_cpu_us = w0.stats["round_trip_ns"] / 1e3, w0.stats["round_trip_cpu_ns"] / 1e3
-    wall_us, cpu_us = w0.loop_wall_s / rounds * 1e6, w0.stats["loop_cpu_ns"] / 1e3 / rounds
-    print(f"  {label:34s} {out.rounds:6d} rounds  wall {wall_us:6.1f} µs/round vs bare zmq round trip "
+def _versus_round_trip(label: str, factory: str, spec, round_trips: int, repeat: int) -> None:
+    """Round cost against a bare zmq round trip timed between the same two worker processes, over
+    the same sockets, just before and just after the round loop (mean of both); median of runs."""
+    runs = []
+    for _ in range(repeat):
+        out = run_fabric(factory, spec, n_workers=2, timeout_s=600, round_trips=round_trips)
+        w0 = out.workers[0]
+        rounds = out.rounds + 1  # +1: the start-up exchange
+        runs.append((w0.loop_wall_s / rounds * 1e6, w0.stats["round_trip_ns"] / 1e3,
+                     w0.stats["loop_cpu_ns"] / 1e3 / rounds, w0.stats["round_trip_cpu_ns"] / 1e3,
+                     out.rounds))
+    runs.sort(key=lambda r: r[0] / r[1])
+    wall_us, rtt_us, cpu_us, rtt_cpu_us, n_rounds = runs[len(runs) // 2]
+    print(f"  {label:34s} {n_rounds:6d} rounds  wall {wall_us:6.1f} µs/round vs bare zmq round trip "
           f"{rtt_us:6.1f} µs ({wall_us / rtt_us:4.2f}x)   worker-0 CPU {cpu_us:6.1f} µs/round vs "
-          f"{rtt_cpu_us:6.1f} µs/trip ({cpu_us / rtt_cpu_us:4.2f}x)", flush=True)
+          f"{rtt_cpu_us:6.1f} µs/trip ({cpu_us / rtt_cpu_us:4.2f}x)   [ratios of {repeat} runs: "
+          + ", ".join(f"{r[0] / r[1]:.2f}x" for r in runs) + "]", flush=True)
 
 
-def _empty(rounds: int, round_trips: int) -> None:
+def _empty(rounds: int, round_trips: int, repeat: int) -> None:
     _versus_round_trip("sync, empty batches", "bench_transport:make_program",
-                       BenchSpec("empty", rounds=rounds), round_trips)
+                       BenchSpec("empty", rounds=rounds), round_trips, repeat)
 
 
-def _engine(messages: int, round_trips: int) -> None:
+def _engine(messages: int, round_trips: int, repeat: int) -> None:
     """The engine's round: 8-host star, 100 ns links, every host streaming through the switch,
     so every round carries frames both ways (the case the round cost matters most for)."""
     from bench_fabric import ring_stream
@@ -129,7 +135,7 @@ def _engine(messages: int, round_trips: int) -> None:
     # hosts 0-3 with the switch, hosts 4-7 alone: half the traffic crosses every round (the
     # partition the earlier ~270 µs figure was measured on; METIS would leave one host alone)
     spec = PartitionedScenario(sc, (0, 0, 0, 0, 1, 1, 1, 1, 0))
-    _versus_round_trip("sync, engine star 8 hosts 100 ns", FACTORY, spec, round_trips)
+    _versus_round_trip("sync, engine star 8 hosts 100 ns", FACTORY, spec, round_trips, repeat)
 
 
 def main() -> None:
@@ -139,14 +145,15 @@ def main() -> None:
     ap.add_argument("--round-trips", type=int, default=2_000, help="bare round trips timed per run")
     ap.add_argument("--messages", type=int, default=400, help="messages per host in the engine run")
     ap.add_argument("--only-rounds", action="store_true", help="skip the streaming measurements")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per round measurement (median shown)")
     args = ap.parse_args()
     print("spin transport benchmark: 2 local worker processes, PUSH/PULL over tcp loopback")
     if not args.only_rounds:
         for batch in (64, 256, 1024):
             _stream(args.frames, batch, copy=False)
         _stream(args.frames, 256, copy=True)
-    _empty(args.rounds, args.round_trips)
-    _engine(args.messages, args.round_trips)
+    _empty(args.rounds, args.round_trips, args.repeat)
+    _engine(args.messages, args.round_trips, args.repeat)
 
 
 if __name__ == "__main__":

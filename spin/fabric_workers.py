@@ -212,13 +212,16 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     """Run on ``workers`` processes (``remote_workers`` of them joining from elsewhere) and
     merge their results. ``regions`` (node, addr, nbytes) of host memory come back in
     ``result.memory_regions``."""
-    from .parallel.coordinator import run_fabric
+    from .parallel.coordinator import Deferred, run_fabric
     if workers < 1:
         raise ConfigError(f"workers = {workers}; must be >= 1")
-    owner = (explicit_partition(scenario, workers, partition) if partition
-             else auto_partition(scenario, workers))
-    spec = PartitionedScenario(scenario, owner, tuple(regions))
-    outcome = run_fabric(FACTORY, spec, workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
+
+    def spec() -> PartitionedScenario:  # computed while the workers start
+        owner = (explicit_partition(scenario, workers, partition) if partition
+                 else auto_partition(scenario, workers))
+        return PartitionedScenario(scenario, owner, tuple(regions))
+
+    outcome = run_fabric(FACTORY, Deferred(spec), workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
                          allow_remote=remote_workers, key_file=key_file, port=port)
     parts, captured, memory = [], [], {}
     for d in outcome.results:

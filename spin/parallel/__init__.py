@@ -6,7 +6,14 @@ optionally remote workers over CurveZMQ) or ``run_single`` (one worker, in proce
 """
 
 from spin.parallel.batch import FrameBatch
-from spin.parallel.coordinator import Coordinator, CoordinatorConfig, RunOutcome, WorkerOutcome, run_fabric
+from spin.parallel.coordinator import (
+    Coordinator,
+    CoordinatorConfig,
+    Deferred,
+    RunOutcome,
+    WorkerOutcome,
+    run_fabric,
+)
 from spin.parallel.program import INF_PS, WorkerProgram, load_factory, worker_factory
 from spin.parallel.sync import SyncOutcome, run_single
 
@@ -14,6 +21,7 @@ __all__ = [
     "INF_PS",
     "Coordinator",
     "CoordinatorConfig",
+    "Deferred",
     "FrameBatch",
     "RunOutcome",
     "SyncOutcome",

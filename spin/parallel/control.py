@@ -48,7 +48,7 @@ class Setup:
     heartbeat_interval_s: float
     heartbeat_timeout_s: float
     abort_grace_s: float
-    round_trips: int = 0  # bare zmq round trips to time between workers 0 and 1 before round 0
+    round_trips: int = 0  # bare zmq round trips timed between workers 0 and 1, before and after the rounds
 
     def to_json(self) -> bytes:
         return json.dumps(self.__dict__).encode()

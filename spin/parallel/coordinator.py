@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import zmq
 
@@ -53,6 +53,14 @@ from spin.parallel.progress import Progress
 
 _POLL_MS = 50
 WILDCARDS = ("0.0.0.0", "::", "*")
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A spec computed while the local workers start (their interpreter and imports take a
+    second or two), e.g. a partition: ``run(factory, Deferred(lambda: build_spec()), n)``."""
+
+    build: Callable[[], Any]
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,8 @@ class Coordinator:
             raise ConfigError(f"allow_remote={cfg.allow_remote} exceeds n_workers={n_workers}")
         if ":" not in factory:
             raise ConfigError(f"factory must look like 'package.module:function', got {factory!r}")
-        spec_blob = codec.encode(spec)  # fails here, in the caller, if the spec cannot travel as data
+        # fails here, in the caller, if the spec cannot travel as data (deferred: after spawning)
+        spec_blob = None if isinstance(spec, Deferred) else codec.encode(spec)
         n_local = n_workers - cfg.allow_remote
         members = [_Member(worker_id=i, local=i < n_local, token=secrets.token_hex(16)) for i in range(n_workers)]
         rejected_before = Rejections(self.rejected)
@@ -197,7 +206,9 @@ class Coordinator:
         with tempfile.TemporaryDirectory(prefix="spin-workers-") as tmp:
             try:
                 for m in members[:n_local]:
-                    self._spawn(m, tmp)
+                    self._spawn(m, tmp, factory)
+                if spec_blob is None:
+                    spec_blob = codec.encode(spec.build())
                 self._join(members, deadline)
                 self._send_setups(members, epoch, factory, spec_blob, until_ps)
                 self._until(members, "ready", deadline, progress)
@@ -234,10 +245,11 @@ class Coordinator:
 
     # -- phases -----------------------------------------------------------------------------
 
-    def _spawn(self, m: _Member, tmp: str) -> None:
+    def _spawn(self, m: _Member, tmp: str, factory: str) -> None:
         cmd = [sys.executable, "-m", "spin.parallel.worker_main", "--join", self._local_endpoint,
                "--slot", str(m.worker_id), "--token-stdin", "--parent-pid", str(os.getpid()),
-               "--join-timeout-s", str(self.config.join_timeout_s)]
+               "--join-timeout-s", str(self.config.join_timeout_s),
+               "--preload", factory.partition(":")[0]]  # imported while the coordinator prepares
         if self._keys is not None:
             cmd += ["--key-file", self._keys.path]
         if self._data_bind is not None:

@@ -175,8 +175,8 @@ class Mesh:
     def round_trip(self, n: int) -> tuple[float, float]:
         """Bare zmq round trips between workers 0 and 1 over the data sockets (the floor a sync
         round is measured against): worker 0 returns the mean wall and CPU (this process, all
-        threads) seconds per trip, worker 1 echoes, others return zeros. Call before round 0;
-        early round-0 messages are filed as usual."""
+        threads) seconds per trip, worker 1 echoes, others return zeros. Call before round 0
+        (early round-0 messages are filed as usual) or after the last round."""
         if self.worker_id not in (0, 1) or self.n_workers < 2 or n < 1:
             return 0.0, 0.0
         peer = 1 - self.worker_id

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib
 import ipaddress
 import json
 import os
@@ -280,6 +281,9 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
 
         rtt_s, rtt_cpu_s = mesh.round_trip(setup.round_trips)
         out = run_rounds(program, mesh, setup.worker_id, len(setup.endpoints), setup.until_ps, on_round)
+        if setup.round_trips:  # again after the loop: the machine's load may have changed meanwhile
+            after_s, after_cpu_s = mesh.round_trip(setup.round_trips)
+            rtt_s, rtt_cpu_s = (rtt_s + after_s) / 2, (rtt_cpu_s + after_cpu_s) / 2
         result = program.result()
         _send(
             ctl,
@@ -335,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slot", type=int, default=-1, help=argparse.SUPPRESS)  # local children only
     parser.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data-bind", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--preload", default=None, help=argparse.SUPPRESS)  # local children only
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.parent_pid:
@@ -345,6 +350,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"spin worker: {exc}\n")
         return EXIT_JOIN
     token = sys.stdin.readline().strip() if args.token_stdin else ""
+    if args.preload:  # the factory's module, named by our parent: import it while it prepares
+        try:
+            importlib.import_module(args.preload)
+        except Exception:  # noqa: BLE001 - load_factory reports it properly, in the run
+            pass
     return serve(args.join, keys, args.slot, token, args.join_timeout_s, args.data_bind)
 
 

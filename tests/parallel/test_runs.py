@@ -135,3 +135,16 @@ def test_bad_factory_and_main_module_spec_are_reported() -> None:
 def test_progress_bar_runs(capsys) -> None:
     out = run_fabric(TOY, SPEC, n_workers=2, timeout_s=60, quiet=False, until_ps=10**9)
     assert len(out.results) == 2
+
+
+def test_a_deferred_spec_is_built_while_the_workers_start() -> None:
+    from spin.parallel import Deferred
+
+    out = run_fabric(TOY, Deferred(lambda: SPEC), n_workers=2, timeout_s=60)
+    assert merged_devices(out.results) == _reference()
+
+    def broken() -> ToySpec:
+        raise ConfigError("no partition for this topology")
+
+    with pytest.raises(ConfigError, match="no partition"):
+        run_fabric(TOY, Deferred(broken), n_workers=2, timeout_s=60)
