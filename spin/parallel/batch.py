@@ -1,12 +1,13 @@
 """FrameBatch: the frames one worker sends another in one sync round, and their wire encoding.
 
 Frames cross workers as real bytes in fixed-size slots (``frames[i, :length[i]]``), so the engine
-can copy them straight into its slot pool. A batch travels as ONE single-part zmq message: a fixed
-header, the per-frame metadata arrays back to back, then the slot buffer. Each zmq part costs
-about 7 µs of Python at each end, which is more than copying a round's frames once, so there is
-exactly one part per message whatever it carries; a batch without frames (a bound only, the
-common case) is the header alone. The receiver copies the message once into memory it owns, so
-every decoded array is a writable, aligned view the engine can take as is.
+can copy them straight into its slot pool. A batch is ONE zmq message: a fixed header, the
+per-frame metadata arrays back to back, then the slot buffer. Each zmq part costs about 7 µs of
+Python at each end, more than copying a small batch, so a batch under ``INLINE_BYTES`` (a bound
+only, the common case, or a few frames) is a single part, copied once on each side; a larger one
+is two parts, header+metadata and the slot buffer sent and received without a copy. Decoded
+metadata is always a private writable copy; decoded slots are a writable copy for single-part
+messages and a read-only view of the received buffer otherwise (copy what you keep).
 
 Decoding trusts nothing: every size in a header is checked against the bytes that came with it
 before any view is made, and a refusal is a ``BatchRejected`` carrying a short reason, which the
@@ -24,6 +25,7 @@ import numpy as np
 from spin.errors import TransportError
 
 MAX_SLOT_BYTES = 1 << 16  # no engine slot is larger (jumbo frames are 9 KiB)
+INLINE_BYTES = 1 << 16  # below this a batch travels as one part (pyzmq copies below it anyway)
 
 MAGIC = b"SPNB"
 VERSION = 2
@@ -143,18 +145,22 @@ class FrameBatch:
         )
 
     def encode(self, epoch: int, round_no: int, sender: int, bound_ps: int, lookahead_ps: int) -> list:
-        """One zmq part: header, metadata and slots, joined in one copy."""
+        """One part (header, metadata, slots) below INLINE_BYTES; else the slots as a second,
+        zero-copy part."""
         head = _HEADER.pack(
             MAGIC, VERSION, self.slot_bytes, epoch, round_no, sender, self.n, bound_ps, lookahead_ps
         )
         if not self.n:
             return [head]
-        return [b"".join((head, self.arrival_ps.astype("<i8", copy=False).tobytes(),
-                          self.order_key.astype("<i8", copy=False).tobytes(),
-                          self.dst_device.astype("<i4", copy=False).tobytes(),
-                          self.dst_port.astype("<i4", copy=False).tobytes(),
-                          self.length.astype("<i4", copy=False).tobytes(),
-                          np.ascontiguousarray(self.frames, dtype=np.uint8).tobytes()))]
+        meta = (head, self.arrival_ps.astype("<i8", copy=False).tobytes(),
+                self.order_key.astype("<i8", copy=False).tobytes(),
+                self.dst_device.astype("<i4", copy=False).tobytes(),
+                self.dst_port.astype("<i4", copy=False).tobytes(),
+                self.length.astype("<i4", copy=False).tobytes())
+        frames = np.ascontiguousarray(self.frames, dtype=np.uint8)
+        if frames.nbytes < INLINE_BYTES:
+            return [b"".join((*meta, frames.tobytes()))]
+        return [b"".join(meta), frames]
 
 
 def encode_empty(epoch: int, round_no: int, sender: int, bound_ps: int, lookahead_ps: int) -> list:
@@ -172,34 +178,41 @@ def decode_header(part0: bytes | memoryview) -> BatchHeader:
     return BatchHeader(epoch, rnd, sender, count, bound, look, slot)
 
 
-def check_body(header: BatchHeader, size: int, n_parts: int) -> None:
-    """The sizes a header claims against what arrived; BatchRejected naming the first mismatch."""
+def check_body(header: BatchHeader, sizes: list[int]) -> None:
+    """The sizes a header claims against the parts that arrived (their byte sizes, in order);
+    BatchRejected naming the first mismatch."""
     n = header.count
-    if n_parts != 1:
-        raise BatchRejected("bad_parts", f"{n_parts}-part message; batches are one part")
+    if len(sizes) > 2 or (len(sizes) == 2 and n == 0):
+        raise BatchRejected("bad_parts", f"{len(sizes)}-part message for {n} frames")
     if n and not 0 < header.slot_bytes <= MAX_SLOT_BYTES:
         raise BatchRejected("bad_slot_size", f"slot_bytes {header.slot_bytes} outside 1..{MAX_SLOT_BYTES}")
-    meta = n * META_BYTES_PER_FRAME
-    if size < HEADER_BYTES + meta:
-        raise BatchRejected("bad_count", f"header says {n} frames but the message has {size} B")
-    if size != HEADER_BYTES + meta + n * header.slot_bytes:
-        raise BatchRejected("bad_frames_size", f"{n} x {header.slot_bytes} B slots but "
-                                               f"{size - HEADER_BYTES - meta} B of frames")
+    meta = HEADER_BYTES + n * META_BYTES_PER_FRAME
+    slots = n * header.slot_bytes
+    if len(sizes) == 1:
+        if sizes[0] != meta + slots:
+            raise BatchRejected("bad_size", f"header says {n} x {header.slot_bytes} B slots; "
+                                            f"{sizes[0]} B is not {meta + slots} B")
+        return
+    if sizes[0] != meta:
+        raise BatchRejected("bad_count", f"header says {n} frames but the metadata has {sizes[0] - HEADER_BYTES} B")
+    if sizes[1] != slots:
+        raise BatchRejected("bad_frames_size", f"{n} x {header.slot_bytes} B slots but {sizes[1]} B of frames")
 
 
-def decode_batch(header: BatchHeader, message: bytes | memoryview) -> FrameBatch:
-    """Views over one private, writable copy of the message; call check_body first."""
+def decode_batch(header: BatchHeader, parts: list) -> FrameBatch:
+    """Views over the parts (buffers) of a message that passed check_body: the metadata, and the
+    slots of a single-part message, in one private writable copy; a second part's slots as is."""
     n, slot = header.count, header.slot_bytes
     if n == 0:
         return FrameBatch.empty(slot)
-    buf = np.frombuffer(message, np.uint8).copy()
+    buf = np.frombuffer(parts[0], np.uint8).copy()
     fields = {}
     off = HEADER_BYTES
     for name, dt in _META_FIELDS:
         fields[name] = buf[off:off + n * dt.itemsize].view(dt)
         off += n * dt.itemsize
-    frames = buf[off:].reshape(n, slot)
-    return FrameBatch.trusted(frames=frames, **fields)
+    frames = buf[off:] if len(parts) == 1 else np.frombuffer(parts[1], np.uint8)
+    return FrameBatch.trusted(frames=frames.reshape(n, slot), **fields)
 
 
 def check_frames(batch: FrameBatch, not_before_ps: int) -> str | None:

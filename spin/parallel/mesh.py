@@ -150,7 +150,7 @@ class Mesh:
             else:
                 parts = encode_empty(self.epoch, round_no, self.worker_id, bound_ps, lookahead_ps)
                 n_frames = 0
-            nbytes = len(parts[0])
+            nbytes = sum(memoryview(p).nbytes for p in parts)
             self._send(sock, parts, peer, round_no)
             self.stats.messages_sent += 1
             self.stats.frames_sent += n_frames
@@ -268,9 +268,9 @@ class Mesh:
     def admit(self, parts: list, round_no: int) -> None:
         """File one received message under its sender and round, or drop it counted by reason."""
         stats = self.stats
-        message = parts[0].buffer if isinstance(parts[0], zmq.Frame) else memoryview(parts[0])
+        bufs = [p.buffer if isinstance(p, zmq.Frame) else memoryview(p) for p in parts]
         try:
-            header = decode_header(message)
+            header = decode_header(bufs[0])
         except BatchRejected as exc:
             stats.reject(exc.reason)
             return
@@ -291,14 +291,14 @@ class Mesh:
             return
         batch = None
         try:
-            check_body(header, message.nbytes, len(parts))
+            check_body(header, [b.nbytes for b in bufs])
             if header.count:
-                batch = decode_batch(header, message)
+                batch = decode_batch(header, bufs)
         except BatchRejected as exc:  # this peer's message for the round, minus its frames
             stats.reject(exc.reason, header.count)
         box[sender] = (header, batch)
         stats.messages_received += 1
-        stats.bytes_received += message.nbytes
+        stats.bytes_received += sum(b.nbytes for b in bufs)
         if batch is not None:
             stats.frames_received += batch.n
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from spin.fabric_workers import MIN_FRAME_BYTES, PeerFrameCheck
-from spin.parallel.batch import HEADER_BYTES, FrameBatch, encode_empty
+from spin.parallel.batch import HEADER_BYTES, META_BYTES_PER_FRAME, FrameBatch, encode_empty
 from spin.parallel.mesh import Mesh
 from spin.parallel.sync import admit_batches
 from spin.topology import Topology
@@ -122,27 +122,32 @@ def _wire(kind: str, b: FrameBatch, rng) -> tuple[list[bytes], str]:
         return [bytes(m)], "bad_round"
     if kind == "huge_count":
         m[30:34] = int(rng.integers(2**20, 2**32)).to_bytes(4, "little")
-        return [bytes(m)], "bad_count"
+        return [bytes(m)], "bad_size"
     if kind == "count_off_by_one":
         m[30:34] = (b.n + int(rng.choice([-1, 1]))).to_bytes(4, "little")
-        return [bytes(m)], "bad_frames_size"
+        return [bytes(m)], "bad_size"
     if kind == "frames_truncated":
-        return [bytes(m[:-int(rng.integers(1, SLOT))])], "bad_frames_size"
+        return [bytes(m[:-int(rng.integers(1, SLOT))])], "bad_size"
     if kind == "frames_extra":
-        return [bytes(m) + bytes(int(rng.integers(1, SLOT)))], "bad_frames_size"
+        return [bytes(m) + bytes(int(rng.integers(1, SLOT)))], "bad_size"
+    meta = HEADER_BYTES + b.n * META_BYTES_PER_FRAME
+    if kind == "slots_part_short":  # the two-part layout of large batches, slots cut short
+        return [bytes(m[:meta]), bytes(m[meta:-int(rng.integers(1, SLOT))])], "bad_frames_size"
+    if kind == "meta_part_long":
+        return [bytes(m[:meta + 1]), bytes(m[meta + 1:])], "bad_count"
+    if kind == "empty_with_part":
+        return [encode_empty(EPOCH, ROUND, PEER, T_END, 1000)[0], b"x"], "bad_parts"
     if kind == "slot_bad":
         m[6:10] = int(rng.choice([0, 1 << 17, 2**32 - 1])).to_bytes(4, "little")
         return [bytes(m)], "bad_slot_size"
-    if kind == "extra_part":
-        return [bytes(m), b"x"], "bad_parts"
-    if kind == "split_in_two":
-        return [bytes(m[:100]), bytes(m[100:])], "bad_parts"
+    if kind == "three_parts":
+        return [bytes(m[:meta]), bytes(m[meta:]), b"x"], "bad_parts"
     raise AssertionError(kind)
 
 
 WIRE_KINDS = ("truncated_header", "magic", "version", "epoch", "sender", "round", "huge_count",
-              "count_off_by_one", "frames_truncated", "frames_extra", "slot_bad", "extra_part",
-              "split_in_two")
+              "count_off_by_one", "frames_truncated", "frames_extra", "slots_part_short",
+              "meta_part_long", "empty_with_part", "slot_bad", "three_parts")
 MESH_LEVEL = {"short_header", "bad_magic", "foreign_epoch", "bad_sender", "bad_round"}
 
 
@@ -165,7 +170,7 @@ def test_malformed_batches_are_counted_by_reason_and_never_delivered():
             assert _feed(mesh, check, _parts(b)) == [], kind
             expected[reason] = expected.get(reason, 0) + 1
             made += 1
-    for _ in range(100):  # 13 wire-level kinds x 100
+    for _ in range(100):  # 15 wire-level kinds x 100
         for kind in WIRE_KINDS:
             parts, reason = _wire(kind, _valid(rng, good_ports, int(rng.integers(1, 9))), rng)
             assert _feed(mesh, check, parts) == [], kind

@@ -34,8 +34,8 @@ def test_encode_decode_roundtrip() -> None:
     h = decode_header(msg)
     assert (h.epoch, h.round_no, h.sender, h.count, h.bound_ps, h.lookahead_ps, h.slot_bytes) == (
         2**63 + 5, 9, 1, 5, 123, 45, 32)
-    check_body(h, len(msg), 1)
-    d = decode_batch(h, msg)
+    check_body(h, [len(msg)])
+    d = decode_batch(h, [msg])
     for name in ("arrival_ps", "dst_device", "dst_port", "order_key", "length", "frames"):
         assert np.array_equal(getattr(d, name), getattr(b, name)), name
         assert getattr(d, name).dtype == getattr(b, name).dtype
@@ -45,7 +45,7 @@ def test_encode_decode_roundtrip() -> None:
 def test_empty_and_concat() -> None:
     e = FrameBatch.empty(32)
     (msg,) = e.encode(1, 0, 0, INF_PS, 1)
-    assert decode_batch(decode_header(msg), msg).n == 0
+    assert decode_batch(decode_header(msg), [msg]).n == 0
     c = FrameBatch.concat([_batch(2), e, _batch(3, base=10)])
     assert c.n == 5 and list(c.arrival_ps) == [0, 1, 10, 11, 12]
     assert FrameBatch.concat([], slot_bytes=8).frames.shape == (0, 8)
@@ -57,10 +57,24 @@ def test_bad_header_is_refused() -> None:
     (p0,) = _batch(1).encode(1, 0, 0, 0, 1)
     with pytest.raises(TransportError, match="bad_magic"):
         decode_header(b"XXXX" + p0[4:])
-    with pytest.raises(TransportError, match="bad_frames_size"):
-        check_body(decode_header(p0[:-1]), len(p0) - 1, 1)
+    with pytest.raises(TransportError, match="bad_size"):
+        check_body(decode_header(p0[:-1]), [len(p0) - 1])
     with pytest.raises(TransportError, match="bad_parts"):
-        check_body(decode_header(p0), len(p0), 2)
+        check_body(decode_header(p0), [len(p0), 1, 1])
+
+
+def test_large_batches_travel_as_two_parts_without_a_copy_of_their_slots() -> None:
+    b = _batch(40, slot=2048)  # 80 KiB of slots: over INLINE_BYTES
+    head, frames = b.encode(1, 0, 0, 0, 1)
+    assert frames is b.frames or np.shares_memory(frames, b.frames)
+    h = decode_header(head)
+    check_body(h, [len(head), frames.nbytes])
+    d = decode_batch(h, [head, frames.tobytes()])
+    assert np.array_equal(d.frames, b.frames) and np.array_equal(d.order_key, b.order_key)
+    with pytest.raises(TransportError, match="bad_frames_size"):
+        check_body(h, [len(head), frames.nbytes - 1])
+    with pytest.raises(TransportError, match="bad_count"):
+        check_body(h, [len(head) + 1, frames.nbytes])
 
 
 def test_load_factory_errors() -> None:
