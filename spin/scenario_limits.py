@@ -113,6 +113,32 @@ def check_range(field: str, addr: int, nbytes: int, memory_bytes: int) -> None:
                           f"(host.memory_bytes = {memory_bytes})")
 
 
+def check_host_op_addresses(sc) -> None:
+    """Refuse, before a run, host ops whose host-memory ranges fall outside
+    ``HostConfig.memory_bytes`` (scenarios built in Python; files are checked when loaded, naming
+    the field). A send's remote range is the destination's business when an execution context
+    there may claim the message."""
+    from .engine import state as S
+    size = sc.host.memory_bytes
+    widths = {code: 4 if name.endswith("32") else 8 for name, code in S.DTYPE_CODES.items()}
+    handled = {c.node for c in sc.contexts}
+    for node, prog in sorted(sc.host_programs.items()):
+        for i, op in enumerate(prog.ops):
+            where = f"host {node} op {i}"
+            try:
+                if op[0] == S.OP_SEND:
+                    check_range("local_addr", op[4], op[3], size)
+                    if op[1] not in handled:
+                        check_range("remote_addr", op[5], op[3], size)
+                elif op[0] == S.OP_REDUCE:
+                    nbytes = op[3] * widths.get(op[4], 8)
+                    check_range("dst_addr", op[1], nbytes, size)
+                    check_range("src_addr", op[2], nbytes, size)
+            except ConfigError as exc:
+                kind = "send" if op[0] == S.OP_SEND else "reduce"
+                raise ConfigError(f"{where} ({kind}): {exc}") from None
+
+
 def check_writable(path: str, flag: str, directory: bool) -> None:
     """Make sure an output of the run can be written, before the run (creates the folder)."""
     p = Path(path)

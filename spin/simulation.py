@@ -21,6 +21,7 @@ from .errors import ConfigError, HandlerCompileError, HandlerError, SpinError
 from .handler import ExecutionContext, HandlerProgram
 from .host_program import HostProgram
 from .results import RunResult
+from .scenario_limits import check_host_op_addresses
 from .topology import Topology
 from .units import ns
 
@@ -168,6 +169,7 @@ class Simulation:
         self.n_devs = len(self.device_names)
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self.programs = scenario.programs()
+        check_host_op_addresses(scenario)
         self.engine = load_engine(self.programs, scenario.engine.boundscheck)
         self.st = self._build_state()
         self.hmems = self._build_handler_memory()

@@ -113,3 +113,16 @@ def test_remote_address_owned_by_a_handler_is_left_to_it(tmp_path):
     far = '{ op = "send", dst = 1, nbytes = 512, qp = 1, remote_addr = 1048300 }'
     sc, _ = load_scenario(_file(tmp_path, ctx, ops=far))
     assert sc.host_programs[0].ops
+
+
+def test_addresses_outside_host_memory_from_python():
+    """Scenarios built in Python are checked when the Simulation is built, before any run
+    (today: a runtime drop for a send, an engine IndexError for a reduce)."""
+    sc = Scenario(Topology.pair())
+    sc.host_program(0).send(1, 512, remote_addr=10**9)
+    with pytest.raises(ConfigError, match=r"host 0 op 0 \(send\): remote_addr = 1000000000"):
+        Simulation(sc)
+    sc = Scenario(Topology.pair())
+    sc.host_program(1).reduce(0, (1 << 20) - 8, 4, "int32")
+    with pytest.raises(ConfigError, match=r"host 1 op 0 \(reduce\): src_addr = 1048568"):
+        Simulation(sc)
