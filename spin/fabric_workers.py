@@ -35,19 +35,22 @@ class PartitionedScenario:
     regions: tuple[tuple[int, int, int], ...] = ()
 
 
-def explicit_partition(scenario: Scenario, workers: int, assign: dict[str, int]) -> tuple[int, ...]:
+def check_assign(scenario: Scenario, workers: int, assign: dict[str, int]) -> None:
+    """Names and worker ids of an explicit assignment (cheap: checked before workers start)."""
     names = scenario.topology.device_names()
     unknown = sorted(set(assign) - set(names))
     if unknown:
         raise ConfigError(f"workers.assign names unknown devices {unknown}; devices: {', '.join(names)}")
-    base = auto_partition(scenario, workers)
-    owner = []
-    for i, name in enumerate(names):
-        w = assign.get(name, base[i])
+    for name, w in assign.items():
         if not 0 <= w < workers:
             raise ConfigError(f"workers.assign.{name} = {w}; valid workers are 0..{workers - 1}")
-        owner.append(w)
-    return tuple(owner)
+
+
+def explicit_partition(scenario: Scenario, workers: int, assign: dict[str, int]) -> tuple[int, ...]:
+    """The assignment, completed by the automatic partition for devices it does not name."""
+    check_assign(scenario, workers, assign)
+    base = auto_partition(scenario, workers)
+    return tuple(assign.get(name, base[i]) for i, name in enumerate(scenario.topology.device_names()))
 
 
 class PeerFrameCheck:
@@ -215,6 +218,8 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     from .parallel.coordinator import Deferred, run_fabric
     if workers < 1:
         raise ConfigError(f"workers = {workers}; must be >= 1")
+    if partition:
+        check_assign(scenario, workers, partition)
 
     def spec() -> PartitionedScenario:  # computed while the workers start
         owner = (explicit_partition(scenario, workers, partition) if partition

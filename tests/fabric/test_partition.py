@@ -79,3 +79,19 @@ def test_fat_tree_gets_a_minimum_bisection():
     assert abs(int(np.bincount(owner)[0]) - int(np.bincount(owner)[1])) <= 2
     assert auto_partition(sc, 3) == auto_partition(sc, 3)
     assert set(auto_partition(sc, 4)) == {0, 1, 2, 3}
+
+
+def test_an_explicit_assignment_is_completed_by_the_automatic_cut():
+    from spin.errors import ConfigError
+    from spin.fabric_workers import explicit_partition
+
+    sc = _racks(1000.0)
+    auto = auto_partition(sc, 2)
+    names = sc.topology.device_names()
+    owner = explicit_partition(sc, 2, {"h0": 1})
+    assert owner[0] == 1 and owner[1:] == auto[1:]
+    with pytest.raises(ConfigError, match="unknown devices"):
+        explicit_partition(sc, 2, {"nope": 0})
+    with pytest.raises(ConfigError, match=r"workers.assign.rack0 = 2; valid workers are 0..1"):
+        explicit_partition(sc, 2, {"rack0": 2})
+    assert len(names) == len(owner)
