@@ -170,24 +170,26 @@ def describe_compile_error(exc: Exception, programs, ctx, hmems) -> HandlerCompi
     from numba.core.errors import NumbaError
     ctx_type = numba.typeof(ctx)
     pkt_type = types.Array(types.uint8, 1, "C")
-    for p, prog in enumerate(programs):
+    text = _ANSI.sub("", str(exc))
+    candidates = [(p, kind, getattr(fn, "py_func", fn)) for p, prog in enumerate(programs)
+                  for kind, fn in zip(KIND_NAMES, prog.handlers()) if fn is not None]
+    # Numba's trace names the handler whose typing failed: try only those when it does
+    named = [c for c in candidates if f"<function {c[2].__name__} at " in text]
+    for p, kind, py in named or candidates:
+        prog = programs[p]
         mem_type = numba.typeof(hmems[p][0])
-        for kind, fn in zip(KIND_NAMES, prog.handlers()):
-            if fn is None:
-                continue
-            py = getattr(fn, "py_func", fn)
-            alone = numba.njit(_nrt=False)(py)
-            try:
-                alone.compile((ctx_type, pkt_type, mem_type))
-            except NumbaError as failed:
-                err = HandlerCompileError(_handler_message(kind, prog.name, py, failed, mem_type))
-                err.details = _ANSI.sub("", str(failed))
-                return err
-            returns = _return_message(kind, prog.name, py, alone.nopython_signatures[0].return_type)
-            if returns:
-                return HandlerCompileError(returns)
+        alone = numba.njit(_nrt=False)(py)
+        try:
+            alone.compile((ctx_type, pkt_type, mem_type))
+        except NumbaError as failed:
+            err = HandlerCompileError(_handler_message(kind, prog.name, py, failed, mem_type))
+            err.details = _ANSI.sub("", str(failed))
+            return err
+        returns = _return_message(kind, prog.name, py, alone.nopython_signatures[0].return_type)
+        if returns:
+            return HandlerCompileError(returns)
     err = HandlerCompileError(f"the engine for {_what(programs)} does not compile: "
-                              f"{_reason(str(exc))} (every handler compiles alone; Numba's full "
+                              f"{_reason(text)} (the handlers compile alone; Numba's full "
                               f"message is in this error's .details)")
     err.details = _ANSI.sub("", str(exc))
     return err

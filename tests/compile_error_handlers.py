@@ -31,6 +31,17 @@ def forgetful_payload(ctx, pkt, mem):  # MISTAKE
     mem[0] += 1
 
 
+def fine_header(ctx, pkt, mem):
+    mem[0] += 1
+    return SUCCESS
+
+
+def mixed_program() -> HandlerProgram:
+    """A correct header handler next to a payload handler that does not compile."""
+    return HandlerProgram("mixed", header=fine_header, payload=misspelt_payload,
+                          memory=np.zeros(1, np.int64))
+
+
 def program(mistake: str) -> HandlerProgram:
     fn = {"allocate": allocating_payload, "typo": misspelt_payload,
           "type": mistyped_completion, "copy": copying_header,

@@ -61,6 +61,15 @@ def test_one_process(mistake):
     _check(info.value, mistake)
 
 
+def test_the_broken_handler_is_named_not_its_neighbour():
+    sc = Scenario(Topology.star(2))
+    sc.install(ExecutionContext(1, bad.mixed_program(), match_qp=1))
+    sc.host_program(0).send(1, 3000, qp=1)
+    with pytest.raises(HandlerCompileError, match=r"^payload handler 'misspelt_payload' of "
+                       r"program 'mixed' does not compile"):
+        sc.run()
+
+
 @pytest.mark.slow
 def test_same_error_with_workers():
     with pytest.raises(HandlerCompileError) as one:
