@@ -1,5 +1,4 @@
-"""The sPIN NIC model: receive pipeline pieces, transmit engine, PCIe DMA timing and the host.
-
-The handler-invoking receive path itself is part of the generated engine module
-(``spin/engine/loop_template.py``), because it calls the user's handlers statically.
+"""The sPIN NIC model: transmit engine, PCIe DMA timing, the host, and the NIC's handler action
+sink. The handler-invoking receive path (``receive_template.py``) joins the generated engine
+module, because it calls the user's handlers statically.
 """

@@ -60,6 +60,9 @@ def _push_action(ctx, kind, a, b, c, d, e):
 @nb.njit(cache=True, _nrt=False)
 def _host_base(ctx, host_addr, nbytes):
     dev = ctx.cur[S.CUR_DEV]
+    if ctx.dev[dev, S.D_KIND] != S.DEV_NIC:
+        raise ValueError("spin: a switch has no host memory (DMA, host writes and events, and "
+                         "puts from host memory are NIC calls)")
     if host_addr < 0 or nbytes < 0 or host_addr + nbytes > ctx.dev[dev, S.D_HOST_MEM_SIZE]:
         raise IndexError("spin: host memory access out of bounds")
     return ctx.dev[dev, S.D_HOST_MEM_OFF] + host_addr
@@ -103,6 +106,7 @@ def spin_host_write(ctx, host_addr, value):
 @nb.njit(cache=True, _nrt=False)
 def spin_host_event(ctx, value):
     """Raise an event to the host (a completion-queue entry); host programs wait for them."""
+    _host_base(ctx, 0, 0)
     _push_action(ctx, S.ACT_HOST_EVENT, value, 0, 0, 0, 0)
     return SPIN_OK
 
@@ -143,6 +147,58 @@ def spin_put_from_host(ctx, dst_node, dest_qp, host_addr, nbytes, remote_addr):
         raise ValueError("spin_put_from_host: unknown destination node")
     _push_action(ctx, S.ACT_PUT_FROM_HOST, dst_node, dest_qp, host_addr, nbytes, remote_addr)
     return SPIN_OK
+
+
+# --- switches: forwarding ---------------------------------------------------------------------
+ROUTED = -1   # spin_forward's port for "the routed next hop"
+
+
+@nb.njit(cache=True, _nrt=False)
+def spin_forward(ctx, port):
+    """Switch: send a copy of the packet (as the handler left it) out of local port ``port``, or
+    along its route with ``ROUTED``. The copy leaves when the handler ends; the packet itself
+    still follows the return code (PROCEED also forwards it on its route)."""
+    dev = ctx.cur[S.CUR_DEV]
+    if ctx.dev[dev, S.D_KIND] != S.DEV_SWITCH:
+        raise ValueError("spin_forward: only switch handlers forward (a NIC sends with "
+                         "spin_send_packet)")
+    if ctx.cur[S.CUR_SLOT] < 0:
+        raise ValueError("spin_forward: no packet to forward in a completion handler")
+    if port < ROUTED or port >= ctx.dev[dev, S.D_NPORTS]:
+        raise ValueError("spin_forward: port outside the switch's ports (or ROUTED)")
+    _push_action(ctx, S.ACT_FORWARD, port, 0, 0, 0, 0)
+    return SPIN_OK
+
+
+@nb.njit(cache=True, _nrt=False)
+def spin_multicast(ctx, group):
+    """Switch: send a copy of the packet out of every port of multicast ``group`` (declared with
+    ``Scenario.multicast_group``), when the handler ends."""
+    dev = ctx.cur[S.CUR_DEV]
+    if ctx.dev[dev, S.D_KIND] != S.DEV_SWITCH:
+        raise ValueError("spin_multicast: only switch handlers multicast")
+    if ctx.cur[S.CUR_SLOT] < 0:
+        raise ValueError("spin_multicast: no packet to multicast in a completion handler")
+    if group < 0 or group >= ctx.mgroup.shape[0] or ctx.mgroup[group, 1] <= 0:
+        raise ValueError("spin_multicast: unknown multicast group")
+    _push_action(ctx, S.ACT_MULTICAST, group, 0, 0, 0, 0)
+    return SPIN_OK
+
+
+@nb.njit(cache=True, _nrt=False)
+def spin_is_switch(ctx):
+    """True when the handler runs in a switch (False: in a NIC)."""
+    return ctx.dev[ctx.cur[S.CUR_DEV], S.D_KIND] == S.DEV_SWITCH
+
+
+@nb.njit(cache=True, _nrt=False)
+def spin_dst(ctx):
+    """Node id of the packet's destination (IPv4 destination address)."""
+    slot = ctx.cur[S.CUR_SLOT]
+    if slot < 0:
+        return np.int64(-1)
+    f = ctx.pool[slot]
+    return (np.int64(f[31]) << 16) | (np.int64(f[32]) << 8) | np.int64(f[33])
 
 
 # --- atomics on handler memory ----------------------------------------------------------------
@@ -207,7 +263,8 @@ def spin_source(ctx):
 
 @nb.njit(cache=True, _nrt=False)
 def spin_node(ctx):
-    """Node id of the NIC running the handler."""
+    """Node id of the device running the handler: a NIC's host id, or a switch's address
+    (host count + switch index), which is the source of the packets it sends."""
     return ctx.dev[ctx.cur[S.CUR_DEV], S.D_NODE]
 
 

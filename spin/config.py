@@ -86,8 +86,39 @@ class SwitchConfig(_Frozen):
     # Port-to-port latency of a datacentre switch pipeline: ~450 ns (Tofino-class, store and
     # forward of the frame is modelled separately by the link serialisation).
     latency_ns: float = Field(450.0, ge=0)
-    # Per-port output buffer; tail drop beyond it.
+    # Per-port output buffer; tail drop (or trimming) beyond it.
     port_buffer_bytes: int = Field(1 << 20, ge=2048)
+    # Handler processing units: one PsPIN unit (4 clusters x 8 cores at 1 GHz) per switch, as
+    # Flare builds its programmable switch from PsPIN (De Sensi et al., SC21); matching costs as
+    # the NIC's (sPIN simulator defaults).
+    hpus: int = Field(32, ge=1, le=1024)
+    hpu_clock_mhz: int = Field(1000, ge=1)
+    match_header_cycles: int = Field(100, ge=0)
+    match_packet_cycles: int = Field(10, ge=0)
+    max_inflight_messages: int = Field(1024, ge=1)
+    # ECN: mark CE on ECN-capable frames when the egress queue holds at least this many bytes
+    # (0: never). DCTCP-style step marking; 64 KiB is about DCTCP's K = 65 x 1.5 KB packets
+    # (Alizadeh et al., SIGCOMM'10). Real IP ECN bits, checksum updated.
+    ecn_threshold_bytes: int = Field(65_536, ge=0)
+    # Trimming (NDP, SIGCOMM'17; Ultra Ethernet 1.0): a frame that overflows the buffer loses its
+    # payload and its headers go on in a priority queue, marked with this DSCP code point
+    # (operator-chosen in UE; any value 1..63 not used for other traffic).
+    trim: bool = False
+    trim_dscp: int = Field(1, ge=1, le=63)
+    # Priority flow control (IEEE 802.1Qbb), the lossless Ethernet RoCE runs on: pause the
+    # upstream port when the bytes that entered on it and still wait exceed xoff; resume below
+    # xon. Pause frames are real MAC control frames on the wire.
+    pfc: bool = False
+    pfc_xoff_bytes: int = Field(256 * 1024, ge=1)
+    pfc_xon_bytes: int = Field(128 * 1024, ge=0)
+    pfc_pause_quanta: int = Field(0xFFFF, ge=1, le=0xFFFF)
+    # Port selection among equal-cost next hops (``switch_emulator.routing``).
+    load_balancing: Literal["ecmp"] = "ecmp"
+    ecmp_seed: int = Field(0, ge=0, lt=2**32)
+    # Time from a link failure (or re-shape) until every switch routes around it: detection
+    # plus table update. Hardware fast failover reacts within microseconds; BFD-driven
+    # control planes take milliseconds.
+    route_convergence_ns: float = Field(10_000.0, ge=0)
 
 
 class EngineConfig(_Frozen):

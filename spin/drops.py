@@ -26,6 +26,10 @@ NO_MESSAGE_SLOT = 20
 UNKNOWN_MESSAGE = 21
 WRONG_DESTINATION = 22
 BAD_HOST_ADDRESS = 23
+TTL_EXPIRED = 26
+LINK_DOWN = 27
+TRIMMED = 28         # a trimmed frame (payload cut by a congested switch) reached a NIC
+PRIORITY_QUEUE_FULL = 29
 
 NUM_DROP_REASONS = 32
 
@@ -49,6 +53,10 @@ DROP_REASON_NAMES = {
     UNKNOWN_MESSAGE: "unknown_message",
     WRONG_DESTINATION: "wrong_destination",
     BAD_HOST_ADDRESS: "bad_host_address",
+    TTL_EXPIRED: "ttl_expired",
+    LINK_DOWN: "link_down",
+    TRIMMED: "trimmed",
+    PRIORITY_QUEUE_FULL: "priority_queue_full",
 }
 
 

@@ -116,15 +116,30 @@ class HandlerProgram:
 
 @dataclass(frozen=True, eq=False)
 class ExecutionContext:
-    """A program installed on node ``node``'s NIC. A message belongs to the first execution
-    context (in installation order) whose set match fields all equal the message's."""
+    """A program installed on a device: ``node`` is a host's node id (its NIC) or any device's
+    name (a host or a switch). A message belongs to the first execution context of that device
+    (in installation order) whose set match fields all equal the packet's: ``match_qp`` and
+    ``match_rkey`` (RoCE BTH/RETH), ``match_src``/``match_dst`` (node ids from the IPv4
+    addresses), ``match_udp_dport`` and ``match_header_type`` (the first byte of a UDP payload
+    that is not RoCE: project headers, e.g. in-network aggregation, start with a type byte).
+    Unset fields match anything."""
 
-    node: int
+    node: int | str
     program: HandlerProgram
     match_qp: int | None = None
     match_rkey: int | None = None
     match_src: int | None = None
     memory: np.ndarray | None = None   # initial contents overriding program.memory
+    match_dst: int | None = None
+    match_udp_dport: int | None = None
+    match_header_type: int | None = None
+
+    def match_row(self) -> tuple[int, ...]:
+        """Match fields in engine column order (qp, rkey, src, dst, udp dport, header type),
+        -1 for unset."""
+        return tuple(-1 if v is None else int(v) for v in (
+            self.match_qp, self.match_rkey, self.match_src, self.match_dst,
+            self.match_udp_dport, self.match_header_type))
 
     def initial_memory(self) -> np.ndarray:
         base = self.program.memory

@@ -60,6 +60,19 @@ class LinkStats:
     drops: int                 # frames dropped at this port (buffer full)
     max_queue_bytes: int       # largest output-queue occupancy seen
     busy_ps: int               # time spent transmitting
+    queue_byte_ns: int = 0     # time integral of the output-queue occupancy
+    ecn_marks: int = 0         # frames marked Congestion Experienced at this port
+    trims: int = 0             # frames trimmed to their headers at this port
+    pauses_sent: int = 0       # PFC frames sent from this port (pausing the peer)
+    pauses_received: int = 0   # PFC frames received on this port (pausing it)
+
+    def utilisation(self, duration_ps: int) -> float:
+        """Fraction of ``duration_ps`` this direction spent transmitting."""
+        return self.busy_ps / duration_ps if duration_ps > 0 else 0.0
+
+    def mean_queue_bytes(self, duration_ps: int) -> float:
+        """Time-averaged output-queue occupancy over ``duration_ps``."""
+        return self.queue_byte_ns * 1000 / duration_ps if duration_ps > 0 else 0.0
 
 
 @dataclass
@@ -80,6 +93,7 @@ class NicStats:
     dma_read_bytes: int        # host memory -> NIC
     hpu_busy_ps: int           # summed over the NIC's HPUs
     handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
+    messages_abandoned: int = 0   # replaced by a new message on their QP before completing
 
     @property
     def pcie_bytes(self) -> int:
@@ -108,10 +122,21 @@ class HostStats:
 
 @dataclass
 class SwitchStats:
-    """One switch: frames it dropped, by reason (``spin.drops``)."""
+    """One switch: frames it dropped, by reason (``spin.drops``), and its handlers' work."""
 
     name: str
     drops: dict[str, int] = field(default_factory=dict)
+    hpu_busy_ps: int = 0
+    handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
+    messages_abandoned: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SwitchStats":
+        """Inverse of ``asdict``."""
+        sw = _record(cls, d)
+        sw.drops = dict(d.get("drops", {}))
+        sw.handler_calls = _record(HandlerCalls, d.get("handler_calls", {}))
+        return sw
 
 
 @dataclass(frozen=True)
@@ -227,7 +252,7 @@ class RunResult:
         d["links"] = [_record(LinkStats, l) for l in d["links"]]
         d["nics"] = [NicStats.from_dict(n) for n in d["nics"]]
         d["hosts"] = [_record(HostStats, h) for h in d["hosts"]]
-        d["switches"] = [_record(SwitchStats, s) for s in d["switches"]]
+        d["switches"] = [SwitchStats.from_dict(s) for s in d["switches"]]
         d["marks"] = {k: {int(n): t for n, t in v.items()} for k, v in d["marks"].items()}
         d["host_memory_sha256"] = {int(n): h for n, h in d.get("host_memory_sha256", {}).items()}
         d.setdefault("wall", {})

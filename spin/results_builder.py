@@ -37,17 +37,23 @@ def build_result(sim) -> RunResult:
                                       t_first_arrival_ps=int(row[4]), t_done_ps=int(row[5]),
                                       handled_by_nic=bool(row[7])))
     links = []
+    now = int(st.sc[S.SC_NOW])
     for i, link in enumerate(topo.links):
         for gp, a, b in ((sim.port_of_link[i][0], link.a, link.b),
                          (sim.port_of_link[i][1], link.b, link.a)):
             if int(st.port[gp, S.PT_DEV]) not in local:
                 continue
+            p = st.port[gp]
+            area = int(p[S.PT_Q_AREA]) \
+                + int(p[S.PT_Q_BYTES]) * max(0, now - int(p[S.PT_Q_LAST_T])) // 1000
             links.append(LinkStats(link=i, from_device=a, to_device=b,
-                                   tx_frames=int(st.port[gp, S.PT_TX_FRAMES]),
-                                   tx_bytes=int(st.port[gp, S.PT_TX_BYTES]),
-                                   drops=int(st.port[gp, S.PT_DROPS]),
-                                   max_queue_bytes=int(st.port[gp, S.PT_MAX_Q_BYTES]),
-                                   busy_ps=int(st.port[gp, S.PT_BUSY_PS])))
+                                   tx_frames=int(p[S.PT_TX_FRAMES]), tx_bytes=int(p[S.PT_TX_BYTES]),
+                                   drops=int(p[S.PT_DROPS]),
+                                   max_queue_bytes=int(p[S.PT_MAX_Q_BYTES]),
+                                   busy_ps=int(p[S.PT_BUSY_PS]), queue_byte_ns=area,
+                                   ecn_marks=int(p[S.PT_ECN_MARKS]), trims=int(p[S.PT_TRIMS]),
+                                   pauses_sent=int(p[S.PT_PAUSES_TX]),
+                                   pauses_received=int(p[S.PT_PAUSES_RX])))
     nics, hosts = [], []
     for d in range(n_hosts):
         if d not in local:
@@ -56,7 +62,8 @@ def build_result(sim) -> RunResult:
                                 for i, k in enumerate(S.HANDLER_KIND_NAMES)})
         nics.append(NicStats(node=d, dma_write_bytes=int(st.dev[d, S.D_NIC_DMA_W_BYTES]),
                              dma_read_bytes=int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
-                             hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls))
+                             hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls,
+                             messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED])))
         hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
                                finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
                                messages_received=int(st.host_recv_count[d].sum()),
@@ -66,7 +73,12 @@ def build_result(sim) -> RunResult:
     for s, name in enumerate(topo.switches):
         d = n_hosts + s
         if d in local:
-            switches.append(SwitchStats(name=name, drops=D.drop_counts_to_dict(st.drops[d])))
+            calls = HandlerCalls(**{k: int(st.dev[d, S.D_HC + i])
+                                    for i, k in enumerate(S.HANDLER_KIND_NAMES)})
+            switches.append(SwitchStats(name=name, drops=D.drop_counts_to_dict(st.drops[d]),
+                                        hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]),
+                                        handler_calls=calls,
+                                        messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED])))
     drops: dict[str, int] = {}
     for d in sorted(local):
         for k, v in D.drop_counts_to_dict(st.drops[d]).items():

@@ -55,7 +55,10 @@ def state_bytes(sc) -> dict[str, int]:
             (eng.capture_frames if sc.capture_links else 16) * slot,
         f"events (engine.max_events_pending = {eng.max_events_pending})":
             eng.max_events_pending * (S.EV_COLS * 8 + 8),
-        f"port queues (engine.queue_frames = {eng.queue_frames})": 2 * links * eng.queue_frames * 4,
+        # two ports per link, each with a data and a priority ring of slot ids
+        f"port queues (engine.queue_frames = {eng.queue_frames})": 4 * links * eng.queue_frames * 4,
+        f"routing tables ({len(sc.faults) + 1} epochs x switches x hosts)":
+            (len(sc.faults) + 1) * len(sc.topology.switches) * hosts * 4,
         f"messages (engine.max_rx_messages = {eng.max_rx_messages})":
             eng.max_rx_messages * (S.MSG_COLS + S.MSG_STATE_WORDS + 4) * 8,
         f"message log (engine.log_messages = {eng.log_messages})":

@@ -18,6 +18,7 @@ from .engine import state as S
 from .engine.codegen import load_engine
 from .compile_report import compile_progress, describe_compile_error, is_compile_error
 from .errors import ConfigError, HandlerCompileError, HandlerError, SpinError
+from .faults import LinkFault
 from .handler import ExecutionContext, HandlerProgram
 from .host_program import HostProgram
 from .results import RunResult
@@ -25,7 +26,6 @@ from .scenario_limits import check_host_op_addresses
 from .topology import Topology
 from .units import ns
 
-HOST_MEM_ALIGN = 64
 PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress
 
 
@@ -47,6 +47,8 @@ class Scenario:
     # Optional superset of programs to compile the engine for: scenarios that list the same
     # programs share one compiled (and cached) engine, e.g. a whole test suite.
     engine_programs: list[HandlerProgram] | None = None
+    multicast_groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    faults: list[LinkFault] = field(default_factory=list)
 
     @property
     def n_hosts(self) -> int:
@@ -57,11 +59,52 @@ class Scenario:
             raise ConfigError(f"{what}: node={node}; valid nodes are 0..{self.n_hosts - 1}")
 
     def install(self, ctx: ExecutionContext) -> ExecutionContext:
-        """Install an execution context on a NIC (matched in installation order)."""
-        self._check_node(ctx.node, "execution context")
+        """Install an execution context on a device: a host's NIC (node id or name) or a switch
+        (name). Contexts of a device are matched in installation order."""
+        if isinstance(ctx.node, str):
+            names = self.topology.device_names()
+            if ctx.node not in names:
+                raise ConfigError(f"execution context: device {ctx.node!r} is not in the "
+                                  f"topology; devices: {', '.join(names)}")
+        else:
+            self._check_node(ctx.node, "execution context")
         ctx.initial_memory()
         self.contexts.append(ctx)
         return ctx
+
+    def multicast_group(self, switch: str, ports: list[int] | tuple[int, ...]) -> int:
+        """Declare a port group of ``switch`` for ``spin_multicast``; returns its id."""
+        if switch not in self.topology.switches:
+            raise ConfigError(f"multicast group: {switch!r} is not a switch; switches: "
+                              f"{', '.join(self.topology.switches) or '(none)'}")
+        n = len(self.topology.ports()[switch])
+        bad = [p for p in ports if not 0 <= int(p) < n]
+        if not ports or bad:
+            raise ConfigError(f"multicast group on {switch!r}: ports={list(ports)}; valid ports "
+                              f"are 0..{n - 1}, at least one")
+        self.multicast_groups.append((switch, tuple(int(p) for p in ports)))
+        return len(self.multicast_groups) - 1
+
+    def _fault(self, fault: LinkFault) -> None:
+        fault.check(len(self.topology.links))
+        self.faults.append(fault)
+
+    def link_down(self, link: int, at_ns: float) -> None:
+        """Link ``link`` (index into topology.links) fails at ``at_ns``."""
+        self._fault(LinkFault(at_ns, "down", link))
+
+    def link_up(self, link: int, at_ns: float) -> None:
+        self._fault(LinkFault(at_ns, "up", link))
+
+    def degrade_link(self, link: int, rate_gbps: int, at_ns: float) -> None:
+        """Link ``link`` runs at ``rate_gbps`` from ``at_ns`` on (routes are unchanged)."""
+        self._fault(LinkFault(at_ns, "rate", link, rate_gbps=rate_gbps))
+
+    def reshape(self, at_ns: float, swaps: list[tuple[int, int]]) -> None:
+        """Optical re-shape at ``at_ns``: for each (i, j), links i and j exchange far ends
+        (a-b, c-d become a-d, c-b)."""
+        for i, j in swaps:
+            self._fault(LinkFault(at_ns, "swap", i, other=j))
 
     def host_program(self, node: int) -> HostProgram:
         self._check_node(node, "host program")
@@ -179,120 +222,11 @@ class Simulation:
 
     # --- building -----------------------------------------------------------------------
     def _build_state(self) -> S.EngineState:
-        sc, topo = self.scenario, self.scenario.topology
-        eng, nic, host = sc.engine, sc.nic, sc.host
-        n_hosts = sc.n_hosts
-        ports = topo.ports()
-        n_ports = sum(len(p) for p in ports.values())
-        slot_bytes = ((eng.mtu_bytes + 128 + 63) // 64) * 64
-        host_stride = ((host.memory_bytes + HOST_MEM_ALIGN - 1) // HOST_MEM_ALIGN) * HOST_MEM_ALIGN
-        n_ops = sum(len(p.ops) for p in sc.host_programs.values())
-        sizes = S.StateSizes(
-            n_devs=self.n_devs, n_ports=n_ports, n_nodes=n_hosts, n_switches=len(topo.switches),
-            n_ecs=len(sc.contexts), n_progs=len(self.programs), n_host_ops=n_ops,
-            host_mem_total=host_stride * n_hosts, max_hpus=nic.hpus, max_qp=host.qps,
-            n_marks=max(len(sc.mark_index), 1), slot_bytes=slot_bytes, n_slots=eng.buffer_slots,
-            queue_frames=eng.queue_frames, max_events=eng.max_events_pending,
-            max_rx_messages=eng.max_rx_messages, max_tx_messages=eng.max_tx_messages,
-            txq_cap=eng.max_tx_messages, msglog_cap=max(eng.log_messages, 1),
-            txlog_cap=max(eng.log_messages, 1),
-            capture_frames=eng.capture_frames if sc.capture_links else 16,
-            outbox_frames=4096)
-        try:
-            st = S.allocate_state(sizes)
-        except MemoryError as exc:
-            from .scenario_limits import allocation_failed
-            raise allocation_failed(sc, exc) from None
-        st.sc[S.SC_MTU] = eng.mtu_bytes
-        st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
-        # devices and ports
-        gp_of = topo.global_ports()
-        gp = 0
-        for d, name in enumerate(self.device_names):
-            is_nic = d < n_hosts
-            st.dev[d, S.D_KIND] = S.DEV_NIC if is_nic else S.DEV_SWITCH
-            st.dev[d, S.D_PORT0] = gp
-            st.dev[d, S.D_NPORTS] = len(ports[name])
-            st.dev[d, S.D_LOCAL] = 1 if d in self.local else 0
-            st.port[gp:gp + len(ports[name]), S.PT_DEV] = d
-            gp += len(ports[name])
-            if is_nic:
-                st.dev[d, S.D_NODE] = d
-            else:
-                st.dev[d, S.D_SW] = d - n_hosts
-                st.dev[d, S.D_SW_LAT_PS] = ns(sc.switch.latency_ns)
-        dev_index = {n: i for i, n in enumerate(self.device_names)}
-        for i, link in enumerate(topo.links):
-            pa, pb = gp_of[(link.a, i)], gp_of[(link.b, i)]
-            for src, dst in ((pa, pb), (pb, pa)):
-                st.port[src, S.PT_PEER] = dst
-                st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
-                st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
-                st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
-            if i in sc.capture_links:
-                st.port[pa, S.PT_CAPTURE] = 1
-                st.port[pb, S.PT_CAPTURE] = 1
-        for g in range(n_ports):
-            is_switch = st.dev[st.port[g, S.PT_DEV], S.D_KIND] == S.DEV_SWITCH
-            st.port[g, S.PT_Q_LIMIT_BYTES] = (sc.switch.port_buffer_bytes if is_switch
-                                        else eng.queue_frames * slot_bytes)
-        self.port_of_link = topo.link_ports()
-        # NICs and hosts
-        cycle_ps = int(round(1_000_000 / nic.hpu_clock_mhz))
-        for d in range(n_hosts):
-            st.dev[d, S.D_NIC_HPUS] = nic.hpus
-            st.dev[d, S.D_NIC_CYCLE_PS] = cycle_ps
-            st.dev[d, S.D_NIC_MATCH_HDR_CYCLES] = nic.match_header_cycles
-            st.dev[d, S.D_NIC_MATCH_PKT_CYCLES] = nic.match_packet_cycles
-            st.dev[d, S.D_PCIE_LAT_PS] = ns(nic.pcie_latency_ns)
-            st.dev[d, S.D_PCIE_MPS_PER_BYTE] = int(round(1_000_000 / nic.pcie_rate_gbytes_per_s))
-            st.dev[d, S.D_NIC_MAX_MSGS] = nic.max_inflight_messages
-            st.dev[d, S.D_NIC_TX_WINDOW] = nic.tx_window_frames
-            st.dev[d, S.D_HOST_MEM_OFF] = d * host_stride
-            st.dev[d, S.D_HOST_MEM_SIZE] = host.memory_bytes
-            st.dev[d, S.D_HOST_O_SEND_PS] = ns(host.send_overhead_ns)
-            st.dev[d, S.D_HOST_O_RECV_PS] = ns(host.recv_overhead_ns)
-            st.dev[d, S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))
-        for node, addr, raw in sc.host_memory:
-            off = node * host_stride + addr
-            st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
-        k = 0
-        for node in sorted(sc.host_programs):
-            ops = sc.host_programs[node].ops
-            st.dev[node, S.D_HOST_OP_FIRST] = k
-            st.dev[node, S.D_HOST_OP_COUNT] = len(ops)
-            if ops:
-                st.host_ops[k:k + len(ops)] = np.asarray(ops, np.int64)
-                st.dev[node, S.D_HOST_STATE] = S.HOST_RUNNING
-            k += len(ops)
-        # execution contexts, grouped per NIC in installation order
-        inst_count = [0] * len(self.programs)
-        ordered = sorted(enumerate(sc.contexts), key=lambda ic: (ic[1].node, ic[0]))
-        self.ec_order: list[ExecutionContext] = []
-        for e, (_, ctx) in enumerate(ordered):
-            p = next(i for i, q in enumerate(self.programs) if same_program(q, ctx.program))
-            if st.dev[ctx.node, S.D_EC_COUNT] == 0:
-                st.dev[ctx.node, S.D_EC_FIRST] = e
-            st.dev[ctx.node, S.D_EC_COUNT] += 1
-            st.ec[e, S.EC_PROG] = p
-            st.ec[e, S.EC_INST] = inst_count[p]
-            inst_count[p] += 1
-            st.ec[e, S.EC_MATCH_QP] = -1 if ctx.match_qp is None else ctx.match_qp
-            st.ec[e, S.EC_MATCH_RKEY] = -1 if ctx.match_rkey is None else ctx.match_rkey
-            st.ec[e, S.EC_MATCH_SRC] = -1 if ctx.match_src is None else ctx.match_src
-            self.ec_order.append(ctx)
-        for p, prog in enumerate(self.programs):
-            for kind, fn in enumerate(prog.handlers()):
-                st.prog[p, S.PR_HAS + kind] = 0 if fn is None else 1
-                cost = prog.cost(kind)
-                st.prog[p, S.PR_CYCLES + kind] = cost.cycles
-                st.prog[p, S.PR_MCPB + kind] = cost.millicycles_per_byte
-        # switch routes
-        for s_name, table in topo.switch_routes().items():
-            s = dev_index[s_name] - n_hosts
-            for node, port in table.items():
-                st.route[s, node] = port
-        return st
+        from .state_builder import build_state
+        built = build_state(self.scenario, self.programs, self.local)
+        self.ec_order = built.ec_order
+        self.port_of_link = built.port_of_link
+        return built.st
 
     def _build_handler_memory(self) -> tuple:
         mems = []
@@ -316,10 +250,15 @@ class Simulation:
         if self._started:
             return
         self._started = True
-        from .engine.heap import push_event
+        from .engine.heap import push_event, push_event_keyed
+        st = self.st
         for node in range(self.scenario.n_hosts):
-            if node in self.local and self.st.dev[node, S.D_HOST_STATE] == S.HOST_RUNNING:
-                push_event(self.st, 0, node, S.EV_HOST, node, 0, 0)
+            if node in self.local and st.dev[node, S.D_HOST_STATE] == S.HOST_RUNNING:
+                push_event(st, 0, node, S.EV_HOST, node, 0, 0)
+        if self.scenario.faults:
+            for row in range(st.ctl.shape[0]):
+                push_event_keyed(st, int(st.ctl[row, S.CTL_T]),
+                                 (S.CONTROL_CREATOR << 40) | row, S.EV_CONTROL, 0, row, 0)
 
     def next_event_ps(self) -> int:
         st = self.st

@@ -1,5 +1,5 @@
-"""The switch model: forwarding by destination with output queues at link rate.
-
-Grows into ECMP/load-balancing policies and in-switch handlers; the per-frame function here is
-called from the generated engine module.
+"""The switch model: output queues at link rate with ECN, trimming and PFC (``spin.engine.ports``),
+equal-cost multipath routing with a port-selection hook (``routing``), and handlers with the
+NIC's API plus forward/multicast/drop (``actions``; the handler-invoking receive path is
+``receive_template.py``, which joins the generated engine module).
 """

@@ -28,6 +28,11 @@ from ..handler import HandlerProgram, _python_function
 from ..source_digest import sources_digest
 
 DISPATCH_MARKER = "from spin.engine._dispatch_default import dispatch_handler  # SPIN-DISPATCH"
+# Lines importing names that the concatenated module defines itself.
+TEMPLATE_MARKER = "# SPIN-TEMPLATE"
+# Receive paths of each device kind: they call handlers, so they join the generated module
+# (device code stays in its own folder).
+DEVICE_TEMPLATES = ("nic_emulator/receive_template.py", "switch_emulator/receive_template.py")
 _ROOT = Path(__file__).resolve().parents[2]
 _ENGINE_SOURCES = ("spin/engine", "spin/wire", "spin/api.py", "spin/drops.py", "nic_emulator",
                    "switch_emulator")
@@ -101,8 +106,11 @@ def engine_module_source(programs: list[HandlerProgram], boundscheck: bool = Fal
     template = (Path(__file__).parent / "loop_template.py").read_text()
     if DISPATCH_MARKER not in template:
         raise RuntimeError("engine template lost its dispatch marker")
+    parts = [template] + [(_ROOT / rel).read_text() for rel in DEVICE_TEMPLATES]
+    source = "\n".join("\n".join(line for line in part.splitlines() if TEMPLATE_MARKER not in line)
+                       for part in parts)
     dispatch = _dispatch_source(programs, boundscheck)
-    source = template.replace(DISPATCH_MARKER, dispatch)
+    source = source.replace(DISPATCH_MARKER, dispatch)
     if boundscheck:
         source = source.replace("@nb.njit(cache=True, _nrt=False",
                                 "@nb.njit(cache=True, boundscheck=True, _nrt=False")

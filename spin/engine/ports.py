@@ -1,23 +1,33 @@
-"""Output ports: a FIFO per port drained at link rate, then the link's propagation delay.
+"""Output ports: a data FIFO and a priority FIFO per port, drained at link rate, then the link's
+propagation delay.
 
 Store-and-forward: a frame reaches the peer when its last bit arrives, i.e. serialisation plus
-propagation after transmission starts. Frames for a device on another worker go to the outbox
-with their arrival time and event key, so the receiving worker orders them exactly as a local
-arrival would be ordered.
+propagation after transmission starts. The priority FIFO (trimmed headers, PFC frames) always
+goes first and is never paused. Data frames are ECN-marked above the port's threshold, and on a
+full buffer either trimmed (switches with trimming on) or tail-dropped. Frames for a device on
+another worker go to the outbox with their arrival time and event key, so the receiving worker
+orders them exactly as a local arrival would be ordered.
+
+Arrival times include the receiving switch's pipeline latency: a switch acts on a frame when it
+leaves its ingress pipeline, which saves one event per hop.
 """
 import numba as nb
 import numpy as np
 
 from .. import drops as D
 from ..units import ETHERNET_WIRE_OVERHEAD_BYTES
+from ..wire.ip_edit import PAUSE_QUANTUM_BITS, mark_ce, trim_roce_frame, write_pfc_frame
 from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
-from .pool import alloc_slot as _alloc
-from .pool import ICRC_EXTERNAL, copy_bytes, ensure_icrc, free_slot
+from .pool import ICRC_EXTERNAL, ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc, free_slot
 
 # preamble+SFD, inter-frame gap and FCS are on the wire but not in the frame bytes
 WIRE_OVERHEAD = ETHERNET_WIRE_OVERHEAD_BYTES
+
+BUSY_IDLE = 0
+BUSY_DATA = 1
+BUSY_PRIORITY = 2
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -32,38 +42,128 @@ def next_key(st, dev):
     return (np.int64(dev) << 40) | seq
 
 
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _account_queue(st, gp, now, delta):
+    """Keep the time integral of the data-queue occupancy (byte*ns) and its maximum."""
+    last = st.port[gp, S.PT_Q_LAST_T]
+    if now > last:
+        st.port[gp, S.PT_Q_AREA] += (st.port[gp, S.PT_Q_BYTES] * (now - last)) // 1000
+        st.port[gp, S.PT_Q_LAST_T] = now
+    qb = st.port[gp, S.PT_Q_BYTES] + delta
+    st.port[gp, S.PT_Q_BYTES] = qb
+    if qb > st.port[gp, S.PT_MAX_Q_BYTES]:
+        st.port[gp, S.PT_MAX_Q_BYTES] = qb
+
+
+@nb.njit(cache=True, _nrt=False)
+def arrival_delay_ps(st, gp):
+    """Propagation delay of the link out of ``gp`` plus the receiving switch's pipeline."""
+    peer = st.port[gp, S.PT_PEER]
+    lat = st.port[gp, S.PT_LAT_PS]
+    if peer >= 0:
+        pdev = st.port[peer, S.PT_DEV]
+        if st.dev[pdev, S.D_KIND] == S.DEV_SWITCH:
+            lat += st.dev[pdev, S.D_SW_LAT_PS]
+    return lat
+
+
 @nb.njit(cache=True, _nrt=False)
 def enqueue_frame(st, gp, slot, now):
-    """Append a frame to an output queue; tail-drop when the port buffer is full."""
+    """Append a data frame to an output queue: ECN-mark above the threshold; on a full buffer,
+    trim (when the device trims) or tail-drop. Returns True if the frame was queued."""
+    dev = st.port[gp, S.PT_DEV]
+    if st.port[gp, S.PT_UP] == 0:
+        st.drops[dev, D.LINK_DOWN] += 1
+        st.port[gp, S.PT_DROPS] += 1
+        free_slot(st, slot)
+        return False
     n = st.port[gp, S.PT_Q_N]
     qcap = st.port_q.shape[1]
     length = st.slot_len[slot]
     if n >= qcap or st.port[gp, S.PT_Q_BYTES] + length > st.port[gp, S.PT_Q_LIMIT_BYTES]:
-        st.drops[st.port[gp, S.PT_DEV], D.QUEUE_FULL] += 1
+        if st.dev[dev, S.D_KIND] == S.DEV_SWITCH and st.dev[dev, S.D_SW_TRIM] != 0:
+            frame = st.pool[slot]
+            new_len = trim_roce_frame(frame, length, st.dev[dev, S.D_SW_TRIM_DSCP])
+            if new_len > 0:
+                st.slot_len[slot] = new_len
+                st.slot_trusted[slot] = ICRC_PENDING
+                st.port[gp, S.PT_TRIMS] += 1
+                _release_ingress(st, slot, now)
+                enqueue_priority(st, gp, slot, now)
+                return False
+        st.drops[dev, D.QUEUE_FULL] += 1
         st.port[gp, S.PT_DROPS] += 1
+        _release_ingress(st, slot, now)
         free_slot(st, slot)
         return False
+    thresh = st.port[gp, S.PT_ECN_THRESH]
+    if thresh > 0 and st.port[gp, S.PT_Q_BYTES] >= thresh:
+        if mark_ce(st.pool[slot]):
+            st.port[gp, S.PT_ECN_MARKS] += 1
     st.port_q[gp, (st.port[gp, S.PT_Q_HEAD] + n) % qcap] = slot
     st.port[gp, S.PT_Q_N] = n + 1
-    qb = st.port[gp, S.PT_Q_BYTES] + length
-    st.port[gp, S.PT_Q_BYTES] = qb
-    if qb > st.port[gp, S.PT_MAX_Q_BYTES]:
-        st.port[gp, S.PT_MAX_Q_BYTES] = qb
-    if st.port[gp, S.PT_BUSY] == 0:
+    _account_queue(st, gp, now, length)
+    if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
         start_tx(st, gp, now)
     return True
 
 
 @nb.njit(cache=True, _nrt=False)
+def enqueue_priority(st, gp, slot, now):
+    """Queue a frame ahead of all data (trimmed headers, PFC frames); never paused."""
+    dev = st.port[gp, S.PT_DEV]
+    n = st.port[gp, S.PT_PQ_N]
+    qcap = st.port_pq.shape[1]
+    if st.port[gp, S.PT_UP] == 0 or n >= qcap:
+        st.drops[dev, D.LINK_DOWN if st.port[gp, S.PT_UP] == 0 else D.PRIORITY_QUEUE_FULL] += 1
+        st.port[gp, S.PT_DROPS] += 1
+        free_slot(st, slot)
+        return
+    st.port_pq[gp, (st.port[gp, S.PT_PQ_HEAD] + n) % qcap] = slot
+    st.port[gp, S.PT_PQ_N] = n + 1
+    st.port[gp, S.PT_PQ_BYTES] += st.slot_len[slot]
+    if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
+        start_tx(st, gp, now)
+
+
+@nb.njit(cache=True, _nrt=False)
 def start_tx(st, gp, now):
-    slot = st.port_q[gp, st.port[gp, S.PT_Q_HEAD]]
+    """Start the next frame: priority first; data unless the peer paused this port."""
+    if st.port[gp, S.PT_UP] == 0:
+        st.port[gp, S.PT_BUSY] = BUSY_IDLE
+        return
+    if st.port[gp, S.PT_PQ_N] > 0:
+        slot = st.port_pq[gp, st.port[gp, S.PT_PQ_HEAD]]
+        st.port[gp, S.PT_BUSY] = BUSY_PRIORITY
+    elif st.port[gp, S.PT_Q_N] > 0:
+        until = st.port[gp, S.PT_PAUSED_UNTIL]
+        if now < until:
+            st.port[gp, S.PT_BUSY] = BUSY_IDLE
+            if st.port[gp, S.PT_RESUME_SCHED] == 0:
+                st.port[gp, S.PT_RESUME_SCHED] = 1
+                dev = st.port[gp, S.PT_DEV]
+                push_event(st, until, dev, S.EV_PORT_RESUME, dev, gp, 0)
+            return
+        slot = st.port_q[gp, st.port[gp, S.PT_Q_HEAD]]
+        st.port[gp, S.PT_BUSY] = BUSY_DATA
+    else:
+        st.port[gp, S.PT_BUSY] = BUSY_IDLE
+        return
     length = st.slot_len[slot]
     ser = serialization_ps(length + WIRE_OVERHEAD, st.port[gp, S.PT_RATE_GBPS])
-    st.port[gp, S.PT_BUSY] = 1
     st.port[gp, S.PT_BUSY_PS] += ser
     if st.port[gp, S.PT_CAPTURE] != 0:
         capture_frame(st, gp, slot, now)
-    push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV], gp, 0)
+    push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV], gp,
+               st.port[gp, S.PT_GEN])
+
+
+@nb.njit(cache=True, _nrt=False)
+def port_resume(st, gp, now):
+    """A pause ran out: transmit again if idle."""
+    st.port[gp, S.PT_RESUME_SCHED] = 0
+    if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
+        start_tx(st, gp, now)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -80,40 +180,132 @@ def capture_frame(st, gp, slot, now):
 
 
 @nb.njit(cache=True, _nrt=False)
-def tx_done(st, gp, now):
+def tx_done(st, gp, gen, now):
     """The head frame left the port: hand it to the link, then start the next one."""
-    qcap = st.port_q.shape[1]
-    head = st.port[gp, S.PT_Q_HEAD]
-    slot = st.port_q[gp, head]
+    busy = st.port[gp, S.PT_BUSY]
+    if busy == BUSY_IDLE or gen != st.port[gp, S.PT_GEN]:
+        return  # the port went down while the frame was on the wire: already flushed
+    if busy == BUSY_PRIORITY:
+        qcap = st.port_pq.shape[1]
+        head = st.port[gp, S.PT_PQ_HEAD]
+        slot = st.port_pq[gp, head]
+        st.port[gp, S.PT_PQ_HEAD] = (head + 1) % qcap
+        st.port[gp, S.PT_PQ_N] -= 1
+        st.port[gp, S.PT_PQ_BYTES] -= st.slot_len[slot]
+    else:
+        qcap = st.port_q.shape[1]
+        head = st.port[gp, S.PT_Q_HEAD]
+        slot = st.port_q[gp, head]
+        st.port[gp, S.PT_Q_HEAD] = (head + 1) % qcap
+        st.port[gp, S.PT_Q_N] -= 1
+        _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
+        _release_ingress(st, slot, now)
     length = st.slot_len[slot]
-    st.port[gp, S.PT_Q_HEAD] = (head + 1) % qcap
-    st.port[gp, S.PT_Q_N] -= 1
-    st.port[gp, S.PT_Q_BYTES] -= length
     st.port[gp, S.PT_TX_FRAMES] += 1
     st.port[gp, S.PT_TX_BYTES] += length
     peer = st.port[gp, S.PT_PEER]
     dev = st.port[gp, S.PT_DEV]
-    arrival = now + st.port[gp, S.PT_LAT_PS]
     if peer < 0:
         st.drops[dev, D.NO_ROUTE] += 1
         free_slot(st, slot)
-    elif st.port[gp, S.PT_REMOTE] != 0:
-        sc = st.sc
-        k = sc[S.SC_OUT_N]
-        st.out[k, S.O_TIME] = arrival
-        st.out[k, S.O_PORT] = peer
-        st.out[k, S.O_KEY] = next_key(st, dev)
-        st.out[k, S.O_LEN] = length
-        ensure_icrc(st, slot)
-        copy_bytes(st.out_frames[k], 0, st.pool[slot], 0, length)
-        sc[S.SC_OUT_N] = k + 1
-        free_slot(st, slot)
     else:
-        push_event(st, arrival, dev, S.EV_ARRIVE, st.port[peer, S.PT_DEV], peer, slot)
-    if st.port[gp, S.PT_Q_N] > 0:
+        arrival = now + arrival_delay_ps(st, gp)
+        if st.port[gp, S.PT_REMOTE] != 0:
+            sc = st.sc
+            k = sc[S.SC_OUT_N]
+            st.out[k, S.O_TIME] = arrival
+            st.out[k, S.O_PORT] = peer
+            st.out[k, S.O_KEY] = next_key(st, dev)
+            st.out[k, S.O_LEN] = length
+            ensure_icrc(st, slot)
+            copy_bytes(st.out_frames[k], 0, st.pool[slot], 0, length)
+            sc[S.SC_OUT_N] = k + 1
+            free_slot(st, slot)
+        else:
+            push_event(st, arrival, dev, S.EV_ARRIVE, st.port[peer, S.PT_DEV], peer, slot)
+    start_tx(st, gp, now)
+
+
+# --- priority flow control (IEEE 802.1Qbb) ------------------------------------------------------
+@nb.njit(cache=True, _nrt=False)
+def _send_pfc(st, gp, quanta, now):
+    slot = alloc_slot(st)
+    dev = st.port[gp, S.PT_DEV]
+    st.slot_len[slot] = write_pfc_frame(st.pool[slot], dev, quanta)
+    st.port[gp, S.PT_PAUSES_TX] += 1
+    enqueue_priority(st, gp, slot, now)
+
+
+@nb.njit(cache=True, _nrt=False)
+def hold_ingress(st, slot, in_gp, now):
+    """A switch queued a frame that entered on ``in_gp``: count it against that ingress port and
+    pause the upstream sender above the XOFF threshold."""
+    dev = st.port[in_gp, S.PT_DEV]
+    xoff = st.dev[dev, S.D_SW_PFC_XOFF]
+    if xoff <= 0:
+        return
+    st.slot_in_port[slot] = in_gp
+    b = st.port[in_gp, S.PT_IN_BYTES] + st.slot_len[slot]
+    st.port[in_gp, S.PT_IN_BYTES] = b
+    if b > xoff and st.port[in_gp, S.PT_XOFF] == 0:
+        st.port[in_gp, S.PT_XOFF] = 1
+        _send_pfc(st, in_gp, st.dev[dev, S.D_SW_PFC_QUANTA], now)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _release_ingress(st, slot, now):
+    in_gp = st.slot_in_port[slot]
+    if in_gp < 0:
+        return
+    st.slot_in_port[slot] = -1
+    b = st.port[in_gp, S.PT_IN_BYTES] - st.slot_len[slot]
+    st.port[in_gp, S.PT_IN_BYTES] = b
+    dev = st.port[in_gp, S.PT_DEV]
+    if st.port[in_gp, S.PT_XOFF] != 0 and b <= st.dev[dev, S.D_SW_PFC_XON]:
+        st.port[in_gp, S.PT_XOFF] = 0
+        _send_pfc(st, in_gp, 0, now)
+
+
+@nb.njit(cache=True, _nrt=False)
+def pfc_received(st, gp, quanta, now):
+    """The peer paused (or, with quanta 0, resumed) data transmission on port ``gp``."""
+    st.port[gp, S.PT_PAUSES_RX] += 1
+    if quanta < 0:
+        return
+    st.port[gp, S.PT_PAUSED_UNTIL] = now + (np.int64(quanta) * PAUSE_QUANTUM_BITS * 1000
+                                           + st.port[gp, S.PT_RATE_GBPS] - 1) \
+        // st.port[gp, S.PT_RATE_GBPS]
+    if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
         start_tx(st, gp, now)
-    else:
-        st.port[gp, S.PT_BUSY] = 0
+
+
+# --- link state ---------------------------------------------------------------------------------
+@nb.njit(cache=True, _nrt=False)
+def port_down(st, gp, now):
+    """The link of ``gp`` failed: every frame queued or on the wire from it is lost."""
+    dev = st.port[gp, S.PT_DEV]
+    st.port[gp, S.PT_UP] = 0
+    st.port[gp, S.PT_GEN] += 1
+    lost = 0
+    while st.port[gp, S.PT_PQ_N] > 0:
+        head = st.port[gp, S.PT_PQ_HEAD]
+        free_slot(st, st.port_pq[gp, head])
+        st.port[gp, S.PT_PQ_HEAD] = (head + 1) % st.port_pq.shape[1]
+        st.port[gp, S.PT_PQ_N] -= 1
+        lost += 1
+    st.port[gp, S.PT_PQ_BYTES] = 0
+    while st.port[gp, S.PT_Q_N] > 0:
+        head = st.port[gp, S.PT_Q_HEAD]
+        slot = st.port_q[gp, head]
+        _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
+        _release_ingress(st, slot, now)
+        free_slot(st, slot)
+        st.port[gp, S.PT_Q_HEAD] = (head + 1) % st.port_q.shape[1]
+        st.port[gp, S.PT_Q_N] -= 1
+        lost += 1
+    st.port[gp, S.PT_BUSY] = BUSY_IDLE
+    st.drops[dev, D.LINK_DOWN] += lost
+    st.port[gp, S.PT_DROPS] += lost
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -121,7 +313,7 @@ def inject_frames(st, times, ports, keys, lengths, frames):
     """Queue frames that arrived from another worker (or a test) as arrival events at their
     ingress ports; the sender's event key keeps the order identical to a local delivery."""
     for i in range(times.shape[0]):
-        slot = _alloc(st)
+        slot = alloc_slot(st)
         copy_bytes(st.pool[slot], 0, frames[i], 0, lengths[i])
         st.slot_len[slot] = lengths[i]
         st.slot_trusted[slot] = ICRC_EXTERNAL  # came from outside this engine: verify its ICRC

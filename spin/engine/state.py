@@ -38,7 +38,15 @@ SC_CALL_DEV = 18
 SC_CALL_ID = 19
 SC_PKT_EVENTS = 20
 SC_SLOTS_IN_USE_MAX = 21
+SC_ROUTE_EPOCH = 22     # index of the routing tables in force (faults switch it)
+SC_N_DEVS = 23
+SC_TRIM_DSCP = 24       # DSCP of trimmed frames (a NIC counts them instead of delivering them)
+SC_FLOW_KEY_MAX_QP = 25 # QP range of switch flow keys (see spin.engine.messages)
 NUM_SC = 32
+
+# event keys of fabric-wide control events (faults): a creator id no device has, so they never
+# shift a device's own sequence numbers and sort identically in every worker
+CONTROL_CREATOR = (1 << 22) - 1
 
 # --- run status (why run_until returned) ------------------------------------------------------
 STATUS_DONE = 0          # reached t_end or ran out of events
@@ -81,6 +89,8 @@ EV_HOST_RECV = 5    # dev, a=qp: a message was delivered to host memory
 EV_HOST_EVENT = 6   # dev, a=value: a handler raised a host event
 EV_COMPLETION = 7   # dev, a=message slot: run the completion handler
 EV_TXM = 8          # dev: NIC transmit engine emits the next packet
+EV_CONTROL = 9      # a=control row: a fault or re-shape takes effect (see CTL_*)
+EV_PORT_RESUME = 10 # dev, a=global port: a PFC pause expired; try to transmit again
 
 # --- device kinds -----------------------------------------------------------------------------
 DEV_NIC = 0
@@ -93,6 +103,8 @@ ACT_HOST_EVENT = 3       # a=value
 ACT_PUT_FROM_HOST = 4    # a=dst, b=qp, c=host_addr, d=nbytes, e=remote_va
 ACT_HOST_WRITE = 5       # a=nbytes (8)
 ACT_DMA_FROM_HOST = 6    # a=nbytes (blocking read: lengthens the handler)
+ACT_FORWARD = 7          # a=local port (-1: the routed next hop): a copy of the packet leaves
+ACT_MULTICAST = 8        # a=multicast group: a copy of the packet leaves on each of its ports
 MAX_PENDING_ACTIONS = 256
 
 # --- host program opcodes ---------------------------------------------------------------------
@@ -130,10 +142,10 @@ D_NPORTS = 3
 D_LOCAL = 4
 D_NODE = 5
 D_SW = 6
-D_NIC_HPUS = 7
-D_NIC_CYCLE_PS = 8
-D_NIC_MATCH_HDR_CYCLES = 9
-D_NIC_MATCH_PKT_CYCLES = 10
+D_HPUS = 7
+D_CYCLE_PS = 8
+D_MATCH_HDR_CYCLES = 9
+D_MATCH_PKT_CYCLES = 10
 D_PCIE_LAT_PS = 11
 D_PCIE_MPS_PER_BYTE = 12
 D_PCIE_W_BUSY = 13
@@ -141,8 +153,8 @@ D_PCIE_R_BUSY = 14
 D_HPU_BUSY_PS = 15
 D_NIC_DMA_W_BYTES = 16
 D_NIC_DMA_R_BYTES = 17
-D_NIC_MAX_MSGS = 18
-D_NIC_MSGS_ACTIVE = 19
+D_MAX_MSGS = 18
+D_MSGS_ACTIVE = 19
 D_NIC_TX_WINDOW = 20
 D_NIC_TX_SCHED = 21
 D_HOST_MEM_OFF = 22
@@ -164,7 +176,15 @@ D_TXQ_N = 37
 D_WAIT0 = 38
 D_WAIT1 = 39
 D_HC = 40  # handler calls: D_HC + kind (3 columns)
-DEV_COLS = 43
+D_SW_LB = 43            # switch port-selection scheme (switch_emulator.routing.LB_*)
+D_SW_SEED = 44          # per-switch hash seed (avoids ECMP polarisation across tiers)
+D_SW_TRIM = 45          # 1: trim frames that overflow a queue instead of dropping them
+D_SW_PFC_XOFF = 46      # ingress bytes above which a PFC pause is sent (0: PFC off)
+D_SW_PFC_XON = 47       # ingress bytes below which the pause is lifted
+D_SW_PFC_QUANTA = 48    # pause time sent in a PFC frame, in 512-bit quanta
+D_SW_TRIM_DSCP = 49     # DSCP code point that marks a trimmed frame
+D_MSGS_ABANDONED = 50   # messages replaced by a new one on their connection before completing
+DEV_COLS = 51
 
 # columns of st.port
 PT_DEV = 0
@@ -183,7 +203,24 @@ PT_TX_BYTES = 12
 PT_DROPS = 13
 PT_MAX_Q_BYTES = 14
 PT_BUSY_PS = 15
-PORT_COLS = 16
+PT_UP = 16              # 0: the link is down (frames to it are dropped)
+PT_ECN_THRESH = 17      # queue bytes above which ECN-capable frames are marked CE (0: never)
+PT_ECN_MARKS = 18
+PT_TRIMS = 19
+PT_PQ_HEAD = 20         # priority queue (trimmed headers, PFC frames): ring in st.port_pq
+PT_PQ_N = 21
+PT_PQ_BYTES = 22
+PT_PAUSED_UNTIL = 23    # PFC: no data frame starts before this time
+PT_PAUSES_TX = 24       # PFC frames sent from this port
+PT_PAUSES_RX = 25       # PFC frames received on this port
+PT_Q_AREA = 26          # integral of queue bytes over time, in byte*ns (mean occupancy)
+PT_Q_LAST_T = 27        # when PT_Q_AREA was last brought up to date
+PT_IN_BYTES = 28        # PFC: bytes that entered on this port and still wait in the switch
+PT_XOFF = 29            # PFC: 1 while this port has paused its peer
+PT_LOCAL_IDX = 30       # index of the port on its device
+PT_RESUME_SCHED = 31    # a resume event is pending
+PT_GEN = 32             # bumped when the link goes down: stale tx-done events are ignored
+PORT_COLS = 33
 
 # columns of st.msg
 M_DEV = 0
@@ -224,7 +261,23 @@ EC_INST = 1
 EC_MATCH_QP = 2
 EC_MATCH_RKEY = 3
 EC_MATCH_SRC = 4
-EC_COLS = 5
+EC_MATCH_DST = 5
+EC_MATCH_UDP_DPORT = 6
+EC_MATCH_HDR_TYPE = 7
+EC_COLS = 8
+
+# columns of st.ctl (fabric-wide control actions, applied by EV_CONTROL events)
+CTL_KIND = 0
+CTL_A = 1
+CTL_B = 2
+CTL_C = 3
+CTL_T = 4
+CTL_COLS = 5
+CTL_LINK_DOWN = 1       # a=port, b=peer port: both ends go down, queued frames are dropped
+CTL_LINK_UP = 2         # a=port, b=peer port
+CTL_SET_RATE = 3        # a=port, b=peer port, c=rate in Gb/s
+CTL_SET_PEER = 4        # a=port, b=new peer port (one direction of an optical re-shape)
+CTL_ROUTE_EPOCH = 5     # a=epoch: routing converged on the new topology
 
 # columns of st.ev
 E_TIME = 0
@@ -262,7 +315,8 @@ FIELDS = (
     "pool", "slot_len", "slot_free", "slot_trusted",  # frame buffer pool
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
-    "ec", "prog", "route",
+    "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
+    "port_pq",
     "msglog", "txlog", "pend",
     "cap", "cap_frames", "out", "out_frames",
 )
@@ -296,6 +350,12 @@ class StateSizes:
     txlog_cap: int
     capture_frames: int
     outbox_frames: int
+    n_route_epochs: int = 1
+    n_route_groups: int = 1
+    n_route_ports: int = 1
+    n_mcast_groups: int = 1
+    n_mcast_ports: int = 1
+    n_control: int = 1
 
 
 def _hash_cap(n: int) -> int:
@@ -338,7 +398,15 @@ def allocate_state(z: StateSizes) -> EngineState:
         tx_vals=np.zeros(_hash_cap(z.n_nodes * 4 + 64), i64),
         ec=np.zeros((max(z.n_ecs, 1), EC_COLS), i64),
         prog=np.zeros((max(z.n_progs, 1), PROG_COLS), i64),
-        route=np.full((max(z.n_switches, 1), max(z.n_nodes, 1)), -1, i32),
+        route=np.full((max(z.n_route_epochs, 1), max(z.n_switches, 1), max(z.n_nodes, 1)), -1,
+                      i32),
+        rgroup=np.zeros((max(z.n_route_groups, 1), 2), i32),
+        rport=np.zeros(max(z.n_route_ports, 1), i32),
+        mgroup=np.zeros((max(z.n_mcast_groups, 1), 2), i32),
+        mport=np.zeros(max(z.n_mcast_ports, 1), i32),
+        ctl=np.zeros((max(z.n_control, 1), CTL_COLS), i64),
+        slot_in_port=np.full(z.n_slots, -1, i32),
+        port_pq=np.zeros((p, z.queue_frames), i32),
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),
@@ -359,7 +427,12 @@ def allocate_state(z: StateSizes) -> EngineState:
     st.dev[:, D_SW] = -1
     st.dev[:, D_HOST_STATE] = HOST_DONE
     st.port[:, PT_PEER] = -1
+    st.port[:, PT_UP] = 1
+    st.sc[SC_N_DEVS] = d
     st.ec[:, EC_MATCH_QP] = -1
     st.ec[:, EC_MATCH_RKEY] = -1
     st.ec[:, EC_MATCH_SRC] = -1
+    st.ec[:, EC_MATCH_DST] = -1
+    st.ec[:, EC_MATCH_UDP_DPORT] = -1
+    st.ec[:, EC_MATCH_HDR_TYPE] = -1
     return st

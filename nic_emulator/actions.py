@@ -1,0 +1,41 @@
+"""The NIC's action sink: what the commands a handler issued do on a NIC (PCIe writes and reads,
+host events, packets out of the NIC's port, puts from host memory), timed from the handler's
+end."""
+import numba as nb
+
+from spin.engine import state as S
+from spin.engine.heap import push_event
+
+from .pcie import CQE_BYTES, pcie_read, pcie_write
+from .tx import post_message
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def nic_finalize_actions(st, dev, m, end):
+    """Blocking reads first, since they lengthen the handler itself; returns the handler's end."""
+    n = st.sc[S.SC_PEND_N]
+    for i in range(n):
+        if st.pend[i, 0] == S.ACT_DMA_FROM_HOST:
+            end = pcie_read(st, dev, end, st.pend[i, 1])
+    gp = st.dev[dev, S.D_PORT0]
+    for i in range(n):
+        p = st.pend[i]
+        kind = p[0]
+        if kind == S.ACT_DMA_TO_HOST or kind == S.ACT_HOST_WRITE:
+            t = pcie_write(st, dev, end, p[1])
+            if m >= 0 and t > st.msg[m, S.M_DMA_END]:
+                st.msg[m, S.M_DMA_END] = t
+            if kind == S.ACT_DMA_TO_HOST and p[2] != 0:
+                push_event(st, pcie_write(st, dev, end, CQE_BYTES), dev, S.EV_HOST_EVENT,
+                           dev, 0, 0)
+        elif kind == S.ACT_SEND_SLOT:
+            push_event(st, end, dev, S.EV_ENQUEUE, dev, gp, p[1])
+        elif kind == S.ACT_HOST_EVENT:
+            # an event is a small posted write behind the handler's data writes: it never
+            # reaches the host before the data it announces
+            push_event(st, pcie_write(st, dev, end, CQE_BYTES), dev, S.EV_HOST_EVENT,
+                       dev, p[1], 0)
+        elif kind == S.ACT_PUT_FROM_HOST:
+            post_message(st, dev, p[1], p[2], p[4], p[3], p[5], 0, end)
+    st.sc[S.SC_PEND_N] = 0
+    return end

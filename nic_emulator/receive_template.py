@@ -1,0 +1,183 @@
+"""Template of the NIC receive path, part of the generated engine module (it calls handlers,
+so it must sit next to the static dispatch; see ``spin/engine/loop_template.py``): validate a
+frame, find its message and execution context, run the header and payload handlers in sPIN
+order or write the payload to host memory (default path), then the completion handler."""
+import numba as nb
+
+from nic_emulator.pcie import CQE_BYTES, pcie_write
+from spin import drops as D
+from spin.api import DROP, DROP_PENDING, PROCEED
+from spin.engine import state as S
+from spin.engine.hashmap import map_delete, map_get, map_put
+from spin.engine.heap import push_event
+from spin.engine.messages import free_message, match_ec, new_message
+from spin.engine.pool import copy_bytes, free_slot
+from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK, conn_key
+from spin.wire import headers as WH
+from spin.wire import roce as W
+from spin.wire.ip_edit import dscp_of
+
+from spin.engine.loop_template import run_handler  # SPIN-TEMPLATE
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def _nic_drop(st, dev, slot, reason):
+    st.drops[dev, reason] += 1
+    free_slot(st, slot)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def nic_receive(st, hmems, dev, slot, now):
+    frame = st.pool[slot]
+    flen = st.slot_len[slot]
+    out = st.parsed
+    # ICRC is verified on frames from outside this engine (other workers, injected frames);
+    # frames built here carry a correct ICRC by construction and are never corrupted in flight.
+    check = st.sc[S.SC_CHECK_ICRC] != 0 and st.slot_trusted[slot] == 0
+    code = W.parse_frame(frame, flen, check, out)
+    if code != D.OK:
+        _nic_drop(st, dev, slot, code)
+        return
+    if out[W.P_DST_NODE] != st.dev[dev, S.D_NODE]:
+        _nic_drop(st, dev, slot, D.WRONG_DESTINATION)
+        return
+    if st.sc[S.SC_TRIM_DSCP] > 0 and dscp_of(frame) == st.sc[S.SC_TRIM_DSCP]:
+        # a congested switch cut the payload: nothing to place (a transport would NACK it)
+        _nic_drop(st, dev, slot, D.TRIMMED)
+        return
+    src = out[W.P_SRC_NODE]
+    qp = out[W.P_DEST_QP]
+    psn = out[W.P_PSN]
+    base_op = out[W.P_OPCODE] & 0x1F
+    key = conn_key(dev, src, qp)
+    cyc = st.dev[dev, S.D_CYCLE_PS]
+    is_first = base_op == OPC_WRITE_FIRST or base_op == OPC_WRITE_ONLY
+    if is_first:
+        old = map_get(st.rx_keys, st.rx_vals, key)
+        if old >= 0:
+            # the previous message on this connection never completed (lost packets)
+            st.dev[dev, S.D_MSGS_ABANDONED] += 1
+            map_delete(st.rx_keys, st.rx_vals, key)
+            free_message(st, old)
+        if st.dev[dev, S.D_MSGS_ACTIVE] >= st.dev[dev, S.D_MAX_MSGS]:
+            _nic_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
+            return
+        t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
+        dma_len = out[W.P_RETH_DMA_LEN]
+        mtu = st.sc[S.SC_MTU]
+        npkts = 1 if base_op == OPC_WRITE_ONLY else max(1, (dma_len + mtu - 1) // mtu)
+        ec = match_ec(st, dev, src, st.dev[dev, S.D_NODE], qp, out[W.P_RETH_RKEY],
+                      WH.ROCE_UDP_PORT, -1)
+        m = new_message(st, dev, src, qp, psn, npkts, out[W.P_RETH_VA], out[W.P_RETH_RKEY],
+                        dma_len, ec, t_ready)
+        st.msg[m, S.M_T_FIRST] = now
+        map_put(st.rx_keys, st.rx_vals, key, m)
+    else:
+        m = map_get(st.rx_keys, st.rx_vals, key)
+        if m < 0:
+            _nic_drop(st, dev, slot, D.UNKNOWN_MESSAGE)
+            return
+        t_ready = now + st.dev[dev, S.D_MATCH_PKT_CYCLES] * cyc
+    idx = (psn - st.msg[m, S.M_FIRST_PSN]) & PSN_MASK
+    if idx >= st.msg[m, S.M_NPKTS]:
+        _nic_drop(st, dev, slot, D.UNKNOWN_MESSAGE)
+        return
+    mtu = st.sc[S.SC_MTU]
+    msg_off = idx * mtu
+    poff = out[W.P_PAYLOAD_OFF]
+    plen = out[W.P_PAYLOAD_LEN]
+    pkt = frame[poff:poff + plen]
+    if t_ready > st.msg[m, S.M_LAST_READY]:
+        st.msg[m, S.M_LAST_READY] = t_ready
+    ec = st.msg[m, S.M_EC]
+    deliver = True
+    t_deliver = t_ready
+    if ec >= 0:
+        prog = st.ec[ec, S.EC_PROG]
+        if is_first:
+            if st.prog[prog, S.PR_HAS + S.KIND_HEADER] != 0:
+                rc, end = run_handler(st, hmems, S.KIND_HEADER, dev, ec, m, slot, pkt, t_ready,
+                                      msg_off, psn, flen)
+                st.msg[m, S.M_HDR_END] = end
+                if rc == PROCEED:
+                    st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_PROCEED_ALL
+                elif rc == DROP or rc == DROP_PENDING:
+                    st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DROP_ALL
+            else:
+                st.msg[m, S.M_HDR_END] = t_ready
+        flags = st.msg[m, S.M_FLAGS]
+        t_start = max(t_ready, st.msg[m, S.M_HDR_END])
+        t_deliver = t_start
+        if flags & S.MSG_FLAG_DROP_ALL:
+            st.drops[dev, D.HANDLER_DROP] += 1
+            deliver = False
+        elif flags & S.MSG_FLAG_PROCEED_ALL:
+            deliver = True
+        elif st.prog[prog, S.PR_HAS + S.KIND_PAYLOAD] != 0:
+            rc, end = run_handler(st, hmems, S.KIND_PAYLOAD, dev, ec, m, slot, pkt, t_start,
+                                  msg_off, psn, flen)
+            if end > st.msg[m, S.M_PL_END]:
+                st.msg[m, S.M_PL_END] = end
+            t_deliver = end
+            if rc == PROCEED:
+                deliver = True
+            else:
+                deliver = False
+                if rc == DROP or rc == DROP_PENDING:
+                    st.drops[dev, D.HANDLER_DROP] += 1
+    if deliver:
+        st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DELIVERED
+        addr = st.msg[m, S.M_VA] + msg_off
+        if addr < 0 or addr + plen > st.dev[dev, S.D_HOST_MEM_SIZE]:
+            st.drops[dev, D.BAD_HOST_ADDRESS] += 1
+        else:
+            copy_bytes(st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + addr, frame, poff, plen)
+            t = pcie_write(st, dev, t_deliver, plen)
+            if t > st.msg[m, S.M_DMA_END]:
+                st.msg[m, S.M_DMA_END] = t
+    st.msg[m, S.M_SEEN] += 1
+    free_slot(st, slot)
+    if st.msg[m, S.M_SEEN] == st.msg[m, S.M_NPKTS]:
+        map_delete(st.rx_keys, st.rx_vals, key)
+        t_c = max(st.msg[m, S.M_HDR_END], st.msg[m, S.M_PL_END], st.msg[m, S.M_LAST_READY])
+        push_event(st, t_c, dev, S.EV_COMPLETION, dev, m, 0)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def nic_complete(st, hmems, dev, m, now):
+    """All packets seen and every payload handler ended: run the completion handler, then tell
+    the host (a completion-queue entry on the QP) when the default path applies."""
+    ec = st.msg[m, S.M_EC]
+    notify = True
+    handled = 0
+    t_cqe = now
+    if ec >= 0:
+        handled = 1
+        prog = st.ec[ec, S.EC_PROG]
+        if st.prog[prog, S.PR_HAS + S.KIND_COMPLETION] != 0:
+            rc, end = run_handler(st, hmems, S.KIND_COMPLETION, dev, ec, m, -1,
+                                  st.pool[0][:0], now, 0, st.msg[m, S.M_FIRST_PSN], 0)
+            notify = rc == PROCEED
+            t_cqe = end
+        else:
+            # no completion handler: notify when any packet went down the default path
+            notify = (st.msg[m, S.M_FLAGS] & S.MSG_FLAG_DELIVERED) != 0
+    qp = st.msg[m, S.M_QP]
+    t_notify = max(st.msg[m, S.M_DMA_END], t_cqe)  # handled on the NIC: done when it finished
+    if notify and qp < st.host_recv_count.shape[1]:
+        t_notify = max(pcie_write(st, dev, t_cqe, CQE_BYTES), t_notify)
+        push_event(st, t_notify, dev, S.EV_HOST_RECV, dev, qp, 0)
+    sc = st.sc
+    k = sc[S.SC_MSGLOG_N]
+    if k < st.msglog.shape[0]:
+        row = st.msglog[k]
+        row[0] = st.dev[dev, S.D_NODE]
+        row[1] = st.msg[m, S.M_SRC]
+        row[2] = qp
+        row[3] = st.msg[m, S.M_LEN]
+        row[4] = st.msg[m, S.M_T_FIRST]
+        row[5] = t_notify
+        row[6] = ec
+        row[7] = handled
+        sc[S.SC_MSGLOG_N] = k + 1
+    free_message(st, m)

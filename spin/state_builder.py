@@ -1,0 +1,210 @@
+"""Turn a Scenario into the engine's arrays for one worker: sizes, devices and ports, links,
+execution contexts and programs, multicast groups, fault controls and routing epochs. Each
+device kind fills its own columns (``nic_emulator.build``, ``switch_emulator.build``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .engine import state as S
+from .errors import ConfigError
+from .units import ns
+
+HOST_MEM_ALIGN = 64
+
+
+@dataclass
+class BuiltState:
+    st: S.EngineState
+    ec_order: list            # ExecutionContext per engine EC row
+    port_of_link: dict[int, tuple[int, int]]
+
+
+def _device_index(scenario, node) -> int:
+    names = scenario.topology.device_names()
+    if isinstance(node, str):
+        return names.index(node)
+    return int(node)
+
+
+def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
+    from nic_emulator.build import configure_nic
+    from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
+
+    from .simulation import same_program
+    sc, topo = scenario, scenario.topology
+    eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
+    names = topo.device_names()
+    n_devs, n_hosts, n_sw = len(names), sc.n_hosts, len(topo.switches)
+    ports = topo.ports()
+    n_ports = sum(len(p) for p in ports.values())
+    slot_bytes = ((eng.mtu_bytes + 128 + 63) // 64) * 64
+    host_stride = ((host.memory_bytes + HOST_MEM_ALIGN - 1) // HOST_MEM_ALIGN) * HOST_MEM_ALIGN
+    n_ops = sum(len(p.ops) for p in sc.host_programs.values())
+    controls, epochs = _fault_plan(sc)
+    mcast_ports = sum(len(p) for _, p in sc.multicast_groups)
+    if any(not isinstance(c.node, int) and names.index(c.node) >= n_hosts for c in sc.contexts) \
+            and n_devs ** 3 * (1 << 24) >= 1 << 62:
+        raise ConfigError(f"switch handlers support fabrics of up to 6,500 devices; this one has "
+                          f"{n_devs}")
+    sizes = S.StateSizes(
+        n_devs=n_devs, n_ports=n_ports, n_nodes=n_hosts, n_switches=n_sw,
+        n_ecs=len(sc.contexts), n_progs=len(programs), n_host_ops=n_ops,
+        host_mem_total=host_stride * n_hosts, max_hpus=max(nic.hpus, sw.hpus), max_qp=host.qps,
+        n_marks=max(len(sc.mark_index), 1), slot_bytes=slot_bytes, n_slots=eng.buffer_slots,
+        queue_frames=eng.queue_frames, max_events=eng.max_events_pending,
+        max_rx_messages=eng.max_rx_messages, max_tx_messages=eng.max_tx_messages,
+        txq_cap=eng.max_tx_messages, msglog_cap=max(eng.log_messages, 1),
+        txlog_cap=max(eng.log_messages, 1),
+        capture_frames=eng.capture_frames if sc.capture_links else 16, outbox_frames=4096,
+        n_route_epochs=len(epochs) + 1, n_mcast_groups=max(len(sc.multicast_groups), 1),
+        n_mcast_ports=max(mcast_ports, 1), n_control=max(len(controls), 1),
+        n_route_groups=1, n_route_ports=1)
+    # routing first: its group table sizes the arrays
+    gp_of = topo.global_ports()
+    port_dev = np.zeros(n_ports, np.int64)
+    port_local = np.zeros(n_ports, np.int64)
+    for d, name in enumerate(names):
+        for k, (link_idx, _) in enumerate(ports[name]):
+            g = gp_of[(name, link_idx)]
+            port_dev[g], port_local[g] = d, k
+    port_of_link = topo.link_ports()
+    peer = np.full(n_ports, -1, np.int64)
+    for i, (pa, pb) in port_of_link.items():
+        peer[pa], peer[pb] = pb, pa
+    is_switch = np.array([d >= n_hosts for d in range(n_devs)])
+    tables = RouteTables(n_sw, n_hosts)
+    up = np.ones(n_ports, bool)
+    tables.add_epoch(equal_cost_groups(port_dev, port_local, peer, up, is_switch, n_hosts),
+                     lambda d: d - n_hosts)
+    for epoch_peer, epoch_up in epochs:
+        tables.add_epoch(equal_cost_groups(port_dev, port_local, epoch_peer, epoch_up, is_switch,
+                                           n_hosts), lambda d: d - n_hosts)
+    sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(len(tables.groups), 1),
+                            "n_route_ports": max(len(tables.ports), 1)})
+    try:
+        st = S.allocate_state(sizes)
+    except MemoryError as exc:
+        from .scenario_limits import allocation_failed
+        raise allocation_failed(sc, exc) from None
+    st.sc[S.SC_MTU] = eng.mtu_bytes
+    st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
+    st.sc[S.SC_TRIM_DSCP] = sw.trim_dscp if sw.trim else 0
+    st.sc[S.SC_FLOW_KEY_MAX_QP] = 1 << 24
+    tables.write(st)
+    # devices and ports
+    gp = 0
+    for d, name in enumerate(names):
+        st.dev[d, S.D_PORT0] = gp
+        st.dev[d, S.D_NPORTS] = len(ports[name])
+        st.dev[d, S.D_LOCAL] = 1 if d in local else 0
+        st.port[gp:gp + len(ports[name]), S.PT_DEV] = d
+        st.port[gp:gp + len(ports[name]), S.PT_LOCAL_IDX] = np.arange(len(ports[name]))
+        gp += len(ports[name])
+    for i, link in enumerate(topo.links):
+        pa, pb = port_of_link[i]
+        for src, dst in ((pa, pb), (pb, pa)):
+            st.port[src, S.PT_PEER] = dst
+            st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
+            st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
+            st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
+        if i in sc.capture_links:
+            st.port[pa, S.PT_CAPTURE] = 1
+            st.port[pb, S.PT_CAPTURE] = 1
+    st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
+    for d in range(n_hosts):
+        configure_nic(st, d, nic, host, d * host_stride)
+    latency = getattr(topo, "switch_latency_ns", None)
+    for s, name in enumerate(topo.switches):
+        lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
+        configure_switch(st, n_hosts + s, s, n_hosts + s, sw, lat)
+    for node, addr, raw in sc.host_memory:
+        off = node * host_stride + addr
+        st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
+    k = 0
+    for node in sorted(sc.host_programs):
+        ops = sc.host_programs[node].ops
+        st.dev[node, S.D_HOST_OP_FIRST] = k
+        st.dev[node, S.D_HOST_OP_COUNT] = len(ops)
+        if ops:
+            st.host_ops[k:k + len(ops)] = np.asarray(ops, np.int64)
+            st.dev[node, S.D_HOST_STATE] = S.HOST_RUNNING
+        k += len(ops)
+    # execution contexts, grouped per device in installation order
+    inst_count = [0] * len(programs)
+    ordered = sorted(enumerate(sc.contexts), key=lambda ic: (_device_index(sc, ic[1].node), ic[0]))
+    ec_order = []
+    for e, (_, ctx) in enumerate(ordered):
+        d = _device_index(sc, ctx.node)
+        p = next(i for i, q in enumerate(programs) if same_program(q, ctx.program))
+        if st.dev[d, S.D_EC_COUNT] == 0:
+            st.dev[d, S.D_EC_FIRST] = e
+        st.dev[d, S.D_EC_COUNT] += 1
+        st.ec[e, S.EC_PROG] = p
+        st.ec[e, S.EC_INST] = inst_count[p]
+        inst_count[p] += 1
+        (st.ec[e, S.EC_MATCH_QP], st.ec[e, S.EC_MATCH_RKEY], st.ec[e, S.EC_MATCH_SRC],
+         st.ec[e, S.EC_MATCH_DST], st.ec[e, S.EC_MATCH_UDP_DPORT],
+         st.ec[e, S.EC_MATCH_HDR_TYPE]) = ctx.match_row()
+        ec_order.append(ctx)
+    for p, prog in enumerate(programs):
+        for kind, fn in enumerate(prog.handlers()):
+            st.prog[p, S.PR_HAS + kind] = 0 if fn is None else 1
+            cost = prog.cost(kind)
+            st.prog[p, S.PR_CYCLES + kind] = cost.cycles
+            st.prog[p, S.PR_MCPB + kind] = cost.millicycles_per_byte
+    # multicast groups (local ports of their switch)
+    k = 0
+    for g, (_switch, group_ports) in enumerate(sc.multicast_groups):
+        st.mgroup[g] = (k, len(group_ports))
+        st.mport[k:k + len(group_ports)] = group_ports
+        k += len(group_ports)
+    for r, row in enumerate(controls):
+        st.ctl[r] = row
+    return BuiltState(st, ec_order, port_of_link)
+
+
+def _fault_plan(scenario) -> tuple[list[tuple[int, int, int, int, int]],
+                                   list[tuple[np.ndarray, np.ndarray]]]:
+    """Control rows (kind, a, b, c, time_ps) and, per distinct fault time, the wiring (peer of
+    every port, port up) that routing converges to."""
+    topo = scenario.topology
+    faults = sorted(enumerate(scenario.faults), key=lambda f: (f[1].at_ns, f[0]))
+    if not faults:
+        return [], []
+    link_ports = topo.link_ports()
+    n_ports = sum(len(p) for p in topo.ports().values())
+    ends = {i: list(p) for i, p in link_ports.items()}    # current (a, b) ports of each link
+    peer = np.full(n_ports, -1, np.int64)
+    for pa, pb in link_ports.values():
+        peer[pa], peer[pb] = pb, pa
+    up = np.ones(n_ports, bool)
+    rows: list[tuple[int, int, int, int, int]] = []
+    epochs: list[tuple[np.ndarray, np.ndarray]] = []
+    conv_ps = ns(scenario.switch.route_convergence_ns)
+    i = 0
+    while i < len(faults):
+        t_ns = faults[i][1].at_ns
+        while i < len(faults) and faults[i][1].at_ns == t_ns:
+            f = faults[i][1]
+            t = ns(f.at_ns)
+            a, b = ends[f.link]
+            if f.kind == "down":
+                up[a] = up[b] = False
+                rows.append((S.CTL_LINK_DOWN, a, b, 0, t))
+            elif f.kind == "up":
+                up[a] = up[b] = True
+                rows.append((S.CTL_LINK_UP, a, b, 0, t))
+            elif f.kind == "rate":
+                rows.append((S.CTL_SET_RATE, a, b, f.rate_gbps, t))
+            else:
+                c, d = ends[f.other]
+                ends[f.link], ends[f.other] = [a, d], [c, b]
+                for x, y in ((a, d), (d, a), (c, b), (b, c)):
+                    peer[x] = y
+                    rows.append((S.CTL_SET_PEER, x, y, 0, t))
+            i += 1
+        epochs.append((peer.copy(), up.copy()))
+        rows.append((S.CTL_ROUTE_EPOCH, len(epochs), 0, 0, ns(t_ns) + conv_ps))
+    return [(k, a, b, c, t) for (k, a, b, c, t) in rows], epochs

@@ -1,0 +1,54 @@
+"""The switch's action sink: what the commands a switch handler issued do (forward a copy of the
+packet to a port or the routed next hop, multicast it to a port group, send a packet built in
+switch memory along the routes), timed from the handler's end."""
+import numba as nb
+
+from spin import drops as D
+from spin.engine import state as S
+from spin.engine.heap import push_event
+from spin.engine.pool import alloc_slot, copy_bytes, free_slot
+
+from .routing import routed_port
+
+
+@nb.njit(cache=True, _nrt=False)
+def clone_frame(st, slot):
+    """A copy of a frame in a new slot (multicast and explicit forwards leave as copies)."""
+    c = alloc_slot(st)
+    n = st.slot_len[slot]
+    copy_bytes(st.pool[c], 0, st.pool[slot], 0, n)
+    st.slot_len[c] = n
+    st.slot_trusted[c] = st.slot_trusted[slot]
+    return c
+
+
+@nb.njit(cache=True, _nrt=False)
+def send_out(st, dev, slot, gp, t):
+    """Queue ``slot`` on global port ``gp`` (-1: no route, counted) at time ``t``."""
+    if gp < 0:
+        st.drops[dev, D.NO_ROUTE] += 1
+        free_slot(st, slot)
+    else:
+        push_event(st, t, dev, S.EV_ENQUEUE, dev, gp, slot)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def switch_finalize_actions(st, dev, slot, end):
+    n = st.sc[S.SC_PEND_N]
+    port0 = st.dev[dev, S.D_PORT0]
+    for i in range(n):
+        p = st.pend[i]
+        kind = p[0]
+        if kind == S.ACT_SEND_SLOT:
+            send_out(st, dev, p[1], routed_port(st, dev, p[1], end), end)
+        elif kind == S.ACT_FORWARD:
+            c = clone_frame(st, slot)
+            gp = port0 + p[1] if p[1] >= 0 else routed_port(st, dev, c, end)
+            send_out(st, dev, c, gp, end)
+        elif kind == S.ACT_MULTICAST:
+            first = st.mgroup[p[1], 0]
+            for k in range(first, first + st.mgroup[p[1], 1]):
+                c = clone_frame(st, slot)
+                send_out(st, dev, c, port0 + st.mport[k], end)
+    st.sc[S.SC_PEND_N] = 0
+    return end
