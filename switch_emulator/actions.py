@@ -6,7 +6,9 @@ import numba as nb
 from spin import drops as D
 from spin.engine import state as S
 from spin.engine.heap import push_event
-from spin.engine.pool import alloc_slot, copy_bytes, free_slot
+from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, free_slot
+
+from spin.wire.ip_edit import set_destination
 
 from .routing import routed_port
 
@@ -49,6 +51,14 @@ def switch_finalize_actions(st, dev, slot, end):
             first = st.mgroup[p[1], 0]
             for k in range(first, first + st.mgroup[p[1], 1]):
                 c = clone_frame(st, slot)
-                send_out(st, dev, c, port0 + st.mport[k], end)
+                gp = port0 + st.mport[k]
+                peer = st.port[gp, S.PT_PEER]
+                if peer >= 0:
+                    pdev = st.port[peer, S.PT_DEV]
+                    if st.dev[pdev, S.D_KIND] == S.DEV_NIC:
+                        # egress rewrite per replica: the copy is addressed to the host it reaches
+                        set_destination(st.pool[c], st.dev[pdev, S.D_NODE])
+                        st.slot_trusted[c] = ICRC_PENDING
+                send_out(st, dev, c, gp, end)
     st.sc[S.SC_PEND_N] = 0
     return end

@@ -162,3 +162,21 @@ def write_pfc_frame(frame, src_mac_id, quanta):
     frame[18] = (quanta >> 8) & 0xFF
     frame[19] = quanta & 0xFF
     return PFC_FRAME_BYTES
+
+
+@nb.njit(cache=True, _nrt=False)
+def set_destination(frame, node):
+    """Address an IPv4 frame to ``node`` (MAC 02:00:00:NN:NN:NN, IP 10.N.N.N) with the IPv4
+    checksum updated. The ICRC covers the destination address: the caller must have it
+    rewritten."""
+    for k in range(3):
+        b = np.int64((node >> (8 * (2 - k))) & 0xFF)
+        frame[3 + k] = b
+        off = _IP + 17 + k
+        old = np.int64(frame[off])
+        if old != b:
+            # the byte sits in a 16-bit word with its neighbour: replace the whole word
+            w = off - ((off - _IP) & 1)
+            old16 = (np.int64(frame[w]) << 8) | np.int64(frame[w + 1])
+            frame[off] = b
+            _csum_replace16(frame, old16, (np.int64(frame[w]) << 8) | np.int64(frame[w + 1]))
