@@ -179,5 +179,6 @@ def nic_complete(st, hmems, dev, m, now):
         row[5] = t_notify
         row[6] = ec
         row[7] = handled
+        row[8] = st.msg[m, S.M_FIRST_PSN]
         sc[S.SC_MSGLOG_N] = k + 1
     free_message(st, m)

@@ -57,6 +57,7 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
         row[2] = qp
         row[3] = nbytes
         row[4] = t_post
+        row[5] = st.txm[m, S.T_PSN]
         sc[S.SC_TXLOG_N] = k + 1
     wake_tx(st, dev, t_post)
 

@@ -41,6 +41,7 @@ class MessageRecord:
     t_first_arrival_ps: int    # first packet at the receiving NIC
     t_done_ps: int             # delivered (host notified) or handled by the NIC
     handled_by_nic: bool
+    first_psn: int = -1        # PSN of its first packet: pairs it with its post exactly
 
     @property
     def completion_ps(self) -> int | None:
@@ -292,15 +293,16 @@ class RunResult:
         return merged
 
     def pair_posts(self) -> None:
-        """Give each received message the post time of its send: per (src, dst, qp), the k-th
-        message to arrive is the k-th one posted (a QP delivers in order)."""
+        """Give each received message the post time of its send, matched on (src, dst, qp,
+        first PSN): exact even when lost messages leave gaps. Messages sent by handlers have no
+        post."""
         from collections import defaultdict, deque
         self.posts.sort(key=lambda p: (p[0], p[1], p[2], p[4]))
-        queues: dict[tuple[int, int, int], deque] = defaultdict(deque)
-        for src, dst, qp, _nbytes, t_post in self.posts:
-            queues[(src, dst, qp)].append(t_post)
+        queues: dict[tuple[int, ...], deque] = defaultdict(deque)
+        for src, dst, qp, _nbytes, t_post, *psn in self.posts:
+            queues[(src, dst, qp, psn[0] if psn else -1)].append(t_post)
         for m in sorted(self.messages, key=lambda m: (m.src, m.dst, m.qp, m.t_first_arrival_ps)):
-            q = queues.get((m.src, m.dst, m.qp))
+            q = queues.get((m.src, m.dst, m.qp, m.first_psn))
             m.t_post_ps = q.popleft() if q else None
 
     def canonicalize(self) -> None:

@@ -28,14 +28,14 @@ def build_result(sim) -> RunResult:
     topo = scen.topology
     local = sim.local
     n_hosts = scen.n_hosts
-    posts = [[int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])]
+    posts = [[int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])]
              for r in st.txlog[:int(st.sc[S.SC_TXLOG_N])]]
     messages = []
     for row in st.msglog[:int(st.sc[S.SC_MSGLOG_N])]:
         dst, src, qp = int(row[0]), int(row[1]), int(row[2])
         messages.append(MessageRecord(src=src, dst=dst, qp=qp, bytes=int(row[3]), t_post_ps=None,
                                       t_first_arrival_ps=int(row[4]), t_done_ps=int(row[5]),
-                                      handled_by_nic=bool(row[7])))
+                                      handled_by_nic=bool(row[7]), first_psn=int(row[8])))
     links = []
     now = int(st.sc[S.SC_NOW])
     for i, link in enumerate(topo.links):

@@ -125,8 +125,8 @@ HOST_DONE = 3
 DTYPE_CODES = {"int32": 0, "int64": 1, "float32": 2, "float64": 3}
 
 MSG_STATE_WORDS = 16
-MSGLOG_WIDTH = 8   # dev, src, qp, bytes, t_first_ps, t_done_ps, ec, handled
-TXLOG_WIDTH = 6    # src, dst, qp, bytes, t_post_ps, 0
+MSGLOG_WIDTH = 9   # dev, src, qp, bytes, t_first_ps, t_done_ps, ec, handled, first psn
+TXLOG_WIDTH = 6    # src, dst, qp, bytes, t_post_ps, first psn
 
 MSG_FLAG_PROCEED_ALL = 1
 MSG_FLAG_DROP_ALL = 2
