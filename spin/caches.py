@@ -5,9 +5,11 @@ Everything lives under one root, ``$SPIN_CACHE_DIR`` (default ``$XDG_CACHE_HOME/
 with a temporary one:
 
 * ``engines/``: generated engine modules (``spin.engine.codegen``);
-* ``numba/``: Numba's machine-code cache of spin's own modules, of the generated engines and of
-  any ``cache=True`` function of the process (``NUMBA_CACHE_DIR`` is pointed there when
-  ``spin`` is imported, unless the user set it; without this, Numba writes next to the sources).
+* ``numba/<digest>/``: Numba's machine-code cache of spin's own modules, of the generated
+  engines and of any ``cache=True`` function of the process (``NUMBA_CACHE_DIR`` is pointed
+  there when ``spin`` is imported, unless the user set it; without this, Numba writes next to
+  the sources). ``<digest>`` hashes every source of spin's packages, so editing any of them
+  starts a fresh cache instead of mixing old and new machine code across modules.
 
 A cache file that cannot be read (truncated by a full disk, a killed process, bit rot) would make
 every later run fail inside Numba's loader until deleted by hand; ``heal_numba_cache`` makes
@@ -33,6 +35,21 @@ def cache_root() -> Path:
     return Path(base)
 
 
+def project_source_digest() -> str:
+    """Digest of every source file of spin's own packages. Numba caches a function per file,
+    keyed on that file alone, but compiles its callees into it: an edit to ``ports.py`` would
+    leave ``host.py``'s cached code calling the old ``ports`` functions. Keying the whole Numba
+    cache on every project source makes such stale machine code impossible."""
+    import hashlib
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for package in ("spin", "nic_emulator", "switch_emulator"):
+        for f in sorted((root / package).rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def configure_numba_cache_dir() -> None:
     """Point Numba's cache under the spin cache root, before any spin function is decorated
     (Numba picks a function's cache location when it is decorated). A ``NUMBA_CACHE_DIR`` set
@@ -41,7 +58,7 @@ def configure_numba_cache_dir() -> None:
     current = os.environ.get("NUMBA_CACHE_DIR")
     if current and current != os.environ.get(_SET_BY_SPIN):
         return
-    path = str(cache_root() / NUMBA_SUBDIR)
+    path = str(cache_root() / NUMBA_SUBDIR / project_source_digest())
     os.environ["NUMBA_CACHE_DIR"] = os.environ[_SET_BY_SPIN] = path
     config = sys.modules.get("numba.core.config")
     if config is not None:  # numba was imported first: its config already read the environment
