@@ -72,6 +72,8 @@ def _host_base(ctx, host_addr, nbytes):
 @nb.njit(cache=True, _nrt=False)
 def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=False):
     """Copy ``nbytes`` of NIC memory (a uint8 array) into host memory over PCIe."""
+    if src.itemsize != 1:
+        raise TypeError("spin_dma_to_host: the buffer must be a uint8 array (view it with .view(np.uint8))")
     if src_offset < 0 or src_offset + nbytes > src.shape[0]:
         raise IndexError("spin_dma_to_host: source range outside the given NIC buffer")
     base = _host_base(ctx, host_addr, nbytes)
@@ -84,6 +86,8 @@ def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=Fal
 def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
     """Read ``nbytes`` of host memory into NIC memory. Blocking: the handler waits for the data,
     so its HPU stays busy for the PCIe round trip."""
+    if dst.itemsize != 1:
+        raise TypeError("spin_dma_from_host: the buffer must be a uint8 array (view it with .view(np.uint8))")
     if dst_offset < 0 or dst_offset + nbytes > dst.shape[0]:
         raise IndexError("spin_dma_from_host: destination range outside the given NIC buffer")
     base = _host_base(ctx, host_addr, nbytes)
@@ -117,6 +121,8 @@ def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_add
     """Send ``nbytes`` from NIC memory as one RDMA WRITE ONLY packet to ``dst_node``/``dest_qp``,
     landing at ``remote_addr`` in the destination's host memory (unless a handler there
     consumes it). ``nbytes`` must fit the MTU."""
+    if src.itemsize != 1:
+        raise TypeError("spin_send_packet: the buffer must be a uint8 array (view it with .view(np.uint8))")
     if nbytes < 0 or nbytes > ctx.sc[S.SC_MTU]:
         raise ValueError("spin_send_packet: length exceeds the MTU (use spin_put_from_host)")
     if src_offset < 0 or src_offset + nbytes > src.shape[0]:

@@ -84,6 +84,9 @@ def demo_table(demo: dict[str, Any]) -> str:
 
 
 # --- spin run -------------------------------------------------------------------------------------
+LINK_ROWS_SHOWN = 24   # rows of per-flow and per-link tables before they summarise
+
+
 def _percentile(sorted_vals: list[int], q: float) -> int:
     if not sorted_vals:
         return 0
@@ -103,21 +106,64 @@ def message_table(result) -> str:
         stats = ([us(min(comp)), us(sum(comp) / len(comp)), us(_percentile(comp, 0.99)),
                   us(max(comp))] if comp else ["-"] * 4)
         rows.append([f"{src}->{dst} qp{qp}", count(len(ms)), count(sum(m.bytes for m in ms)),
-                     count(nic)] + stats)
+                     count(nic)] + stats + [(src, dst, qp)])
     if not rows:
         return "messages: none delivered"
+    title = "messages (completion = delivery or NIC handling - post)"
+    summary = ""
+    if len(rows) > LINK_ROWS_SHOWN:
+        every = sorted(m.completion_ps for m in result.messages if m.completion_ps is not None)
+        rows = sorted(rows, key=lambda r: -max((m.completion_ps or 0) for m in groups[r[-1]]))
+        rows = rows[:LINK_ROWS_SHOWN]
+        title += f": the {LINK_ROWS_SHOWN} slowest of {len(groups)} flows"
+        if every:
+            summary = (f"\n  all {count(len(every))} messages: mean {us(sum(every) / len(every))} µs,"
+                       f" p50 {us(_percentile(every, 0.5))} µs, p99 {us(_percentile(every, 0.99))}"
+                       f" µs, max {us(every[-1])} µs")
     return table(["flow", "messages", "bytes (B)", "NIC-handled", "min (µs)", "mean (µs)",
-                  "p99 (µs)", "max (µs)"], rows,
-                 "messages (completion = delivery or NIC handling - post)")
+                  "p99 (µs)", "max (µs)"], [r[:-1] for r in rows], title) + summary
 
 
-def link_table(result) -> str:
-    """Per link direction: frames, bytes, queue maximum, busy time, drops."""
+def link_table(result, max_rows: int = LINK_ROWS_SHOWN) -> str:
+    """Per link direction: traffic, utilisation and queue figures over the run. Large fabrics
+    show the busiest directions and a fabric-wide summary line."""
+    dur = result.end_time_ps
+    used = [l for l in result.links if l.tx_frames or l.drops]
+    ranked = sorted(used, key=lambda l: (-l.busy_ps, l.link, l.from_device))
+    shown = ranked if len(ranked) <= max_rows else ranked[:max_rows]
     rows = [[f"{l.link}: {l.from_device}->{l.to_device}", count(l.tx_frames), count(l.tx_bytes),
-             count(l.max_queue_bytes), us(l.busy_ps), count(l.drops)]
-            for l in result.links]
-    return table(["link (direction)", "frames", "bytes (B)", "max queue (B)", "busy (µs)",
-                  "drops (frames)"], rows, "links")
+             f"{100 * l.utilisation(dur):.1f}", count(round(l.mean_queue_bytes(dur))),
+             count(l.max_queue_bytes), count(l.ecn_marks), count(l.trims),
+             count(l.pauses_sent), count(l.drops)] for l in shown]
+    title = "links" if len(shown) == len(ranked) else \
+        f"links: the {len(shown)} busiest of {len(ranked)} directions that carried traffic"
+    out = table(["link (direction)", "frames", "bytes (B)", "util (%)", "mean queue (B)",
+                 "max queue (B)", "ECN marks", "trims", "pauses sent", "drops (frames)"],
+                rows, title)
+    if used:
+        util = [l.utilisation(dur) for l in used]
+        mean_bytes = sum(l.tx_bytes for l in used) / len(used)
+        out += (f"\n  {len(used)} directions used of {len(result.links)}: utilisation mean "
+                f"{100 * sum(util) / len(util):.1f} %, max {100 * max(util):.1f} %; bytes "
+                f"max/mean {max(l.tx_bytes for l in used) / mean_bytes:.2f}; max queue "
+                f"{count(max(l.max_queue_bytes for l in used))} B")
+    return out
+
+
+def switch_table(result) -> str:
+    """Switches whose handlers ran or that dropped frames."""
+    rows = []
+    for sw in result.switches:
+        c = sw.handler_calls
+        if not (c.header or c.payload or c.completion or sw.drops):
+            continue
+        rows.append([sw.name, f"{count(c.header)}/{count(c.payload)}/{count(c.completion)}",
+                     us(sw.hpu_busy_ps), ", ".join(f"{k} {count(v)}" for k, v in
+                                                   sorted(sw.drops.items())) or "-"])
+    if not rows:
+        return "switches: no handler ran, nothing dropped"
+    return table(["switch", "handlers hdr/pl/cpl (calls)", "HPU busy (µs)", "drops (frames)"],
+                 rows, "switches")
 
 
 def nic_table(result) -> str:
@@ -150,7 +196,8 @@ def run_summary(result, name: str = "") -> str:
     if wall.get("seconds"):
         head.append(f"  wall: {wall['seconds']:.3f} s, {wall.get('events_per_s', 0):,.0f} events/s "
                     f"(wall clock, not deterministic)")
-    parts = ["\n".join(head), message_table(result), link_table(result), nic_table(result)]
+    parts = ["\n".join(head), message_table(result), link_table(result), switch_table(result),
+             nic_table(result)]
     if result.drops:
         parts.append(table(["drop reason", "frames"],
                            [[k, count(v)] for k, v in sorted(result.drops.items())], "drops"))

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from .checks import Check, Dump, build_check, evaluate
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
+from .faults import LinkFault
 from .handler import ExecutionContext, HandlerProgram
 from .host_program import operator_of
 from .simulation import Scenario, same_program
@@ -318,7 +319,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
     sc.engine_programs = engine_programs or None
     for i, c in enumerate(sections["context"]):
         path = f"context[{i}]"
-        node = _node(ld, topo, c.node, f"{path}.node")
+        node = c.node if isinstance(c.node, str) and c.node in topo.switches \
+            else _node(ld, topo, c.node, f"{path}.node")
         if c.program not in programs:
             raise ld.error(f"{path}.program", c.program, "no such [[program]]; declared: "
                            f"{', '.join(programs) or 'none'}")
@@ -326,8 +328,24 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
         if c.match_qp is not None and c.match_qp >= sc.host.qps:
             raise ld.error(f"{path}.match_qp", c.match_qp, f"valid qps are 0..{sc.host.qps - 1} "
                            f"(host.qps)")
+        dst = None if c.match_dst is None else _node(ld, topo, c.match_dst, f"{path}.match_dst")
         sc.install(ExecutionContext(node, programs[c.program], match_qp=c.match_qp,
-                                    match_rkey=c.match_rkey, match_src=src))
+                                    match_rkey=c.match_rkey, match_src=src, match_dst=dst,
+                                    match_udp_dport=c.match_udp_dport,
+                                    match_header_type=c.match_header_type))
+    for i, mc in enumerate(sections["multicast"]):
+        try:
+            sc.multicast_group(mc.switch, mc.ports)
+        except ConfigError as exc:
+            raise ld.error(f"multicast[{i}]", {"switch": mc.switch, "ports": mc.ports},
+                           str(exc)) from None
+    for i, f in enumerate(sections["fault"]):
+        path = f"fault[{i}]"
+        try:
+            sc._fault(LinkFault(f.at_ns, f.kind, f.link, -1 if f.other is None else f.other,
+                                f.rate_gbps or 0))
+        except ConfigError as exc:
+            raise ld.error(path, f.model_dump(exclude_none=True), str(exc)) from None
     # host programs
     owners: dict[int, int] = {}
     for i, h in enumerate(sections["host_program"]):

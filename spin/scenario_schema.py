@@ -29,11 +29,21 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram
     args = { reply_qp = 2 }             # keyword arguments of the factory
 
-    [[context]]                         # install a program on a NIC (an execution context)
-    node = 1                            # node id or host name ("h1")
+    [[context]]                         # install a program on a device (an execution context)
+    node = 1                            # node id or host name ("h1"), or a switch name ("s0")
     program = "pong"
-    match_qp = 1                        # optional match fields: match_qp, match_rkey, match_src
-                                        # (match_src is a node id or host name)
+    match_qp = 1                        # optional match fields: match_qp, match_rkey, match_src,
+                                        # match_dst (node ids or host names), match_udp_dport,
+                                        # match_header_type (first byte of a non-RoCE UDP payload)
+
+    [[multicast]]                       # a port group of a switch for spin_multicast; groups
+    switch = "s0"                       # get ids 0, 1, ... in the order declared
+    ports = [1, 2, 3]
+
+    [[fault]]                           # change the fabric at a virtual time: kind = "down",
+    at_ns = 50000                       # "up", "rate" (with rate_gbps) or "swap" (link and
+    kind = "down"                       # other exchange far ends: an optical re-shape); routes
+    link = 4                            # follow after switch.route_convergence_ns
 
     [[host_program]]                    # what a host does, in order (one table per node)
     node = 0
@@ -124,6 +134,22 @@ class ContextSpec(_Spec):
     match_qp: int | None = Field(None, ge=0)
     match_rkey: int | None = Field(None, ge=0)
     match_src: Node | None = None
+    match_dst: Node | None = None
+    match_udp_dport: int | None = Field(None, ge=0, le=65535)
+    match_header_type: int | None = Field(None, ge=0, le=255)
+
+
+class MulticastSpec(_Spec):
+    switch: str = Field(min_length=1)
+    ports: list[int] = Field(min_length=1)
+
+
+class FaultSpec(_Spec):
+    at_ns: float = Field(ge=0, allow_inf_nan=False)
+    kind: Literal["down", "up", "rate", "swap"]
+    link: int = Field(ge=0)
+    other: int | None = Field(None, ge=0)
+    rate_gbps: int | None = Field(None, gt=0, le=1600)
 
 
 class HostProgramSpec(_Spec):
@@ -229,5 +255,6 @@ SECTIONS: dict[str, tuple[type[BaseModel], bool]] = {
     "program": (ProgramSpec, True), "context": (ContextSpec, True),
     "host_program": (HostProgramSpec, True), "memory": (MemorySpec, True),
     "capture": (CaptureSpec, False), "workers": (WorkersSpec, False), "check": (CheckSpec, True),
+    "multicast": (MulticastSpec, True), "fault": (FaultSpec, True),
 }
 TOP_KEYS = ("name", "description") + tuple(SECTIONS)

@@ -199,6 +199,10 @@ def same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
                         and a.memory.ndim == b.memory.ndim)
 
 
+def _device_label(node) -> str:
+    return f"device {node!r}" if isinstance(node, str) else f"node {node}"
+
+
 class Simulation:
     """One worker's engine for a scenario (all devices unless ``local_devices`` is given)."""
 
@@ -294,6 +298,8 @@ class Simulation:
         """Run to completion (or ``until_ps``); a progress bar over virtual time appears for runs
         longer than a couple of seconds unless ``quiet``."""
         from .parallel.progress import Progress
+        if not self._compiled:
+            self.run_until(-1)   # compiles (or loads) the engine: not part of the run's wall time
         t0 = time.perf_counter()
         t_end = int(S.INF_PS) if until_ps is None else int(until_ps)
         with Progress(until_ps, quiet=quiet) as progress:
@@ -335,12 +341,15 @@ class Simulation:
             ec = self.ec_order[int(cur[S.CUR_EC])]
             kind = S.HANDLER_KIND_NAMES[int(cur[S.CUR_KIND])]
             fn = ec.program.handlers()[int(cur[S.CUR_KIND])]
-            fname = getattr(getattr(fn, "py_func", fn), "__qualname__", repr(fn))
+            py = getattr(fn, "py_func", fn)
+            fname = getattr(py, "__qualname__", repr(fn))
+            code = getattr(py, "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
             slot = int(cur[S.CUR_SLOT])
             frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
             return HandlerError(
-                f"{kind} handler {fname!r} (program {ec.program.name!r}, execution context "
-                f"#{int(cur[S.CUR_EC])} on node {ec.node}) failed with "
+                f"{kind} handler {fname!r}{where} (program {ec.program.name!r}, execution "
+                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)}) failed with "
                 f"{type(exc).__name__}: {exc}; packet: src node {int(cur[S.CUR_SRC])}, "
                 f"qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, message offset "
                 f"{int(cur[S.CUR_MSG_OFFSET])}, payload {int(cur[S.CUR_PAYLOAD_LEN])} B, "

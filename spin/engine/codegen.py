@@ -83,7 +83,9 @@ def _dispatch_source(programs: list[HandlerProgram], boundscheck: bool) -> str:
             if fn is None:
                 continue
             module, qualname, _ = _handler_ref(fn)
-            lines.append(f"_h_{p}_{k} = nb.njit(boundscheck={boundscheck}, _nrt=False)"
+            # handlers always index with bounds checks: a wrong index stops the run with a
+            # HandlerError naming the handler instead of corrupting frames or the process
+            lines.append(f"_h_{p}_{k} = nb.njit(boundscheck=True, _nrt=False)"
                          f"(_resolve({module!r}, {qualname!r}))")
             branches.append((p, k))
     lines += ["", "", "@nb.njit(cache=True, boundscheck=%s, _nrt=False, no_cpython_wrapper=True)"

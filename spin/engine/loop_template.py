@@ -13,6 +13,7 @@ from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
 from nic_emulator.tx import tx_step, wake_tx
 from spin import drops as D
+from spin.api import SUCCESS, SUCCESS_PENDING
 from spin.engine import state as S
 from spin.engine.control import apply_control
 from spin.engine.heap import free_event, pop_event
@@ -57,6 +58,9 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     cur[S.CUR_ACTIVE] = 1
     st.sc[S.SC_PEND_N] = 0
     rc = dispatch_handler(kind, prog, st.ec[ec, S.EC_INST], st, hmems, pkt)
+    if rc < SUCCESS or rc > SUCCESS_PENDING:
+        raise ValueError("the handler returned a value that is not a sPIN return code "
+                         "(SUCCESS, PROCEED, PROCESS_DATA, DROP or a *_PENDING variant)")
     cycles = st.prog[prog, S.PR_CYCLES + kind] \
         + (st.prog[prog, S.PR_MCPB + kind] * pkt.shape[0] + 999) // 1000 \
         + cur[S.CUR_EXTRA_CYCLES]
