@@ -135,3 +135,6 @@ class EngineConfig(_Frozen):
     check_icrc: bool = True
     boundscheck: bool = False
     capture_frames: int = Field(1 << 14, ge=16)
+    # Wall-clock time one handler invocation may run before the run is stopped with an error
+    # naming it (an endless loop in a handler cannot be interrupted otherwise); 0 disables.
+    handler_timeout_s: float = Field(10.0, ge=0, allow_inf_nan=False)

@@ -16,6 +16,7 @@ from .engine.state import O_KEY, O_LEN, O_PORT, O_TIME
 # check_peer_frames results: 0 = acceptable, else the index of the reason below
 REASONS = ("", "bad_length", "arrival_in_past", "bad_port", "device_mismatch", "not_owned",
            "wrong_sender", "bad_key")
+ANY_PEER = -2          # peer_dev of a port whose link a re-shape re-pairs
 KEY_DEVICE_SHIFT = 40  # event keys are (creating device << 40) | sequence (spin.engine.ports.next_key)
 
 
@@ -38,9 +39,14 @@ def check_peer_frames(port_dev, peer_dev, owner, me, sender, min_len, max_len, n
         if owner[d] != me:
             return 5
         q = peer_dev[p]
+        k = order_key[i]
+        if q == ANY_PEER:   # a port an optical re-shape re-pairs: any device of the sender
+            if k < 0 or (k >> KEY_DEVICE_SHIFT) >= owner.shape[0] \
+                    or owner[k >> KEY_DEVICE_SHIFT] != sender:
+                return 6
+            continue
         if q < 0 or owner[q] != sender:
             return 6
-        k = order_key[i]
         if k < 0 or (k >> KEY_DEVICE_SHIFT) != q:
             return 7
     return 0

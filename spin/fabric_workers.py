@@ -13,7 +13,7 @@ import numpy as np
 from .engine import state as S
 from .engine.ports import inject_frames
 from .errors import ConfigError
-from .fabric_frames import REASONS, check_peer_frames, split_outbox
+from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
 from .fabric_partition import auto_partition
 from .parallel.batch import FrameBatch
 from .parallel.program import INF_PS, worker_factory
@@ -62,7 +62,8 @@ class PeerFrameCheck:
     make the engine misdeliver, read stale slot bytes, or break the deterministic event order.
     """
 
-    def __init__(self, topology, owner: tuple[int, ...], worker_id: int, slot_bytes: int) -> None:
+    def __init__(self, topology, owner: tuple[int, ...], worker_id: int, slot_bytes: int,
+                 reshaped_links: frozenset[int] = frozenset()) -> None:
         names = topology.device_names()
         index = {n: i for i, n in enumerate(names)}
         gp = topology.global_ports()
@@ -71,8 +72,11 @@ class PeerFrameCheck:
         for (name, _link), port in gp.items():
             self.port_dev[port] = index[name]
         self.peer_dev = np.full(n_ports, -1, np.int64)
-        for a, b in topology.link_ports().values():
-            self.peer_dev[a], self.peer_dev[b] = self.port_dev[b], self.port_dev[a]
+        for i, (a, b) in topology.link_ports().items():
+            if i in reshaped_links:   # its far end changes at a re-shape
+                self.peer_dev[a] = self.peer_dev[b] = ANY_PEER
+            else:
+                self.peer_dev[a], self.peer_dev[b] = self.port_dev[b], self.port_dev[a]
         self.owner = np.asarray(owner, np.int64)
         self.worker_id = worker_id
         self.slot_bytes = slot_bytes
@@ -105,6 +109,30 @@ def _own(a: np.ndarray, dtype) -> np.ndarray:
     return np.array(a, dtype)
 
 
+def cut_lookahead_ps(scenario: Scenario, owner) -> int:
+    """Earliest a frame sent now can reach another worker: over each link between workers, the
+    link latency plus, towards a switch, its pipeline latency (arrival times include it). Links
+    an optical re-shape may re-pair count with their latency alone, whatever their owners."""
+    topo = scenario.topology
+    index = {n: i for i, n in enumerate(topo.device_names())}
+    switches = set(topo.switches)
+
+    def towards(dev: str) -> int:
+        if dev not in switches:
+            return 0
+        return ns(topo.switch_latency_ns(dev, scenario.switch.latency_ns))
+
+    swapped = {i for f in scenario.faults if f.kind == "swap" for i in (f.link, f.other)}
+    bounds = []
+    for i, l in enumerate(topo.links):
+        lat = ns(l.config.latency_ns)
+        if i in swapped:
+            bounds.append(lat)
+        elif owner[index[l.a]] != owner[index[l.b]]:
+            bounds.append(lat + min(towards(l.a), towards(l.b)))
+    return min(bounds) if bounds else INF_PS
+
+
 class EngineWorker:
     """``spin.parallel.WorkerProgram`` over a Simulation that owns some devices."""
 
@@ -119,11 +147,12 @@ class EngineWorker:
         topo = spec.scenario.topology
         names = topo.device_names()
         index = {n: i for i, n in enumerate(names)}
-        crossing = [ns(l.config.latency_ns) for l in topo.links
-                    if spec.owner[index[l.a]] != spec.owner[index[l.b]]]
-        self._lookahead = min(crossing) if crossing else INF_PS
+        self._lookahead = cut_lookahead_ps(spec.scenario, spec.owner)
         self._names = [names[d] for d in sorted(local)]
-        self.check = PeerFrameCheck(topo, spec.owner, worker_id, int(self.sim.st.pool.shape[1]))
+        reshaped = frozenset(i for f in spec.scenario.faults if f.kind == "swap"
+                             for i in (f.link, f.other))
+        self.check = PeerFrameCheck(topo, spec.owner, worker_id, int(self.sim.st.pool.shape[1]),
+                                    reshaped)
         # load (or compile) the engine and the per-round helpers now, not inside the first round
         self.sim.run_until(0)  # no event is before 0: loads the machine code, changes nothing
         self.check.reason(FrameBatch.trusted(

@@ -25,6 +25,7 @@ from .results import RunResult
 from .scenario_limits import check_host_op_addresses
 from .topology import Topology
 from .units import ns
+from .watchdog import EngineCall
 
 PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress
 
@@ -278,8 +279,10 @@ class Simulation:
             try:
                 with nullcontext() if self._compiled else compile_progress(self.programs,
                                                                            self._quiet):
-                    status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
-                                                   np.int64(max_events))
+                    with EngineCall(self, self.scenario.engine.handler_timeout_s
+                                    if self._compiled else 0.0):
+                        status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
+                                                       np.int64(max_events))
                 self._compiled = True
             except SpinError:
                 raise
@@ -338,26 +341,32 @@ class Simulation:
         st = self.st
         cur = st.cur
         if cur[S.CUR_ACTIVE]:
-            ec = self.ec_order[int(cur[S.CUR_EC])]
-            kind = S.HANDLER_KIND_NAMES[int(cur[S.CUR_KIND])]
-            fn = ec.program.handlers()[int(cur[S.CUR_KIND])]
-            py = getattr(fn, "py_func", fn)
-            fname = getattr(py, "__qualname__", repr(fn))
-            code = getattr(py, "__code__", None)
-            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
-            slot = int(cur[S.CUR_SLOT])
-            frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
-            return HandlerError(
-                f"{kind} handler {fname!r}{where} (program {ec.program.name!r}, execution "
-                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)}) failed with "
-                f"{type(exc).__name__}: {exc}; packet: src node {int(cur[S.CUR_SRC])}, "
-                f"qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, message offset "
-                f"{int(cur[S.CUR_MSG_OFFSET])}, payload {int(cur[S.CUR_PAYLOAD_LEN])} B, "
-                f"t={int(cur[S.CUR_TIME])} ps; frame ({len(frame)} B): {frame[:96].hex()}"
-                + ("..." if len(frame) > 96 else ""))
+            return HandlerError(f"{self.describe_running_handler()} failed with "
+                                f"{type(exc).__name__}: {exc}")
         if isinstance(exc, MemoryError):
             return ConfigError(str(exc))
         return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
+
+    def describe_running_handler(self) -> str:
+        """The handler running now (from the engine's current-handler slots): its name, file
+        and line, program, execution context and device, and the packet it was given."""
+        st = self.st
+        cur = st.cur
+        ec = self.ec_order[int(cur[S.CUR_EC])]
+        kind = S.HANDLER_KIND_NAMES[int(cur[S.CUR_KIND])]
+        fn = ec.program.handlers()[int(cur[S.CUR_KIND])]
+        py = getattr(fn, "py_func", fn)
+        fname = getattr(py, "__qualname__", repr(fn))
+        code = getattr(py, "__code__", None)
+        where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+        slot = int(cur[S.CUR_SLOT])
+        frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
+        return (f"{kind} handler {fname!r}{where} (program {ec.program.name!r}, execution "
+                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)}); packet: src node "
+                f"{int(cur[S.CUR_SRC])}, qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, "
+                f"message offset {int(cur[S.CUR_MSG_OFFSET])}, payload "
+                f"{int(cur[S.CUR_PAYLOAD_LEN])} B, t={int(cur[S.CUR_TIME])} ps; frame "
+                f"({len(frame)} B): {frame[:96].hex()}" + ("..." if len(frame) > 96 else ""))
 
     # --- capture ------------------------------------------------------------------------
     def _drain_capture(self) -> None:

@@ -57,6 +57,7 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     cur[S.CUR_FRAME_LEN] = frame_len
     cur[S.CUR_ACTIVE] = 1
     st.sc[S.SC_PEND_N] = 0
+    st.sc[S.SC_HANDLER_CALLS] += 1
     rc = dispatch_handler(kind, prog, st.ec[ec, S.EC_INST], st, hmems, pkt)
     if rc < SUCCESS or rc > SUCCESS_PENDING:
         raise ValueError("the handler returned a value that is not a sPIN return code "
@@ -95,7 +96,7 @@ def _arrive(st, hmems, dev, gp, slot, t):
         switch_receive(st, hmems, dev, gp, slot, t)
 
 
-@nb.njit(cache=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.watchdog
 def run_until(st, hmems, t_end, max_events):
     """Process events with time < t_end (at most max_events if > 0); return a STATUS_* code."""
     sc = st.sc
@@ -150,6 +151,8 @@ def run_until(st, hmems, t_end, max_events):
                 switch_complete(st, hmems, dev, a, t)
         elif kind == S.EV_CONTROL:
             apply_control(st, a, t)
+            n -= 1   # every worker applies every control event: not counted, so event counts
+            #          do not depend on the number of workers
         elif kind == S.EV_PORT_RESUME:
             port_resume(st, a, t)
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:

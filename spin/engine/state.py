@@ -42,6 +42,7 @@ SC_ROUTE_EPOCH = 22     # index of the routing tables in force (faults switch it
 SC_N_DEVS = 23
 SC_TRIM_DSCP = 24       # DSCP of trimmed frames (a NIC counts them instead of delivering them)
 SC_FLOW_KEY_MAX_QP = 25 # QP range of switch flow keys (see spin.engine.messages)
+SC_HANDLER_CALLS = 26   # handler invocations so far (the watchdog tells them apart)
 NUM_SC = 32
 
 # event keys of fabric-wide control events (faults): a creator id no device has, so they never

@@ -19,7 +19,7 @@ TOPOLOGIES = {
     "leaf_spine": dict(leaves=2, spines=2, hosts_per_leaf=2),
     "fat_tree": dict(k=4),
     "hamming_mesh": dict(board_rows=2, board_cols=2, rows=1, cols=2),
-    "supernode": dict(gpus=4, planes=2),
+    "supernode": dict(gpus=4, planes=2, scale_out_gpus_per_leaf=4),
     "star": dict(hosts=4),
 }
 SIZE = 8192
