@@ -107,10 +107,13 @@ class SwitchConfig(_Frozen):
     trim_dscp: int = Field(1, ge=1, le=63)
     # Priority flow control (IEEE 802.1Qbb), the lossless Ethernet RoCE runs on: pause the
     # upstream port when the bytes that entered on it and still wait exceed xoff; resume below
-    # xon. Pause frames are real MAC control frames on the wire.
+    # xon. Pause frames are real MAC control frames on the wire. Lossless only while every
+    # ingress port's xoff plus its headroom (what arrives until the pause takes effect: link
+    # latency and pipeline there and back at line rate, ~33 KB at 400 Gb/s with the defaults)
+    # fits one port buffer: 32 KiB suits radix-16 switches with 1 MiB per port.
     pfc: bool = False
-    pfc_xoff_bytes: int = Field(256 * 1024, ge=1)
-    pfc_xon_bytes: int = Field(128 * 1024, ge=0)
+    pfc_xoff_bytes: int = Field(32 * 1024, ge=1)
+    pfc_xon_bytes: int = Field(16 * 1024, ge=0)
     pfc_pause_quanta: int = Field(0xFFFF, ge=1, le=0xFFFF)
     # Port selection among equal-cost next hops (``switch_emulator.routing``).
     load_balancing: Literal["ecmp"] = "ecmp"
