@@ -149,7 +149,7 @@ class Watchdog(threading.Thread):
         last_heard = last_sent = time.monotonic()
         abort_at = 0.0
         while not self.stop.is_set():
-            if self._sock.poll(int(s.heartbeat_interval_s * 500), zmq.POLLIN):
+            if self._sock.poll(int(s.heartbeat_interval_s * 200), zmq.POLLIN):  # stop is seen within this
                 kind, payload = self._sock.recv_multipart()
                 last_heard = time.monotonic()
                 if kind == MSG_ABORT and not self.abort.is_set():
@@ -359,4 +359,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Everything worth keeping has been sent and every socket is closed: skip the interpreter's
+    # teardown of a process holding a whole engine (up to a second, spent before the coordinator
+    # may return its results).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
