@@ -77,6 +77,7 @@ def test_engine_name_covers_modules_a_handler_imports(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # five fresh processes, two of them compiling cold on shared cores
 def test_caches_under_spin_cache_dir_heal_and_follow_imports(tmp_path):
     cache, src = tmp_path / "cache", tmp_path / "src"
     src.mkdir()
