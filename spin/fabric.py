@@ -20,15 +20,21 @@ def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
     cache instead of compiling it side by side, and a handler that does not compile fails with
     the same error as in a one-process run. A two-host stand-in is enough: the machine code
     depends on the programs and the engine options, not on the fabric's size. A marker next to
-    the generated engine skips this once it compiled (only a successful compile writes it)."""
+    the generated engine, naming the Numba cache it went to, skips this once it compiled there
+    (only a successful compile writes it)."""
+    from numba.core import config
     programs = scenario.programs()
     name, _ = engine_module_source(programs, scenario.engine.boundscheck)
     marker = cache_dir() / f"{name}.compiled"
-    if marker.exists():
-        return
+    where = str(config.CACHE_DIR)
+    try:
+        if marker.read_text() == where:
+            return
+    except OSError:
+        pass
     probe = Scenario(Topology.pair(), engine=scenario.engine, engine_programs=programs)
     Simulation(probe, quiet=quiet).compile()
-    marker.touch()
+    marker.write_text(where)
 
 
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,

@@ -71,6 +71,7 @@ def test_the_broken_handler_is_named_not_its_neighbour():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a cold engine compile on busy shared cores
 def test_same_error_with_workers():
     with pytest.raises(HandlerCompileError) as one:
         run_scenario(_scenario("allocate"), workers=1)

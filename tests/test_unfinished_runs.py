@@ -68,6 +68,7 @@ def test_missing_mark_is_named():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a cold engine compile on busy shared cores
 def test_workers_report_the_same():
     _check_stuck(run_scenario(_stuck(), workers=2, timeout_s=120))
 
