@@ -74,6 +74,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                      **transport)
     if not args.quiet:
         print(run_summary(run.result, options.name))
+        if options.workload is not None:
+            from .workloads.metrics import report_text
+            print("\n" + report_text(options.workload, scenario, run.result))
         for line in run.check_lines:
             print(line)
         if args.pcap:
@@ -83,6 +86,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         data = run.result.to_dict()
         data["checks"] = run.check_lines
+        if options.workload is not None:
+            from .workloads.metrics import report_dict
+            data["workload"] = report_dict(options.workload, scenario, run.result)
         data["scenario"] = {"name": options.name, "file": str(options.source),
                             "workers": options.workers}
         _write_json(args.json, data)

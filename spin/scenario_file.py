@@ -28,7 +28,7 @@ from .engine.state import INF_PS
 from .scenario_limits import check_fits_in_memory, check_op_count, check_range
 from .units import US
 from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
-                              TopologySpec, WorkersSpec)
+                              TopologySpec, WorkersSpec, WorkloadSpec)
 
 
 
@@ -43,6 +43,7 @@ class RunOptions:
     until_ps: int | None = None
     checks: tuple[Check, ...] = ()
     device_names: tuple[str, ...] = ()
+    workload: Any = None          # the spin.workloads.Workload of a [workload] table
 
     def with_workers(self, n: int) -> "RunOptions":
         if n < 1:
@@ -141,6 +142,15 @@ class _Loader:
 def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
     """Build ``[topology]`` with the registry: unknown kinds and bad parameters are named there."""
     return TOPOLOGIES.build(spec.kind, link=link, where=f"{ld.source}: topology", **spec.params())
+
+
+def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | None):
+    """Add ``[workload]`` with the registry; a relative ``file`` is next to the scenario file."""
+    from .workloads import WORKLOADS
+    params = spec.params()
+    if isinstance(params.get("file"), str) and base_dir is not None:
+        params["file"] = str(base_dir / params["file"])
+    return WORKLOADS.build(sc, spec.kind, where=f"{ld.source}: workload", **params)
 
 
 def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
@@ -357,6 +367,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
         owners[node] = i
         check_op_count(h.ops, f"{ld.source}: {path}.ops")
         _add_ops(ld, sc, topo, sc.host_program(node), h.ops, f"{path}.ops")
+    workload = (_workload(ld, sections["workload"], sc, base_dir) if "workload" in sections
+                else None)
     # memory
     for i, m in enumerate(sections["memory"]):
         path = f"memory[{i}]"
@@ -402,7 +414,7 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
                                base_dir) for i, c in enumerate(sections["check"]))
     options = RunOptions(name=doc.get("name", ""), source=Path(source) if base_dir else None,
                          workers=wk.count, partition=dict(wk.assign) if wk.assign else None,
-                         checks=checks, device_names=tuple(names))
+                         checks=checks, device_names=tuple(names), workload=workload)
     return sc, options
 
 

@@ -73,6 +73,12 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     count = 1                           # worker processes (`spin run --workers` overrides)
     assign = { h0 = 0, s0 = 1 }         # optional device name -> worker id
 
+    [workload]                          # an AI traffic pattern as host programs (spin.workloads)
+    kind = "permutation"                # permutation, ring_allreduce, all_to_all, incast, htsim_cm
+    message_bytes = 65536               # common: message_bytes, iterations, start_skew_ns, seed,
+    iterations = 2                      # qp, fill, label; all_to_all: phases; incast: senders,
+                                        # receiver; htsim_cm: file (relative to this file)
+
     [[check]]                           # verified after a single-worker run
     node = 0
     addr = 65536
@@ -114,6 +120,17 @@ class _Spec(BaseModel):
 class TopologySpec(BaseModel):
     """``kind`` names a builder in ``spin.topologies``; the other keys are its parameters,
     validated by that builder's registry entry (names, ranges and choices in the errors)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class WorkloadSpec(BaseModel):
+    """``kind`` names a builder in ``spin.workloads``; the other keys are its parameters,
+    validated by that builder's registry entry."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     kind: str
@@ -256,5 +273,6 @@ SECTIONS: dict[str, tuple[type[BaseModel], bool]] = {
     "host_program": (HostProgramSpec, True), "memory": (MemorySpec, True),
     "capture": (CaptureSpec, False), "workers": (WorkersSpec, False), "check": (CheckSpec, True),
     "multicast": (MulticastSpec, True), "fault": (FaultSpec, True),
+    "workload": (WorkloadSpec, False),
 }
 TOP_KEYS = ("name", "description") + tuple(SECTIONS)

@@ -1,0 +1,20 @@
+"""AI traffic patterns as host programs, looked up by name in a registry, plus their metrics
+and the import of htsim connection matrices and topologies.
+
+``build_workload(sc, "permutation", message_bytes=2_000_000)`` from Python,
+``[workload] kind = "permutation"`` in a scenario file. Builders add host programs (and send
+buffers) to a ``Scenario`` and return a ``Workload``; ``workload_report(wl, sc, result)`` reads
+flow and collective completion times against the ideal.
+"""
+from .common import Flow, Workload, send_pattern
+from .registry import (WORKLOADS, WorkloadKind, WorkloadParams, WorkloadRegistry, build_workload,
+                       register, workload_kinds)
+from . import all_to_all, incast, permutation, ring  # noqa: F401  (register)
+from .metrics import FctStats, WorkloadReport, collective_times_ps, flow_messages, workload_report
+from .htsim_cm import HtsimConnection, load_htsim_cm
+from .htsim_topo import load_htsim_topo
+
+__all__ = ["FctStats", "Flow", "HtsimConnection", "WORKLOADS", "Workload", "WorkloadKind",
+           "WorkloadParams", "WorkloadRegistry", "WorkloadReport", "build_workload",
+           "collective_times_ps", "flow_messages", "load_htsim_cm", "load_htsim_topo",
+           "register", "send_pattern", "workload_kinds", "workload_report"]
