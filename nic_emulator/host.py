@@ -9,6 +9,7 @@ import numba as nb
 
 from spin.engine import state as S
 from spin.engine.heap import push_event
+from spin.engine.tracing import TRK_HOST, trace_row
 
 from .host_reduce import reduce_elementwise
 from .tx import post_message
@@ -22,10 +23,18 @@ def _block(st, dev, state, qp, target):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _consume(st, dev, now, n_messages):
+def _trace(st, dev, t0, t1, op, pc, c, d, e):
+    if st.sc[S.SC_TRACE] != 0:
+        trace_row(st, TRK_HOST, dev, t0, t1, op[0], pc, c, d, e, 0, 0)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _consume(st, dev, now, n_messages, op, pc):
     """A wait is satisfied: pay the receive overhead of the messages it consumed. Returns True
     when that takes time (the program continues in a later event)."""
     cost = st.dev[dev, S.D_HOST_O_RECV_PS] * n_messages
+    _trace(st, dev, now, now + cost, op, pc, op[1] if op[0] == S.OP_WAIT_RECV else 0,
+           op[2] if op[0] == S.OP_WAIT_RECV else op[1], 0)
     st.dev[dev, S.D_HOST_BUSY_PS] += cost
     st.dev[dev, S.D_HOST_PC] += 1
     st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
@@ -41,10 +50,12 @@ def host_step(st, dev, now):
     first = st.dev[dev, S.D_HOST_OP_FIRST]
     count = st.dev[dev, S.D_HOST_OP_COUNT]
     while st.dev[dev, S.D_HOST_PC] < count:
-        op = st.host_ops[first + st.dev[dev, S.D_HOST_PC]]
+        pc = st.dev[dev, S.D_HOST_PC]
+        op = st.host_ops[first + pc]
         code = op[0]
         if code == S.OP_SEND:
             cost = st.dev[dev, S.D_HOST_O_SEND_PS]
+            _trace(st, dev, now, now + cost, op, pc, op[1], op[2], op[3])
             st.dev[dev, S.D_HOST_BUSY_PS] += cost
             st.dev[dev, S.D_HOST_PC] += 1
             post_message(st, dev, op[1], op[2], op[3], op[4], op[5], op[6], now + cost)
@@ -54,15 +65,16 @@ def host_step(st, dev, now):
             if st.host_recv_count[dev, op[1]] < op[2]:
                 _block(st, dev, S.HOST_WAIT_RECV, op[1], op[2])
                 return
-            if _consume(st, dev, now, op[3]):
+            if _consume(st, dev, now, op[3], op, pc):
                 return
         elif code == S.OP_WAIT_EVENT:
             if st.dev[dev, S.D_HOST_EVENT_COUNT] < op[1]:
                 _block(st, dev, S.HOST_WAIT_EVENT, 0, op[1])
                 return
-            if _consume(st, dev, now, op[2]):
+            if _consume(st, dev, now, op[2], op, pc):
                 return
         elif code == S.OP_COMPUTE:
+            _trace(st, dev, now, now + op[1], op, pc, 0, 0, 0)
             st.dev[dev, S.D_HOST_BUSY_PS] += op[1]
             st.dev[dev, S.D_HOST_PC] += 1
             push_event(st, now + op[1], dev, S.EV_HOST, dev, 0, 0)
@@ -70,14 +82,17 @@ def host_step(st, dev, now):
         elif code == S.OP_REDUCE:
             nbytes = reduce_elementwise(st, dev, op[1], op[2], op[3], op[4], op[5])
             cost = (nbytes * st.dev[dev, S.D_HOST_REDUCE_MPS_PER_BYTE] + 999) // 1000
+            _trace(st, dev, now, now + cost, op, pc, 0, 0, nbytes)
             st.dev[dev, S.D_HOST_BUSY_PS] += cost
             st.dev[dev, S.D_HOST_PC] += 1
             push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
             return
         elif code == S.OP_MARK:
             st.marks[dev, op[1]] = now
+            _trace(st, dev, now, now, op, pc, op[1], 0, 0)
             st.dev[dev, S.D_HOST_PC] += 1
         elif code == S.OP_CALL:
+            _trace(st, dev, now, now, op, pc, op[1], 0, 0)
             st.dev[dev, S.D_HOST_PC] += 1
             st.sc[S.SC_STATUS] = S.STATUS_HOST_CALL
             st.sc[S.SC_CALL_DEV] = dev

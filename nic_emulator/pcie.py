@@ -3,6 +3,7 @@ independent read and write directions (PCIe is full duplex)."""
 import numba as nb
 
 from spin.engine import state as S
+from spin.engine.tracing import TRK_DMA_READ, TRK_DMA_WRITE, trace_row
 
 
 # A completion-queue entry or event the NIC writes to tell the host something: 16 B, like the
@@ -23,6 +24,9 @@ def pcie_write(st, dev, t_ps, nbytes):
     end = start + transfer_ps(st, dev, nbytes)
     st.dev[dev, S.D_PCIE_W_BUSY] = end
     st.dev[dev, S.D_NIC_DMA_W_BYTES] += nbytes
+    if st.sc[S.SC_TRACE] != 0:
+        trace_row(st, TRK_DMA_WRITE, dev, start, end, nbytes, t_ps,
+                  end + st.dev[dev, S.D_PCIE_LAT_PS], 0, 0, 0, 0)
     return end + st.dev[dev, S.D_PCIE_LAT_PS]
 
 
@@ -35,4 +39,6 @@ def pcie_read(st, dev, t_ps, nbytes):
     end = start + transfer_ps(st, dev, nbytes)
     st.dev[dev, S.D_PCIE_R_BUSY] = end
     st.dev[dev, S.D_NIC_DMA_R_BYTES] += nbytes
+    if st.sc[S.SC_TRACE] != 0:
+        trace_row(st, TRK_DMA_READ, dev, start, end, nbytes, t_ps, end + lat, 0, 0, 0, 0)
     return end + lat

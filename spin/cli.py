@@ -51,6 +51,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json", directory=False)
     if args.pcap:
         check_writable(args.pcap, "--pcap", directory=True)
+    if args.trace_links and not args.trace:
+        raise SpinError("--trace-links adds link transmissions to a trace: give --trace FILE too")
+    if args.trace:
+        check_writable(args.trace, "--trace", directory=False)
+        scenario.trace(links=args.trace_links)
     if args.workers is not None:
         options = options.with_workers(args.workers)
     if args.until_us is not None:
@@ -83,6 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"\npcap files in {args.pcap}: {', '.join(p.name for p in run.pcaps) or 'none'}")
         for d, path in zip(dumps, run.dumped):
             print(f"dumped node {d.node} addr {d.addr}: {d.count} {d.dtype} elements to {path}")
+    if args.trace:
+        _write_trace(run.result.trace, args.trace, args.quiet)
     if args.json:
         data = run.result.to_dict()
         data["checks"] = run.check_lines
@@ -103,6 +110,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("spin: error: data check failed", file=sys.stderr)
         failed = True
     return 1 if failed else 0
+
+
+def _write_trace(trace, path: str, quiet: bool) -> None:
+    trace.write(path)
+    if trace.lost:
+        print(f"spin: warning: {trace.lost} trace records were lost (the engine's trace table "
+              f"was full); the trace in {path} is incomplete", file=sys.stderr)
+    if not quiet:
+        print(f"trace ({trace.records.shape[0]} records, {len(trace.messages)} messages) written "
+              f"to {path}: open it in ui.perfetto.dev")
 
 
 def _unfinished(result, stopped_early: bool) -> bool:
@@ -215,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dump", action="append", metavar="HOST:ADDR:LEN:DTYPE=FILE.npy",
                    help="after the run, write LEN DTYPE elements of HOST's memory at ADDR "
                    "(bytes, 0x.. allowed) to FILE.npy; repeatable; HOST is a node id or name")
+    r.add_argument("--trace", metavar="FILE",
+                   help="write a Chrome trace-event JSON timeline in virtual time (open it in "
+                   "ui.perfetto.dev): handler runs per HPU, DMA, host steps, messages")
+    r.add_argument("--trace-links", action="store_true",
+                   help="with --trace: also every frame's serialisation on every link")
     r.add_argument("--until-us", type=float, metavar="T",
                    help="stop at virtual time T microseconds (µs) instead of at completion")
     r.set_defaults(func=cmd_run)

@@ -46,3 +46,7 @@ class OffloadAssertionError(SpinError, AssertionError):
 
 class DeterminismError(SpinError, AssertionError):
     """The same scenario gave different results with different worker counts (a bug in spin)."""
+
+
+class MissingExtraError(SpinError, ImportError):
+    """An optional feature needs a package that is not installed: names the pip extra."""

@@ -228,6 +228,9 @@ class EngineWorker:
         d["regions"] = [[node, addr, n, self.sim.host_memory(node)[addr:addr + n].tobytes().hex()]
                         for node, addr, n in self.spec.regions if node in self.sim.local]
         d["peer_batches_rejected"] = dict(self.check.rejected)
+        if self.spec.scenario.tracing is not None:
+            from .trace import Trace
+            d["trace"] = Trace.pack(*self.sim.trace_records())
         return d
 
 
@@ -257,8 +260,11 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
 
     outcome = run_fabric(FACTORY, Deferred(spec), workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
                          allow_remote=remote_workers, key_file=key_file, port=port)
-    parts, captured, memory = [], [], {}
+    parts, captured, memory, traces = [], [], {}, []
     for d in outcome.results:
+        if "trace" in d:
+            from .trace import Trace
+            traces.append(Trace.unpack(d.pop("trace")))
         c = d.pop("captured")
         frames = np.frombuffer(base64.b64decode(c["frames"]), np.uint8)
         captured.append(CapturedFrames(np.asarray(c["time_ps"], np.int64),
@@ -280,4 +286,8 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     if pcap_dir is not None:
         write_link_pcaps(scenario, CapturedFrames.concat(captured), pcap_dir)
     result.memory_regions = memory
+    if traces:   # every worker traced its own devices: one timeline, merged by time
+        from .trace import Trace
+        result.trace = Trace.build(scenario, np.concatenate([r for r, _ in traces]),
+                                   result.messages, sum(lost for _, lost in traces))
     return result

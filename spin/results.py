@@ -12,13 +12,16 @@ JSON and ``RunResult.from_dict(r.to_dict()) == r``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError, RunIncompleteError
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .tables import RunTables
+    from .trace import Trace
 
 _R = TypeVar("_R")
 
@@ -171,6 +174,9 @@ class RunResult:
     # host-memory regions asked for by (node, addr, nbytes); bytes, so kept out of to_dict()
     memory_regions: dict[tuple[int, int, int], bytes] = field(default_factory=dict, repr=False)
     wall: dict[str, float] = field(default_factory=dict)
+    # the run's timeline, when the scenario was traced (Scenario.trace); not part of to_dict()
+    # or of equality, like the wall-clock figures it is too large to compare
+    trace: Trace | None = field(default=None, repr=False, compare=False)
 
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
@@ -221,6 +227,12 @@ class RunResult:
                                      f"t={self.end_time_ps} ps: {shown}{more}")
         return self
 
+    def tables(self) -> RunTables:
+        """Messages, links, NICs, hosts, switches (and the trace's spans, when traced) as
+        pandas DataFrames, for notebooks; needs the ``pandas`` extra."""
+        from .tables import run_tables
+        return run_tables(self)
+
     def totals(self) -> Totals:
         """Sums over every link, NIC and host."""
         return Totals(link_bytes=sum(l.tx_bytes for l in self.links),
@@ -231,8 +243,9 @@ class RunResult:
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
         """Plain JSON-ready dict (int keys as strings), plus derived ``totals``."""
-        d = asdict(self)
+        d = asdict(replace(self, trace=None))
         d.pop("memory_regions")
+        d.pop("trace")
         d["totals"] = asdict(self.totals())
         d["marks"] = {k: {str(n): t for n, t in v.items()} for k, v in self.marks.items()}
         d["host_memory_sha256"] = {str(n): h for n, h in self.host_memory_sha256.items()}

@@ -24,6 +24,7 @@ from .host_program import HostProgram
 from .results import RunResult
 from .scenario_limits import check_host_op_addresses
 from .topology import Topology
+from .trace import TraceOptions
 from .units import ns
 from .watchdog import EngineCall
 
@@ -50,6 +51,7 @@ class Scenario:
     engine_programs: list[HandlerProgram] | None = None
     multicast_groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     faults: list[LinkFault] = field(default_factory=list)
+    tracing: TraceOptions | None = None   # set by trace()
 
     @property
     def n_hosts(self) -> int:
@@ -130,6 +132,12 @@ class Scenario:
             if not 0 <= i < len(self.topology.links):
                 raise ConfigError(f"capture link={i}; valid links are 0..{len(self.topology.links) - 1}")
         self.capture_links = sorted(set(self.capture_links) | set(chosen))
+
+    def trace(self, links: bool = False, buffer_records: int = 1 << 16) -> None:
+        """Record a timeline of the run (``result.trace``, see ``spin.trace``): handler runs
+        per HPU, DMA transfers, host program steps, messages and, with ``links``, every frame
+        on every link."""
+        self.tracing = TraceOptions(links=links, buffer_records=buffer_records)
 
     def programs(self) -> list[HandlerProgram]:
         """Programs the engine is compiled for, in dispatch order."""
@@ -222,6 +230,7 @@ class Simulation:
         self.st = self._build_state()
         self.hmems = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
+        self._trace_parts: list[np.ndarray] = []
         self._started = False
         self._compiled, self._quiet = False, quiet
 
@@ -377,6 +386,16 @@ class Simulation:
                 st.cap[:n, S.C_TIME].copy(), st.cap[:n, S.C_PORT].copy(),
                 st.cap[:n, S.C_LEN].copy(), st.cap_frames[:n].copy())])
         st.sc[S.SC_CAP_N] = 0
+        n = int(st.sc[S.SC_TRACE_N])
+        if n:
+            self._trace_parts.append(st.trace[:n].copy())
+        st.sc[S.SC_TRACE_N] = 0
+
+    def trace_records(self) -> tuple[np.ndarray, int]:
+        """The trace records drained so far (``spin.engine.tracing``) and how many were lost."""
+        rows = (np.concatenate(self._trace_parts) if self._trace_parts
+                else np.zeros((0, S.TRACE_COLS), np.int64))
+        return rows, int(self.st.sc[S.SC_TRACE_LOST])
 
     def captured_frames(self, link: int) -> list[tuple[int, bytes]]:
         """(time_ps, frame) transmitted on either direction of ``link``, in time order."""
@@ -405,4 +424,10 @@ class Simulation:
 
     def result(self) -> RunResult:
         from .results_builder import build_result
-        return build_result(self)
+        result = build_result(self)
+        if self.scenario.tracing is not None:
+            from .trace import Trace
+            self._drain_capture()
+            rows, lost = self.trace_records()
+            result.trace = Trace.build(self.scenario, rows, result.messages, lost)
+        return result

@@ -28,6 +28,16 @@ def _device_index(scenario, node) -> int:
     return int(node)
 
 
+def _tracing(scenario):
+    return getattr(scenario, "tracing", None)
+
+
+def context_order(scenario) -> list:
+    """Execution contexts in engine row order: grouped per device, in installation order."""
+    return [c for _, c in sorted(enumerate(scenario.contexts),
+                                 key=lambda ic: (_device_index(scenario, ic[1].node), ic[0]))]
+
+
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import configure_nic
     from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
@@ -60,7 +70,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         capture_frames=eng.capture_frames if sc.capture_links else 16, outbox_frames=4096,
         n_route_epochs=len(epochs) + 1, n_mcast_groups=max(len(sc.multicast_groups), 1),
         n_mcast_ports=max(mcast_ports, 1), n_control=max(len(controls), 1),
-        n_route_groups=1, n_route_ports=1)
+        n_route_groups=1, n_route_ports=1,
+        trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1)
     # routing first: its group table sizes the arrays
     gp_of = topo.global_ports()
     port_dev = np.zeros(n_ports, np.int64)
@@ -92,6 +103,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
     st.sc[S.SC_TRIM_DSCP] = sw.trim_dscp if sw.trim else 0
     st.sc[S.SC_FLOW_KEY_MAX_QP] = 1 << 24
+    st.sc[S.SC_TRACE] = _tracing(sc).flags if _tracing(sc) is not None else 0
     tables.write(st)
     # devices and ports
     gp = 0
@@ -133,7 +145,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         k += len(ops)
     # execution contexts, grouped per device in installation order
     inst_count = [0] * len(programs)
-    ordered = sorted(enumerate(sc.contexts), key=lambda ic: (_device_index(sc, ic[1].node), ic[0]))
+    ordered = list(enumerate(context_order(sc)))
     ec_order = []
     for e, (_, ctx) in enumerate(ordered):
         d = _device_index(sc, ctx.node)

@@ -10,7 +10,7 @@ import pytest
 import spin
 
 MODULES = ["spin.results", "spin.compare", "spin.testing", "spin.checks", "spin.host_program",
-           "spin.fabric", "nic_emulator.host_reduce"]
+           "spin.fabric", "nic_emulator.host_reduce", "spin.trace", "spin.tables"]
 
 
 def _public(module):

@@ -19,6 +19,7 @@ from spin.engine.control import apply_control
 from spin.engine.heap import free_event, pop_event
 from spin.engine.pool import free_slot
 from spin.engine.ports import enqueue_frame, pfc_received, port_resume, tx_done
+from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
 from switch_emulator.actions import switch_finalize_actions
 
@@ -72,6 +73,9 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
         end = switch_finalize_actions(st, dev, slot, end)
     st.hpu_free[dev, h] = end
     st.dev[dev, S.D_HPU_BUSY_PS] += end - start
+    if st.sc[S.SC_TRACE] != 0:
+        trace_row(st, TRK_HANDLER, dev, start, end, h, kind, ec, cur[S.CUR_SRC], cur[S.CUR_QP],
+                  psn, cycles)
     st.dev[dev, S.D_HC + kind] += 1
     cur[S.CUR_ACTIVE] = 0
     return rc, end
@@ -117,6 +121,9 @@ def run_until(st, hmems, t_end, max_events):
             break
         if sc[S.SC_OUT_N] + 4 > st.out.shape[0]:
             sc[S.SC_STATUS] = S.STATUS_OUTBOX_FULL
+            break
+        if sc[S.SC_TRACE] != 0 and sc[S.SC_TRACE_N] + TRACE_HEADROOM > st.trace.shape[0]:
+            sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
             break
         pop_event(st)
         kind = st.ev[eid, S.E_KIND]

@@ -21,6 +21,7 @@ from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
 from .pool import ICRC_EXTERNAL, ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc, free_slot
+from .tracing import TRACE_LINKS, TRK_LINK, trace_row
 
 # preamble+SFD, inter-frame gap and FCS are on the wire but not in the frame bytes
 WIRE_OVERHEAD = ETHERNET_WIRE_OVERHEAD_BYTES
@@ -154,6 +155,9 @@ def start_tx(st, gp, now):
     st.port[gp, S.PT_BUSY_PS] += ser
     if st.port[gp, S.PT_CAPTURE] != 0:
         capture_frame(st, gp, slot, now)
+    if st.sc[S.SC_TRACE] & TRACE_LINKS:
+        trace_row(st, TRK_LINK, st.port[gp, S.PT_DEV], now, now + ser, gp, length,
+                  1 if st.port[gp, S.PT_BUSY] == BUSY_PRIORITY else 0, 0, 0, 0, 0)
     push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV], gp,
                st.port[gp, S.PT_GEN])
 

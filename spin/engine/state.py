@@ -43,6 +43,9 @@ SC_N_DEVS = 23
 SC_TRIM_DSCP = 24       # DSCP of trimmed frames (a NIC counts them instead of delivering them)
 SC_FLOW_KEY_MAX_QP = 25 # QP range of switch flow keys (see spin.engine.messages)
 SC_HANDLER_CALLS = 26   # handler invocations so far (the watchdog tells them apart)
+SC_TRACE_LOST = 29      # trace records that found st.trace full (spin.engine.tracing)
+SC_TRACE = 30           # what the run traces: TRACE_ON | TRACE_LINKS bits (0: nothing)
+SC_TRACE_N = 31         # rows of st.trace written since the last drain
 NUM_SC = 32
 
 # event keys of fabric-wide control events (faults): a creator id no device has, so they never
@@ -51,7 +54,7 @@ CONTROL_CREATOR = (1 << 22) - 1
 
 # --- run status (why run_until returned) ------------------------------------------------------
 STATUS_DONE = 0          # reached t_end or ran out of events
-STATUS_CAPTURE_FULL = 1  # capture buffer needs draining
+STATUS_CAPTURE_FULL = 1  # capture (or trace) buffer needs draining
 STATUS_OUTBOX_FULL = 2   # cross-worker outbox needs shipping
 STATUS_HOST_CALL = 3     # a host program asked for a Python callback
 STATUS_EVENT_LIMIT = 4   # max_events reached (progress reporting)
@@ -295,6 +298,14 @@ C_PORT = 1
 C_LEN = 2
 CAP_COLS = 3
 
+# columns of st.trace (written by spin.engine.tracing, read by spin.trace)
+TR_KIND = 0
+TR_DEV = 1
+TR_T0 = 2
+TR_T1 = 3
+TR_A = 4    # + i: the record kind's arguments A..G
+TRACE_COLS = 11
+
 # columns of st.out
 O_TIME = 0
 O_PORT = 1
@@ -320,6 +331,7 @@ FIELDS = (
     "port_pq",
     "msglog", "txlog", "pend",
     "cap", "cap_frames", "out", "out_frames",
+    "trace",
 )
 
 EngineState = namedtuple("EngineState", FIELDS)
@@ -357,6 +369,7 @@ class StateSizes:
     n_mcast_groups: int = 1
     n_mcast_ports: int = 1
     n_control: int = 1
+    trace_records: int = 1
 
 
 def _hash_cap(n: int) -> int:
@@ -415,6 +428,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         cap_frames=np.zeros((z.capture_frames, z.slot_bytes), u8),
         out=np.zeros((z.outbox_frames, OUT_COLS), i64),
         out_frames=np.zeros((z.outbox_frames, z.slot_bytes), u8),
+        trace=np.zeros((max(z.trace_records, 1), TRACE_COLS), i64),
     )
     st = EngineState(**arrays)
     st.sc[SC_EV_FREE_TOP] = z.max_events

@@ -1,0 +1,62 @@
+"""Trace records written by the engine while a run is traced (``Scenario.trace``).
+
+Each record is one row of ``st.trace`` (columns ``S.TR_*``): what happened (``TRK_*``), on which
+device, from when to when (ps), and up to seven kind-specific arguments. The engine only appends
+rows; ``spin.simulation`` drains the table whenever it is nearly full (the event loop stops with
+``STATUS_CAPTURE_FULL`` while ``TRACE_HEADROOM`` rows are still free) and ``spin.trace`` turns the
+rows into spans. Every site checks ``st.sc[S.SC_TRACE]`` first, so an untraced run pays one load
+and a branch per site.
+
+Arguments (A..G) per kind:
+
+* ``TRK_HANDLER``: HPU, handler kind, execution context, message source node, QP, PSN, cycles
+  charged (the span also covers blocking DMA reads the handler issued).
+* ``TRK_DMA_WRITE`` / ``TRK_DMA_READ``: bytes, time issued, time done (data visible in host
+  memory / in NIC memory); the span is the transfer on the PCIe link, after queueing behind
+  earlier transfers (and, for reads, after the request's latency).
+* ``TRK_LINK``: global port, frame bytes, 1 for a priority frame (trimmed header, PFC); the span is
+  the frame's serialisation including the Ethernet wire overhead.
+* ``TRK_HOST``: opcode, op index, then per op: send (dst, qp, bytes), wait_recv (qp, count),
+  wait_event (-, count), reduce (-, -, bytes), mark (mark index), call (callback id). A wait's
+  span starts when it is satisfied; ``spin.trace`` extends it back to when the host reached it.
+"""
+import numba as nb
+
+from . import state as S
+
+TRK_HANDLER = 1
+TRK_DMA_WRITE = 2
+TRK_DMA_READ = 3
+TRK_LINK = 4
+TRK_HOST = 5
+
+# st.sc[S.SC_TRACE] bits
+TRACE_ON = 1
+TRACE_LINKS = 2
+
+# Most rows one event can write: two handlers whose every pending action is a PCIe write plus
+# its event, the default-path write, and a frame started on each port of a wide switch.
+TRACE_HEADROOM = 4 * S.MAX_PENDING_ACTIONS + 64
+
+
+@nb.njit(cache=True, _nrt=False)
+def trace_row(st, kind, dev, t0, t1, a, b, c, d, e, f, g):
+    """Append one record; a full table counts the record as lost instead of overwriting."""
+    sc = st.sc
+    k = sc[S.SC_TRACE_N]
+    if k >= st.trace.shape[0]:
+        sc[S.SC_TRACE_LOST] += 1
+        return
+    r = st.trace[k]
+    r[S.TR_KIND] = kind
+    r[S.TR_DEV] = dev
+    r[S.TR_T0] = t0
+    r[S.TR_T1] = t1
+    r[S.TR_A] = a
+    r[S.TR_A + 1] = b
+    r[S.TR_A + 2] = c
+    r[S.TR_A + 3] = d
+    r[S.TR_A + 4] = e
+    r[S.TR_A + 5] = f
+    r[S.TR_A + 6] = g
+    sc[S.SC_TRACE_N] = k + 1
