@@ -3,10 +3,11 @@ device graph, weighted by the traffic the host programs will send and by link la
 
 What a cut costs a multi-worker run:
 * every frame crossing it is copied, sent and validated (so: cut links that carry little);
-* the lookahead is the *smallest* latency among cut links, and the number of sync rounds is
-  about the virtual duration over that (so: cut long links, never a short one if avoidable).
-Edge weight = (1 + expected frames on the link) x (longest link latency / this link's latency),
-so METIS, minimising the summed weight of cut edges, prefers high-latency, low-traffic links.
+* the lookahead is the *smallest* bound among cut links (latency, plus the pipeline of a switch
+  at the receiving end: ``link_lookahead_ps``), and the number of sync rounds is about the
+  virtual duration over that (so: cut long links, never a short one if avoidable).
+Edge weight = (1 + expected frames on the link) x (longest link bound / this link's bound),
+so METIS, minimising the summed weight of cut edges, prefers long, low-traffic links.
 Vertex weight = expected frames a device handles (its events), so workers get balanced work.
 
 Traffic is estimated, not simulated: every ``send`` of every host program is routed from source
@@ -22,9 +23,24 @@ import numpy as np
 
 from .engine import state as S
 from .errors import ConfigError
+from .units import ns
 
 _SEED = 12345
 _MAX_WEIGHT = 1 << 24  # keeps METIS's integer sums (idx_t) far from overflow
+
+
+def link_lookahead_ps(scenario) -> np.ndarray:
+    """Per link, the earliest a frame sent over it now can be handled at the far end: its
+    latency plus, towards a switch, that switch's pipeline latency (the engine's arrival times
+    include it); the smaller of the two directions."""
+    topo = scenario.topology
+    switches = set(topo.switches)
+
+    def towards(dev: str) -> int:
+        return ns(topo.switch_latency_ns(dev, scenario.switch.latency_ns)) if dev in switches else 0
+
+    return np.array([ns(l.config.latency_ns) + min(towards(l.a), towards(l.b)) for l in topo.links],
+                    np.int64)
 
 
 def _edges(topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -102,8 +118,8 @@ def auto_partition(scenario, workers: int) -> tuple[int, ...]:
 
     mtu = scenario.engine.mtu_bytes
     frames = link_traffic(scenario) / mtu
-    lat = np.array([l.config.latency_ns for l in topo.links], float)
-    eweight = np.minimum((1.0 + frames) * (lat.max() / lat), _MAX_WEIGHT).round().astype(np.int64)
+    look = link_lookahead_ps(scenario).astype(float)
+    eweight = np.minimum((1.0 + frames) * (look.max() / look), _MAX_WEIGHT).round().astype(np.int64)
     src, dst, link = _edges(topo)
     n = len(names)
     order = np.lexsort((dst, src))  # CSR: neighbours of each device, deterministic order

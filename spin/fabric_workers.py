@@ -14,7 +14,7 @@ from .engine import state as S
 from .engine.ports import inject_frames
 from .errors import ConfigError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
-from .fabric_partition import auto_partition
+from .fabric_partition import auto_partition, link_lookahead_ps
 from .parallel.batch import FrameBatch
 from .parallel.program import INF_PS, worker_factory
 from .results import RunResult
@@ -110,26 +110,19 @@ def _own(a: np.ndarray, dtype) -> np.ndarray:
 
 
 def cut_lookahead_ps(scenario: Scenario, owner) -> int:
-    """Earliest a frame sent now can reach another worker: over each link between workers, the
-    link latency plus, towards a switch, its pipeline latency (arrival times include it). Links
-    an optical re-shape may re-pair count with their latency alone, whatever their owners."""
+    """Earliest a frame sent now can reach another worker: the smallest ``link_lookahead_ps`` over
+    links between workers (latency, plus the pipeline of a switch at the far end). Links an
+    optical re-shape may re-pair count with their latency alone, whatever their owners."""
     topo = scenario.topology
     index = {n: i for i, n in enumerate(topo.device_names())}
-    switches = set(topo.switches)
-
-    def towards(dev: str) -> int:
-        if dev not in switches:
-            return 0
-        return ns(topo.switch_latency_ns(dev, scenario.switch.latency_ns))
-
+    per_link = link_lookahead_ps(scenario)
     swapped = {i for f in scenario.faults if f.kind == "swap" for i in (f.link, f.other)}
     bounds = []
     for i, l in enumerate(topo.links):
-        lat = ns(l.config.latency_ns)
         if i in swapped:
-            bounds.append(lat)
+            bounds.append(ns(l.config.latency_ns))
         elif owner[index[l.a]] != owner[index[l.b]]:
-            bounds.append(lat + min(towards(l.a), towards(l.b)))
+            bounds.append(int(per_link[i]))
     return min(bounds) if bounds else INF_PS
 
 

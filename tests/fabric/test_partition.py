@@ -76,6 +76,11 @@ def test_fat_tree_gets_a_minimum_bisection():
         sc.host_program(i).send((i + 5) % n, 65536, qp=1)
     owner = auto_partition(sc, 2)
     assert len(_cut(sc, owner)) == 8  # a minimum bisection of the k=4 fat tree (16 hosts, 8 links)
+    # only switch-switch links are cut: their bound includes the receiving switch's pipeline,
+    # so the lookahead is the longest any cut could have
+    from spin.fabric_partition import link_lookahead_ps
+    from spin.fabric_workers import cut_lookahead_ps
+    assert cut_lookahead_ps(sc, owner) == int(link_lookahead_ps(sc).max())
     assert abs(int(np.bincount(owner)[0]) - int(np.bincount(owner)[1])) <= 2
     assert auto_partition(sc, 3) == auto_partition(sc, 3)
     assert set(auto_partition(sc, 4)) == {0, 1, 2, 3}
