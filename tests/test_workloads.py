@@ -168,3 +168,10 @@ def test_example_scenarios_run(name):
     _assert_bytes(sim, opts.workload)
     rep = workload_report(opts.workload, sc, result)
     assert rep.missing_flows == 0 and rep.fct.count == len(opts.workload.flows)
+
+
+def test_large_permutation_example_loads_lossless():
+    """The 128-host benchmark scenario (run by hand: about 10 s): PFC on, every host a flow."""
+    sc, opts = load_scenario(EXAMPLES / "fat_tree_128_permutation.toml")
+    assert sc.switch.pfc and sc.n_hosts == 128 and len(opts.workload.flows) == 128
+    assert sorted(f.dst for f in opts.workload.flows) == list(range(128))
