@@ -147,6 +147,9 @@ def test_clear_errors():
         build_workload(sc, "incast", senders=9)
     with pytest.raises(ConfigError, match="unknown parameter of kind = 'permutation'; valid"):
         build_workload(sc, "permutation", size=3)
+    build_workload(sc, "incast", message_bytes=64)
+    with pytest.raises(ConfigError, match="label = 'incast': another workload"):
+        build_workload(sc, "incast", message_bytes=64)
 
 
 def test_workload_table_in_a_scenario_file():

@@ -105,7 +105,11 @@ def check_memory(scenario, kind: str, needed_bytes: int, what: str) -> None:
 
 
 def prepare(scenario, workload: Workload, senders) -> None:
-    """Write the send-buffer pattern of every sender (when ``fill``)."""
+    """Refuse a label another workload of the scenario marks with, then write the
+    send-buffer pattern of every sender (when ``fill``)."""
+    if workload.start_label(0) in scenario.mark_index:
+        raise ConfigError(f"label = {workload.label!r}: another workload of this scenario "
+                          f"already marks with it; give each workload its own label")
     if workload.fill and workload.send_bytes:
         for h in senders:
             scenario.write_host_memory(h, 0, send_pattern(h, workload.send_bytes))
