@@ -1,4 +1,5 @@
-"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo`` and ``worker`` subcommands.
+"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce`` and ``worker``
+subcommands.
 
 Errors raised on purpose (``spin.errors.SpinError``) print one line, ``spin: error: ...``, and
 exit with status 2; no traceback.
@@ -169,6 +170,11 @@ def cmd_topo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_allreduce(args: argparse.Namespace) -> int:
+    from .collectives.report import run_allreduce_cli
+    return run_allreduce_cli(args)
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
     from .parallel.auth import generate_keys
     secret = generate_keys(args.directory)
@@ -261,6 +267,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--list", action="store_true", help="list kinds, parameters and valid ranges")
     t.add_argument("--json", metavar="FILE", help="write the inventories as JSON")
     t.set_defaults(func=cmd_topo)
+
+    a = sub.add_parser("allreduce", help="allreduce algorithms side by side (nccl-tests table)",
+                       description="Run allreduce algorithms on a star of HOSTS hosts and print, per "
+                       "size and algorithm: time (µs), algbw and busbw (GB/s, nccl-tests "
+                       "definitions), host CPU per rank (µs), link bytes (B), speedup over ring (x) "
+                       "and whether every rank's result equals numpy's. Exit 1 if one does not.")
+    a.add_argument("--hosts", type=int, default=8, help="ranks, one per host (default 8)")
+    a.add_argument("--size", default="1MiB", metavar="S[,S...]",
+                   help="bytes per rank, e.g. 4KiB,1MiB,64MiB (default 1MiB)")
+    a.add_argument("--algo", default="ring,rd,rabenseifner", metavar="A[,A...]",
+                   help="algorithms (default ring,rd,rabenseifner)")
+    a.add_argument("--dtype", default="float32",
+                   choices=("float32", "int32", "float16", "bfloat16"),
+                   help="element type (default float32; bfloat16 is stored as uint16)")
+    a.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="worker processes (default 1; results are identical for any N)")
+    a.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    a.set_defaults(func=cmd_allreduce)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")
     k.add_argument("directory", help="folder to write spin.key / spin.key_secret into")

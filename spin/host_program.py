@@ -12,6 +12,10 @@ from .errors import ConfigError
 from .units import ns as ns_to_ps
 
 
+# dtypes a function operator may reduce beyond the engine's own (16-bit floats, bfloat16 bits)
+FUNCTION_DTYPES = (*S.DTYPE_CODES, "float16", "uint16")
+
+
 @dataclass(frozen=True)
 class HostCall:
     """What a ``HostProgram.call`` callback sees: its node, the virtual time, and the host's
@@ -137,13 +141,14 @@ class HostProgram:
         ``op`` is an MPI operator name (``nic_emulator.host_reduce.REDUCE_OPS``: sum, max, min,
         prod, and bitwise band, bor, bxor on integers), charged ``HostConfig.reduce_ps_per_byte``
         per input byte; or a module-level function ``op(dst, src) -> new dst`` on numpy arrays,
-        run through ``call`` and charged the declared ``ps_per_byte``."""
+        run through ``call`` and charged the declared ``ps_per_byte``; a function may also take
+        16-bit types (float16, or bfloat16 stored as uint16), which the engine has no code for."""
         name = np.dtype(dtype).name
+        if callable(op) and name in FUNCTION_DTYPES:
+            return self._reduce_with(op, dst_addr, src_addr, count, name, ps_per_byte)
         if name not in S.DTYPE_CODES:
             raise ConfigError(f"host {self.node}: reduce dtype={name!r}; valid choices: "
-                              f"{', '.join(S.DTYPE_CODES)}")
-        if callable(op):
-            return self._reduce_with(op, dst_addr, src_addr, count, name, ps_per_byte)
+                              f"{', '.join(S.DTYPE_CODES)} (functions also: float16, uint16)")
         from nic_emulator.host_reduce import BITWISE_OPS, REDUCE_OPS
         if op not in REDUCE_OPS:
             raise ConfigError(f"host {self.node}: reduce op={op!r}; valid choices: "

@@ -1,0 +1,159 @@
+"""Run one allreduce algorithm on a topology and report what nccl-tests reports, in virtual time:
+time, algbw = S/t and busbw = algbw * 2(n-1)/n (S: bytes per rank), plus the modelled host CPU
+time, the bytes on every link, and whether every rank's result equals numpy's.
+
+Correctness: int32 sums wrap and are associative, so every algorithm must equal numpy's sum
+bit for bit. Floating-point sums depend on the order of additions, which differs by algorithm
+(ring adds block b in the order b+1, b+2, ...; recursive doubling adds pairs of partial sums),
+so floats are compared with the exact (float64) sum within the worst-case error of n-1
+rounded additions: |err| <= (n-1) u sum|x_i| (Higham, Accuracy and Stability, ch. 4), u =
+2^-24 (float32), 2^-11 (float16), 2^-8 (bfloat16). Every rank must also hold the same bits.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import algorithm
+from .common import bf16_to_float32, float32_to_bf16, itemsize
+
+UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+SMALLEST_SUBNORMAL = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
+PAGE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class AllreduceMeasurement:
+    """One algorithm at one size; times in ps, sizes in B, bandwidths in GB/s (1e9 B/s)."""
+
+    algorithm: str
+    hosts: int
+    dtype: str
+    count: int
+    nbytes: int
+    time_ps: int
+    algbw_gbytes_per_s: float
+    busbw_gbytes_per_s: float
+    host_cpu_ps_per_rank: float
+    link_bytes: int
+    correct: bool
+    max_abs_error: float
+    wall_s: float
+    packet_events: int
+
+    def to_dict(self) -> dict:
+        """The fields as plain JSON-ready values."""
+        return asdict(self)
+
+
+def make_inputs(n: int, count: int, dtype: str, seed: int = 0) -> np.ndarray:
+    """Rank i's vector in row i, in the storage dtype (bfloat16 as uint16 bits). Integers span
+    the whole int32 range, so sums wrap and wrapping is checked too."""
+    rng = np.random.default_rng(seed)
+    if dtype == "int32":
+        return rng.integers(-2**31, 2**31, (n, count), dtype=np.int64).astype(np.int32)
+    x = rng.standard_normal((n, count)).astype(np.float32)
+    if dtype == "float32":
+        return x
+    if dtype == "float16":
+        return x.astype(np.float16)
+    if dtype == "bfloat16":
+        return float32_to_bf16(x)
+    raise ConfigError(f"allreduce dtype={dtype!r}; valid choices: int32, float32, float16, "
+                      f"bfloat16")
+
+
+def as_float64(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Stored values (bfloat16 as bits) as float64, exactly."""
+    if dtype == "bfloat16":
+        return bf16_to_float32(values).astype(np.float64)
+    return np.asarray(values).astype(np.float64)
+
+
+def check_result(inputs: np.ndarray, results: list[np.ndarray], dtype: str) -> tuple[bool, float]:
+    """(every rank equals the reference, the largest absolute error) as the docstring says."""
+    first = results[0]
+    same = all(np.array_equal(r.view(np.uint8), first.view(np.uint8)) for r in results)
+    if dtype == "int32":
+        ref = np.sum(inputs, axis=0, dtype=np.int32)
+        err = np.abs(first.astype(np.int64) - ref.astype(np.int64))
+        return same and bool(np.array_equal(first, ref)), float(err.max(initial=0))
+    x = as_float64(inputs, dtype)
+    exact = x.sum(axis=0)
+    n = inputs.shape[0]
+    bound = ((n - 1) * UNIT_ROUNDOFF[dtype] * np.abs(x).sum(axis=0)
+             + n * SMALLEST_SUBNORMAL[dtype])
+    err = np.abs(as_float64(first, dtype) - exact)
+    return same and bool(np.all(err <= bound)), float(err.max(initial=0))
+
+
+def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float32", *,
+                       seed: int = 0, topology=None, **configs):
+    """A Scenario on ``topology`` (default: a star of ``n_hosts``) with host memory sized for
+    the layout; returns (scenario, plan, inputs). ``configs`` are Scenario fields (nic, host,
+    switch, engine); ``host.memory_bytes`` is raised to what the algorithm needs."""
+    from ..config import HostConfig
+    from ..simulation import Scenario
+    from ..topology import Topology
+    alg = algorithm(name)
+    topo = topology if topology is not None else Topology.star(n_hosts)
+    if len(topo.hosts) < n_hosts:
+        raise ConfigError(f"allreduce hosts={n_hosts}: the topology has {len(topo.hosts)}")
+    host = configs.pop("host", None) or HostConfig()
+    need = -(-alg.plan_memory(n_hosts, count, dtype) // PAGE_BYTES) * PAGE_BYTES
+    if host.memory_bytes < need:
+        host = HostConfig.make(**{**host.model_dump(), "memory_bytes": need})
+    sc = Scenario(topo, host=host, **configs)
+    inputs = make_inputs(n_hosts, count, dtype, seed)
+    plan = alg.build(sc, count, dtype, hosts=range(n_hosts), inputs=inputs)
+    return sc, plan, inputs
+
+
+def evaluate(result, plan, inputs) -> AllreduceMeasurement:
+    """Time, bandwidths, host CPU, link bytes and correctness of a finished run."""
+    result.require_finished()
+    t = (max(result.mark(plan.end_mark, h) for h in plan.hosts)
+         - min(result.mark(plan.start_mark, h) for h in plan.hosts))
+    n = plan.n
+    algbw = plan.nbytes / t * 1000 if t > 0 else float("inf")     # B/ps * 1000 = GB/s
+    outputs = [result.read(h, plan.result_addr, plan.count, plan.storage_dtype)
+               for h in plan.hosts]
+    ok, err = check_result(inputs, outputs, plan.dtype)
+    return AllreduceMeasurement(
+        algorithm=plan.algorithm, hosts=n, dtype=plan.dtype, count=plan.count,
+        nbytes=plan.nbytes, time_ps=int(t), algbw_gbytes_per_s=algbw,
+        busbw_gbytes_per_s=algbw * 2 * (n - 1) / n,
+        host_cpu_ps_per_rank=sum(result.host(h).cpu_busy_ps for h in plan.hosts) / n,
+        link_bytes=result.totals().link_bytes, correct=ok, max_abs_error=err,
+        wall_s=float(result.wall.get("seconds", 0.0)),
+        packet_events=int(result.packet_events))
+
+
+def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, workers: int = 1,
+            seed: int = 0, topology=None, **configs) -> AllreduceMeasurement:
+    """Run allreduce ``name`` of ``nbytes`` per rank on ``n_hosts`` and evaluate it."""
+    from ..testing import run
+    w = itemsize(dtype)
+    if nbytes < w or nbytes % w:
+        raise ConfigError(f"allreduce size={nbytes} B: must be a positive multiple of the "
+                          f"{w} B {dtype} element")
+    sc, plan, inputs = allreduce_scenario(name, n_hosts, nbytes // w, dtype, seed=seed,
+                                          topology=topology, **configs)
+    result = run(sc, workers, read=plan.reads())
+    return evaluate(result, plan, inputs)
+
+
+def with_speedup(rows: list[AllreduceMeasurement], baseline: str = "ring") -> list[dict]:
+    """Rows as dicts with ``speedup`` over ``baseline`` at the same size (None without one)."""
+    base = {(r.nbytes, r.dtype): r.time_ps for r in rows if r.algorithm == baseline}
+    out = []
+    for r in rows:
+        b = base.get((r.nbytes, r.dtype))
+        out.append({**r.to_dict(), "speedup": (b / r.time_ps) if b and r.time_ps else None})
+    return out
+
+
+__all__ = ["AllreduceMeasurement", "allreduce_scenario", "check_result", "evaluate",
+           "make_inputs", "measure", "with_speedup"]

@@ -1,0 +1,63 @@
+"""``spin allreduce``: sizes parsed as people write them, and the nccl-tests-style table (one
+row per size and algorithm, speedup over ring at the same size)."""
+from __future__ import annotations
+
+import re
+
+from ..errors import ConfigError
+from ..report import count, table, us
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
+          "gb": 1000**3, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+HEADERS = ("size (B)", "algorithm", "dtype", "time (µs)", "algbw (GB/s)", "busbw (GB/s)",
+           "host CPU/rank (µs)", "link bytes (B)", "speedup vs ring", "correct")
+
+
+def parse_size(text: str) -> int:
+    """'64MiB', '4KiB', '1MB', '4096' -> bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else None
+    if not m or unit not in _UNITS:
+        raise ConfigError(f"--size {text!r}: expected a byte count such as 4096, 256KiB, 64MiB "
+                          f"or 1MB; units: {', '.join(u for u in _UNITS if u)}")
+    return int(m.group(1)) * _UNITS[unit]
+
+
+def allreduce_table(rows: list[dict], hosts: int, topology: str) -> str:
+    """Rows from ``measure.with_speedup``."""
+    def cell(r: dict) -> list:
+        speed = "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"
+        return [count(r["nbytes"]), r["algorithm"], r["dtype"], us(r["time_ps"]),
+                f"{r['algbw_gbytes_per_s']:.3f}", f"{r['busbw_gbytes_per_s']:.3f}",
+                us(r["host_cpu_ps_per_rank"]), count(r["link_bytes"]), speed,
+                "yes" if r["correct"] else "NO"]
+    title = (f"allreduce on {hosts} hosts ({topology}), virtual time; algbw = S/t, busbw = "
+             f"algbw x 2(n-1)/n (nccl-tests), S = bytes per rank")
+    return table(HEADERS, [cell(r) for r in rows], title)
+
+
+def run_allreduce_cli(args) -> int:
+    """Run every (size, algorithm) of ``args``, print the table; 1 if any result is wrong."""
+    import json
+    from pathlib import Path
+
+    from ..topology import Topology
+    from . import algorithm
+    from .measure import measure, with_speedup
+    if args.hosts < 2:
+        raise ConfigError(f"--hosts {args.hosts}: an allreduce needs at least 2 hosts")
+    names = [algorithm(a.strip()).name for a in args.algo.split(",") if a.strip()]
+    sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
+    results = []
+    for nbytes in sizes:
+        for name in names:
+            results.append(measure(name, args.hosts, nbytes, args.dtype, workers=args.workers,
+                                   topology=Topology.star(args.hosts)))
+    rows = with_speedup(results)
+    print(allreduce_table(rows, args.hosts, "star, one switch"))
+    if args.json:
+        p = Path(args.json)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(rows, indent=2) + "\n")
+        print(f"\nresults written to {args.json}")
+    return 0 if all(r["correct"] for r in rows) else 1
