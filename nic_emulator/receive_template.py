@@ -10,7 +10,7 @@ from spin.api import DROP, DROP_PENDING, PROCEED
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event
-from spin.engine.messages import free_message, match_ec, new_message
+from spin.engine.messages import free_message, has_message_room, match_ec, new_message
 from spin.engine.pool import copy_bytes, free_slot
 from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK, conn_key
 from spin.wire import headers as WH
@@ -41,6 +41,10 @@ def nic_receive(st, hmems, dev, slot, now):
     if out[W.P_DST_NODE] != st.dev[dev, S.D_NODE]:
         _nic_drop(st, dev, slot, D.WRONG_DESTINATION)
         return
+    if out[W.P_SRC_NODE] >= st.sc[S.SC_N_DEVS]:
+        # no device has that address: a spoofed or corrupted source a handler must not answer
+        _nic_drop(st, dev, slot, D.UNKNOWN_SOURCE)
+        return
     if st.sc[S.SC_TRIM_DSCP] > 0 and dscp_of(frame) == st.sc[S.SC_TRIM_DSCP]:
         # a congested switch cut the payload: nothing to place (a transport would NACK it)
         _nic_drop(st, dev, slot, D.TRIMMED)
@@ -59,7 +63,7 @@ def nic_receive(st, hmems, dev, slot, now):
             st.dev[dev, S.D_MSGS_ABANDONED] += 1
             map_delete(st.rx_keys, st.rx_vals, key)
             free_message(st, old)
-        if st.dev[dev, S.D_MSGS_ACTIVE] >= st.dev[dev, S.D_MAX_MSGS]:
+        if not has_message_room(st, dev, now):
             _nic_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
             return
         t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
@@ -69,7 +73,7 @@ def nic_receive(st, hmems, dev, slot, now):
         ec = match_ec(st, dev, src, st.dev[dev, S.D_NODE], qp, out[W.P_RETH_RKEY],
                       WH.ROCE_UDP_PORT, -1)
         m = new_message(st, dev, src, qp, psn, npkts, out[W.P_RETH_VA], out[W.P_RETH_RKEY],
-                        dma_len, ec, t_ready)
+                        dma_len, ec, t_ready, key)
         st.msg[m, S.M_T_FIRST] = now
         map_put(st.rx_keys, st.rx_vals, key, m)
     else:
@@ -78,6 +82,7 @@ def nic_receive(st, hmems, dev, slot, now):
             _nic_drop(st, dev, slot, D.UNKNOWN_MESSAGE)
             return
         t_ready = now + st.dev[dev, S.D_MATCH_PKT_CYCLES] * cyc
+    st.msg[m, S.M_LAST_T] = now
     idx = (psn - st.msg[m, S.M_FIRST_PSN]) & PSN_MASK
     if idx >= st.msg[m, S.M_NPKTS]:
         _nic_drop(st, dev, slot, D.UNKNOWN_MESSAGE)

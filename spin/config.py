@@ -141,3 +141,9 @@ class EngineConfig(_Frozen):
     # Wall-clock time one handler invocation may run before the run is stopped with an error
     # naming it (an endless loop in a handler cannot be interrupted otherwise); 0 disables.
     handler_timeout_s: float = Field(10.0, ge=0, allow_inf_nan=False)
+    # An incomplete message whose last packet is older than this is evicted (and counted as
+    # expired) when its device needs a message slot: its missing packets are not coming.
+    message_timeout_ns: float = Field(1_000_000.0, gt=0, allow_inf_nan=False)
+    # Record every non-empty output queue at this interval (0: off), for occupancy over time
+    # (result.queue_samples); the mean and maximum per port are always kept.
+    queue_sample_ns: float = Field(0.0, ge=0, allow_inf_nan=False)

@@ -30,6 +30,7 @@ TTL_EXPIRED = 26
 LINK_DOWN = 27
 TRIMMED = 28         # a trimmed frame (payload cut by a congested switch) reached a NIC
 PRIORITY_QUEUE_FULL = 29
+UNKNOWN_SOURCE = 30  # the source address belongs to no device of the fabric
 
 NUM_DROP_REASONS = 32
 
@@ -57,6 +58,7 @@ DROP_REASON_NAMES = {
     LINK_DOWN: "link_down",
     TRIMMED: "trimmed",
     PRIORITY_QUEUE_FULL: "priority_queue_full",
+    UNKNOWN_SOURCE: "unknown_source",
 }
 
 

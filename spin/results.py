@@ -98,6 +98,7 @@ class NicStats:
     hpu_busy_ps: int           # summed over the NIC's HPUs
     handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
     messages_abandoned: int = 0   # replaced by a new message on their QP before completing
+    messages_expired: int = 0     # incomplete, evicted after EngineConfig.message_timeout_ns
 
     @property
     def pcie_bytes(self) -> int:
@@ -133,6 +134,7 @@ class SwitchStats:
     hpu_busy_ps: int = 0
     handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
     messages_abandoned: int = 0
+    messages_expired: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SwitchStats":
@@ -171,6 +173,9 @@ class RunResult:
     marks: dict[str, dict[int, int]]         # label -> node -> virtual time (ps)
     host_memory_sha256: dict[int, str] = field(default_factory=dict)
     posts: list[list[int]] = field(default_factory=list)   # [src, dst, qp, bytes, t_post_ps]
+    # [t_ps, link, direction (0: link.a -> link.b, 1: back), queued bytes] for every non-empty
+    # output queue at each EngineConfig.queue_sample_ns instant (empty when sampling is off)
+    queue_samples: list[list[int]] = field(default_factory=list)
     # host-memory regions asked for by (node, addr, nbytes); bytes, so kept out of to_dict()
     memory_regions: dict[tuple[int, int, int], bytes] = field(default_factory=dict, repr=False)
     wall: dict[str, float] = field(default_factory=dict)
@@ -300,7 +305,8 @@ class RunResult:
             drops=dict(sorted(drops.items())),
             marks={k: dict(sorted(v.items())) for k, v in sorted(marks.items())},
             host_memory_sha256=dict(sorted(digests.items())), posts=posts,
-            memory_regions=regions)
+            memory_regions=regions,
+            queue_samples=[q for p in parts for q in p.queue_samples])
         merged.pair_posts()
         merged.canonicalize()
         return merged
@@ -325,6 +331,7 @@ class RunResult:
         self.nics.sort(key=lambda n: n.node)
         self.hosts.sort(key=lambda h: h.node)
         self.switches.sort(key=lambda s: s.name)
+        self.queue_samples.sort()
 
     def deterministic_digest(self) -> str:
         """Hash of everything except wall-clock figures: equal digests mean identical runs."""

@@ -1,6 +1,8 @@
 """Turn the engine's counters and logs into a RunResult (only devices this worker owns)."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import drops as D
 from .engine import state as S
 from .results import (HandlerCalls, HostStats, LinkStats, MessageRecord, NicStats, RunResult,
@@ -63,7 +65,8 @@ def build_result(sim) -> RunResult:
         nics.append(NicStats(node=d, dma_write_bytes=int(st.dev[d, S.D_NIC_DMA_W_BYTES]),
                              dma_read_bytes=int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
                              hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls,
-                             messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED])))
+                             messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
+                             messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED])))
         hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
                                finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
                                messages_received=int(st.host_recv_count[d].sum()),
@@ -78,7 +81,8 @@ def build_result(sim) -> RunResult:
             switches.append(SwitchStats(name=name, drops=D.drop_counts_to_dict(st.drops[d]),
                                         hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]),
                                         handler_calls=calls,
-                                        messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED])))
+                                        messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
+                             messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED])))
     drops: dict[str, int] = {}
     for d in sorted(local):
         for k, v in D.drop_counts_to_dict(st.drops[d]).items():
@@ -88,10 +92,18 @@ def build_result(sim) -> RunResult:
         marks[label] = {d: int(st.marks[d, idx]) for d in range(n_hosts)
                         if d in local and st.marks[d, idx] >= 0}
     end = max([int(st.sc[S.SC_NOW])] + [m.t_done_ps for m in messages])
+    queue_samples = []
+    if sim.queue_samples:
+        direction = {}
+        for i, (pa, pb) in sim.port_of_link.items():
+            direction[pa], direction[pb] = (i, 0), (i, 1)
+        for t, gp, q in np.concatenate(sim.queue_samples).tolist():
+            queue_samples.append([t, *direction[gp], q])
     result = RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
                        packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
                        nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
-                       marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts)
+                       marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts,
+                       queue_samples=queue_samples)
     result.pair_posts()
     result.canonicalize()
     return result

@@ -231,6 +231,7 @@ class Simulation:
         self.hmems = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._trace_parts: list[np.ndarray] = []
+        self.queue_samples: list[np.ndarray] = []   # (time, global port, bytes) rows
         self._started = False
         self._compiled, self._quiet = False, quiet
 
@@ -284,6 +285,10 @@ class Simulation:
         """Process every event before ``t_end_ps``, draining captures on the way. Returns early
         (with STATUS_OUTBOX_FULL) when frames for other workers must be shipped first."""
         self.start()
+        sc = self.st.sc
+        if sc[S.SC_SAMPLE_PS] and not sc[S.SC_SAMPLE_PENDING] and sc[S.SC_HEAP_N] > 0:
+            from .engine.ports import schedule_sample
+            schedule_sample(self.st, np.int64(sc[S.SC_NOW]))
         while True:
             try:
                 with nullcontext() if self._compiled else compile_progress(self.programs,
@@ -380,6 +385,10 @@ class Simulation:
     # --- capture ------------------------------------------------------------------------
     def _drain_capture(self) -> None:
         st = self.st
+        k = int(st.sc[S.SC_QS_N])
+        if k:
+            self.queue_samples.append(st.qsamples[:k].copy())
+            st.sc[S.SC_QS_N] = 0
         n = int(st.sc[S.SC_CAP_N])
         if n:
             self.captured = CapturedFrames.concat([self.captured, CapturedFrames(

@@ -71,7 +71,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         n_route_epochs=len(epochs) + 1, n_mcast_groups=max(len(sc.multicast_groups), 1),
         n_mcast_ports=max(mcast_ports, 1), n_control=max(len(controls), 1),
         n_route_groups=1, n_route_ports=1,
-        trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1)
+        trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1,
+        n_qsamples=max(4096, 4 * n_ports) if eng.queue_sample_ns > 0 else 16)
     # routing first: its group table sizes the arrays
     gp_of = topo.global_ports()
     port_dev = np.zeros(n_ports, np.int64)
@@ -104,6 +105,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     st.sc[S.SC_TRIM_DSCP] = sw.trim_dscp if sw.trim else 0
     st.sc[S.SC_FLOW_KEY_MAX_QP] = 1 << 24
     st.sc[S.SC_TRACE] = _tracing(sc).flags if _tracing(sc) is not None else 0
+    st.sc[S.SC_MSG_TIMEOUT_PS] = ns(eng.message_timeout_ns)
+    st.sc[S.SC_SAMPLE_PS] = ns(eng.queue_sample_ns)
     tables.write(st)
     # devices and ports
     gp = 0

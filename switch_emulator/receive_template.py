@@ -18,7 +18,8 @@ from spin.api import DROP, DROP_PENDING, PROCEED
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event
-from spin.engine.messages import free_message, match_ec, new_message, switch_flow_key
+from spin.engine.messages import (free_message, has_message_room, match_ec, new_message,
+                                  switch_flow_key)
 from spin.engine.pool import ICRC_PENDING, free_slot
 from spin.engine.ports import enqueue_frame, hold_ingress
 from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK
@@ -108,14 +109,14 @@ def _switch_handle(st, hmems, dev, slot, now):
                 st.dev[dev, S.D_MSGS_ABANDONED] += 1
                 map_delete(st.rx_keys, st.rx_vals, key)
                 free_message(st, old)
-            if st.dev[dev, S.D_MSGS_ACTIVE] >= st.dev[dev, S.D_MAX_MSGS]:
+            if not has_message_room(st, dev, now):
                 _sw_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
                 return True
             dma_len = _be(frame, WH.RETH_OFF + 12, 4)
             npkts = 1 if base_op == OPC_WRITE_ONLY else max(1, (dma_len + mtu - 1) // mtu)
             t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
             m = new_message(st, dev, src, qp, psn, npkts, _be(frame, WH.RETH_OFF, 8), rkey,
-                            dma_len, ec, t_ready)
+                            dma_len, ec, t_ready, key)
             st.msg[m, S.M_T_FIRST] = now
             map_put(st.rx_keys, st.rx_vals, key, m)
         else:
@@ -123,6 +124,7 @@ def _switch_handle(st, hmems, dev, slot, now):
             if m < 0:
                 return False
             t_ready = now + st.dev[dev, S.D_MATCH_PKT_CYCLES] * cyc
+            st.msg[m, S.M_LAST_T] = now
         idx = (psn - st.msg[m, S.M_FIRST_PSN]) & PSN_MASK
         if idx >= st.msg[m, S.M_NPKTS]:
             return False
@@ -137,11 +139,11 @@ def _switch_handle(st, hmems, dev, slot, now):
         ec = match_ec(st, dev, src, dst, -1, -1, udp_dport, hdr_type)
         if ec < 0:
             return False
-        if st.dev[dev, S.D_MSGS_ACTIVE] >= st.dev[dev, S.D_MAX_MSGS]:
+        if not has_message_room(st, dev, now):
             _sw_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
             return True
         t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
-        m = new_message(st, dev, src, -1, 0, 1, 0, 0, plen, ec, t_ready)
+        m = new_message(st, dev, src, -1, 0, 1, 0, 0, plen, ec, t_ready, -1)
         st.msg[m, S.M_T_FIRST] = now
         first = True
         psn = 0

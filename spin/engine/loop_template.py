@@ -18,7 +18,7 @@ from spin.engine import state as S
 from spin.engine.control import apply_control
 from spin.engine.heap import free_event, pop_event
 from spin.engine.pool import free_slot
-from spin.engine.ports import enqueue_frame, pfc_received, port_resume, tx_done
+from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_queues, tx_done
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
 from switch_emulator.actions import switch_finalize_actions
@@ -125,12 +125,17 @@ def run_until(st, hmems, t_end, max_events):
         if sc[S.SC_TRACE] != 0 and sc[S.SC_TRACE_N] + TRACE_HEADROOM > st.trace.shape[0]:
             sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
             break
+        if sc[S.SC_QS_N] + st.port.shape[0] > st.qsamples.shape[0] \
+                and st.ev[eid, S.E_KIND] == S.EV_SAMPLE:
+            sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL   # Python drains samples with captures
+            break
         pop_event(st)
         kind = st.ev[eid, S.E_KIND]
         dev = st.ev[eid, S.E_DEV]
         a = st.ev[eid, S.E_A]
         b = st.ev[eid, S.E_B]
         free_event(st, eid)
+        now_before = sc[S.SC_NOW]
         sc[S.SC_NOW] = t
         n += 1
         if kind <= S.EV_ENQUEUE:  # the per-hop packet events: tx done, arrive, enqueue
@@ -160,6 +165,10 @@ def run_until(st, hmems, t_end, max_events):
             apply_control(st, a, t)
             n -= 1   # every worker applies every control event: not counted, so event counts
             #          do not depend on the number of workers
+        elif kind == S.EV_SAMPLE:
+            sample_queues(st, t)
+            n -= 1   # sampled in every worker: not counted (see EV_CONTROL), and it does not
+            sc[S.SC_NOW] = now_before   # move the clock the run's end time is read from
         elif kind == S.EV_PORT_RESUME:
             port_resume(st, a, t)
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import state as S
 from .freelist import give_free, take_free
+from .hashmap import map_delete
 
 SWITCH_KEY_BIT = np.int64(1) << 62
 
@@ -37,11 +38,45 @@ def match_ec(st, dev, src, dst, qp, rkey, udp_dport, hdr_type):
 
 
 @nb.njit(cache=True, _nrt=False)
-def new_message(st, dev, src, qp, first_psn, npkts, va, rkey, length, ec, now):
+def expire_stale(st, dev, now):
+    """Evict the incomplete messages (of ``dev``, or of any device with -1) whose last packet is
+    older than the message timeout: their missing packets are not coming, and each holds a row
+    and a slot of its device's message limit. Runs only when a table is full. Returns how many
+    rows it freed."""
+    timeout = st.sc[S.SC_MSG_TIMEOUT_PS]
+    freed = 0
+    for m in range(st.msg.shape[0]):
+        row = st.msg[m]
+        if row[S.M_ACTIVE] == 0 or (dev >= 0 and row[S.M_DEV] != dev):
+            continue
+        if row[S.M_SEEN] >= row[S.M_NPKTS] or now - row[S.M_LAST_T] < timeout:
+            continue   # complete (its completion is scheduled) or still receiving
+        if row[S.M_KEY] >= 0:
+            map_delete(st.rx_keys, st.rx_vals, row[S.M_KEY])
+        st.dev[row[S.M_DEV], S.D_MSGS_EXPIRED] += 1
+        free_message(st, m)
+        freed += 1
+    return freed
+
+
+@nb.njit(cache=True, _nrt=False)
+def has_message_room(st, dev, now):
+    """True when ``dev`` may open one more message (evicting stale ones if it must)."""
+    if st.dev[dev, S.D_MSGS_ACTIVE] < st.dev[dev, S.D_MAX_MSGS] and st.sc[S.SC_MSG_FREE_TOP] > 0:
+        return True
+    expire_stale(st, dev if st.sc[S.SC_MSG_FREE_TOP] > 0 else -1, now)
+    return st.dev[dev, S.D_MSGS_ACTIVE] < st.dev[dev, S.D_MAX_MSGS] and st.sc[S.SC_MSG_FREE_TOP] > 0
+
+
+@nb.njit(cache=True, _nrt=False)
+def new_message(st, dev, src, qp, first_psn, npkts, va, rkey, length, ec, now, key):
     m = take_free(st.sc, S.SC_MSG_FREE_TOP, st.msg_free)
     if m < 0:
         raise MemoryError("spin engine: receive message table exhausted (raise EngineConfig.max_rx_messages)")
     row = st.msg[m]
+    row[S.M_KEY] = key
+    row[S.M_LAST_T] = now
+    row[S.M_ACTIVE] = 1
     row[S.M_DEV] = dev
     row[S.M_SRC] = src
     row[S.M_QP] = qp
@@ -66,5 +101,6 @@ def new_message(st, dev, src, qp, first_psn, npkts, va, rkey, length, ec, now):
 
 @nb.njit(cache=True, _nrt=False)
 def free_message(st, m):
+    st.msg[m, S.M_ACTIVE] = 0
     st.dev[st.msg[m, S.M_DEV], S.D_MSGS_ACTIVE] -= 1
     give_free(st.sc, S.SC_MSG_FREE_TOP, st.msg_free, m)

@@ -323,3 +323,38 @@ def inject_frames(st, times, ports, keys, lengths, frames):
         st.slot_trusted[slot] = ICRC_EXTERNAL  # came from outside this engine: verify its ICRC
         gp = ports[i]
         _push_keyed(st, times[i], keys[i], S.EV_ARRIVE, st.port[gp, S.PT_DEV], gp, slot)
+
+
+# --- queue occupancy sampling -------------------------------------------------------------------
+@nb.njit(cache=True, _nrt=False)
+def sample_queues(st, now):
+    """Record every non-empty local output queue (data plus priority bytes), then schedule the
+    next sample while anything else is pending. Samples sit on a fixed grid and their event
+    keys hold the sample index, so every worker samples the same instants; a worker whose heap
+    ran dry has only empty queues, and restarts on the grid (``schedule_sample``)."""
+    k = st.sc[S.SC_QS_N]
+    for gp in range(st.port.shape[0]):
+        if st.dev[st.port[gp, S.PT_DEV], S.D_LOCAL] == 0:
+            continue
+        q = st.port[gp, S.PT_Q_BYTES] + st.port[gp, S.PT_PQ_BYTES]
+        if q > 0:
+            st.qsamples[k, 0] = now
+            st.qsamples[k, 1] = gp
+            st.qsamples[k, 2] = q
+            k += 1
+    st.sc[S.SC_QS_N] = k
+    st.sc[S.SC_SAMPLE_PENDING] = 0
+    if st.sc[S.SC_HEAP_N] > 0:
+        schedule_sample(st, now + 1)
+
+
+@nb.njit(cache=True, _nrt=False)
+def schedule_sample(st, not_before):
+    """Schedule the next sample at the first grid instant at or after ``not_before``."""
+    interval = st.sc[S.SC_SAMPLE_PS]
+    if interval <= 0 or st.sc[S.SC_SAMPLE_PENDING] != 0:
+        return
+    idx = (max(not_before, 0) + interval - 1) // interval
+    st.sc[S.SC_SAMPLE_PENDING] = 1
+    _push_keyed(st, idx * interval, (np.int64(S.SAMPLE_CREATOR) << 40) | idx, S.EV_SAMPLE, 0,
+                0, 0)

@@ -46,11 +46,16 @@ SC_HANDLER_CALLS = 26   # handler invocations so far (the watchdog tells them ap
 SC_TRACE_LOST = 29      # trace records that found st.trace full (spin.engine.tracing)
 SC_TRACE = 30           # what the run traces: TRACE_ON | TRACE_LINKS bits (0: nothing)
 SC_TRACE_N = 31         # rows of st.trace written since the last drain
-NUM_SC = 32
+SC_MSG_TIMEOUT_PS = 33  # an incomplete message idle this long may be evicted for a new one
+SC_SAMPLE_PS = 34       # queue-occupancy sampling interval (0: off)
+SC_SAMPLE_PENDING = 35  # a sampling event is scheduled
+SC_QS_N = 36            # rows used in st.qsamples
+NUM_SC = 48
 
 # event keys of fabric-wide control events (faults): a creator id no device has, so they never
 # shift a device's own sequence numbers and sort identically in every worker
 CONTROL_CREATOR = (1 << 22) - 1
+SAMPLE_CREATOR = (1 << 22) - 2    # likewise for queue-sampling events (sequence = sample index)
 
 # --- run status (why run_until returned) ------------------------------------------------------
 STATUS_DONE = 0          # reached t_end or ran out of events
@@ -95,6 +100,7 @@ EV_COMPLETION = 7   # dev, a=message slot: run the completion handler
 EV_TXM = 8          # dev: NIC transmit engine emits the next packet
 EV_CONTROL = 9      # a=control row: a fault or re-shape takes effect (see CTL_*)
 EV_PORT_RESUME = 10 # dev, a=global port: a PFC pause expired; try to transmit again
+EV_SAMPLE = 11      # record the occupancy of every non-empty local output queue
 
 # --- device kinds -----------------------------------------------------------------------------
 DEV_NIC = 0
@@ -188,7 +194,8 @@ D_SW_PFC_XON = 47       # ingress bytes below which the pause is lifted
 D_SW_PFC_QUANTA = 48    # pause time sent in a PFC frame, in 512-bit quanta
 D_SW_TRIM_DSCP = 49     # DSCP code point that marks a trimmed frame
 D_MSGS_ABANDONED = 50   # messages replaced by a new one on their connection before completing
-DEV_COLS = 51
+D_MSGS_EXPIRED = 51     # incomplete messages evicted after EngineConfig.message_timeout_ns
+DEV_COLS = 52
 
 # columns of st.port
 PT_DEV = 0
@@ -243,7 +250,10 @@ M_DMA_END = 12
 M_LAST_READY = 13
 M_FLAGS = 14
 M_T_FIRST = 15
-MSG_COLS = 16
+M_KEY = 16          # connection key in the receive hash map (-1: not in it)
+M_LAST_T = 17       # time of the message's latest packet (stale messages expire)
+M_ACTIVE = 18       # 1 while the row holds a message
+MSG_COLS = 19
 
 # columns of st.txm
 T_DEV = 0
@@ -328,7 +338,7 @@ FIELDS = (
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
-    "port_pq",
+    "port_pq", "qsamples",
     "msglog", "txlog", "pend",
     "cap", "cap_frames", "out", "out_frames",
     "trace",
@@ -370,6 +380,7 @@ class StateSizes:
     n_mcast_ports: int = 1
     n_control: int = 1
     trace_records: int = 1
+    n_qsamples: int = 16
 
 
 def _hash_cap(n: int) -> int:
@@ -421,6 +432,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         ctl=np.zeros((max(z.n_control, 1), CTL_COLS), i64),
         slot_in_port=np.full(z.n_slots, -1, i32),
         port_pq=np.zeros((p, z.queue_frames), i32),
+        qsamples=np.zeros((z.n_qsamples, 3), i64),     # time, global port, queued bytes
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),

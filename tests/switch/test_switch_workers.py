@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from handlers.switch_monitor import switch_monitor_program
+from spin.config import EngineConfig
 from spin.fabric import run_scenario
 from spin.handler import ExecutionContext
 from spin.topologies import build_topology
@@ -27,7 +28,7 @@ SIZE = 8192
 
 def _scenario(kind: str):
     topo = build_topology(kind, **TOPOLOGIES[kind])
-    sc = scenario(topo)
+    sc = scenario(topo, engine=EngineConfig(queue_sample_ns=250.0))
     n = len(topo.hosts)
     for h in range(n):
         sc.write_host_memory(h, 0, pattern(h, SIZE))
@@ -59,6 +60,7 @@ def test_identical_for_1_2_4_workers(kind, tmp_path) -> None:
         runs[workers] = (result.to_dict(include_wall=False), _pcap_digest(out))
     base, pcaps = runs[1]
     assert sum(s["handler_calls"]["header"] for s in base["switches"]) > 0
+    assert base["queue_samples"]
     assert len(pcaps) == len(sc.topology.links)
     for workers in (2, 4):
         assert runs[workers][0] == base, f"{kind}: results differ with {workers} workers"
