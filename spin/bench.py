@@ -71,7 +71,8 @@ def _dispatch_loops(dispatch):
             acc += SUCCESS
         return acc
 
-    return via_dispatch, inlined
+    checked = nb.njit(boundscheck=True)(inlined.py_func)
+    return via_dispatch, inlined, checked
 
 
 def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]]:
@@ -83,22 +84,25 @@ def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]
     sim = Simulation(Scenario(Topology.pair(), engine_programs=[prog]))
     frames = np.random.default_rng(0).integers(0, 256, (256, 128), dtype=np.uint8)
     sel = np.array([1, 0, 0], np.int64)          # kind=payload, prog=0, instance=0 (runtime values)
-    via, inl = _dispatch_loops(engine.dispatch_handler)
-    via(sel, sim.st, sim.hmems, frames, 10)
-    inl(sel, sim.st, sim.hmems, frames, 10)
+    via, inl, chk = _dispatch_loops(engine.dispatch_handler)
+    for fn in (via, inl, chk):
+        fn(sel, sim.st, sim.hmems, frames, 10)
     best = {}
-    for name, fn in (("dispatch", via), ("inline", inl)):
+    for name, fn in (("dispatch", via), ("inline", inl), ("checked", chk)):
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
             fn(sel, sim.st, sim.hmems, frames, n)
             times.append(time.perf_counter() - t0)
         best[name] = min(times) / n * 1e9
-    over = best["dispatch"] - best["inline"]
+    over = best["dispatch"] - best["checked"]
     return [
         _figure("handler call via static dispatch", best["dispatch"], "ns/packet",
-                note=f"{n:,} calls, best of {repeats}"),
-        _figure("same handler body inlined", best["inline"], "ns/packet"),
+                note=f"{n:,} calls, best of {repeats}; handlers index with bounds checks"),
+        _figure("same handler body inlined, unchecked", best["inline"], "ns/packet"),
+        _figure("same handler body inlined, bounds-checked", best["checked"], "ns/packet"),
+        _figure("cost of the handler's bounds checks", best["checked"] - best["inline"],
+                "ns/packet"),
         _figure("dispatch overhead", over, "ns/packet", f"<= {TARGET_DISPATCH_NS:g} ns",
                 over <= TARGET_DISPATCH_NS),
     ]
