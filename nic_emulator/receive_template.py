@@ -6,7 +6,7 @@ import numba as nb
 
 from nic_emulator.pcie import CQE_BYTES, pcie_write
 from spin import drops as D
-from spin.api import DROP, DROP_PENDING, PROCEED
+from spin.api import PROCEED
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event
@@ -17,7 +17,7 @@ from spin.wire import headers as WH
 from spin.wire import roce as W
 from spin.wire.ip_edit import dscp_of
 
-from spin.engine.loop_template import run_handler  # SPIN-TEMPLATE
+from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
@@ -98,38 +98,8 @@ def nic_receive(st, hmems, dev, slot, now):
     deliver = True
     t_deliver = t_ready
     if ec >= 0:
-        prog = st.ec[ec, S.EC_PROG]
-        if is_first:
-            if st.prog[prog, S.PR_HAS + S.KIND_HEADER] != 0:
-                rc, end = run_handler(st, hmems, S.KIND_HEADER, dev, ec, m, slot, pkt, t_ready,
-                                      msg_off, psn, flen)
-                st.msg[m, S.M_HDR_END] = end
-                if rc == PROCEED:
-                    st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_PROCEED_ALL
-                elif rc == DROP or rc == DROP_PENDING:
-                    st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DROP_ALL
-            else:
-                st.msg[m, S.M_HDR_END] = t_ready
-        flags = st.msg[m, S.M_FLAGS]
-        t_start = max(t_ready, st.msg[m, S.M_HDR_END])
-        t_deliver = t_start
-        if flags & S.MSG_FLAG_DROP_ALL:
-            st.drops[dev, D.HANDLER_DROP] += 1
-            deliver = False
-        elif flags & S.MSG_FLAG_PROCEED_ALL:
-            deliver = True
-        elif st.prog[prog, S.PR_HAS + S.KIND_PAYLOAD] != 0:
-            rc, end = run_handler(st, hmems, S.KIND_PAYLOAD, dev, ec, m, slot, pkt, t_start,
-                                  msg_off, psn, flen)
-            if end > st.msg[m, S.M_PL_END]:
-                st.msg[m, S.M_PL_END] = end
-            t_deliver = end
-            if rc == PROCEED:
-                deliver = True
-            else:
-                deliver = False
-                if rc == DROP or rc == DROP_PENDING:
-                    st.drops[dev, D.HANDLER_DROP] += 1
+        deliver, t_deliver = message_handlers(st, hmems, dev, ec, m, slot, pkt, is_first,
+                                              t_ready, msg_off, psn, flen)
     if deliver:
         st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DELIVERED
         addr = st.msg[m, S.M_VA] + msg_off

@@ -14,7 +14,6 @@ import numba as nb
 import numpy as np
 
 from spin import drops as D
-from spin.api import DROP, DROP_PENDING, PROCEED
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event
@@ -28,7 +27,7 @@ from spin.wire.ip_edit import decrement_ttl, is_ipv4
 from switch_emulator.actions import send_out
 from switch_emulator.routing import routed_port
 
-from spin.engine.loop_template import run_handler  # SPIN-TEMPLATE
+from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
 
 _UDP = WH.UDP_OFF
 _BTH = WH.BTH_OFF
@@ -151,34 +150,8 @@ def _switch_handle(st, hmems, dev, slot, now):
     pkt = frame[poff:poff + plen]
     if t_ready > st.msg[m, S.M_LAST_READY]:
         st.msg[m, S.M_LAST_READY] = t_ready
-    ec = st.msg[m, S.M_EC]
-    prog = st.ec[ec, S.EC_PROG]
-    if first:
-        if st.prog[prog, S.PR_HAS + S.KIND_HEADER] != 0:
-            rc, end = run_handler(st, hmems, S.KIND_HEADER, dev, ec, m, slot, pkt, t_ready,
-                                  msg_off, psn, length)
-            st.msg[m, S.M_HDR_END] = end
-            if rc == PROCEED:
-                st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_PROCEED_ALL
-            elif rc == DROP or rc == DROP_PENDING:
-                st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DROP_ALL
-        else:
-            st.msg[m, S.M_HDR_END] = t_ready
-    flags = st.msg[m, S.M_FLAGS]
-    t_fwd = max(t_ready, st.msg[m, S.M_HDR_END])
-    forward = True
-    if flags & S.MSG_FLAG_DROP_ALL:
-        st.drops[dev, D.HANDLER_DROP] += 1
-        forward = False
-    elif (flags & S.MSG_FLAG_PROCEED_ALL) == 0 and st.prog[prog, S.PR_HAS + S.KIND_PAYLOAD] != 0:
-        rc, end = run_handler(st, hmems, S.KIND_PAYLOAD, dev, ec, m, slot, pkt, t_fwd,
-                              msg_off, psn, length)
-        if end > st.msg[m, S.M_PL_END]:
-            st.msg[m, S.M_PL_END] = end
-        t_fwd = end
-        forward = rc == PROCEED
-        if rc == DROP or rc == DROP_PENDING:
-            st.drops[dev, D.HANDLER_DROP] += 1
+    forward, t_fwd = message_handlers(st, hmems, dev, st.msg[m, S.M_EC], m, slot, pkt, first,
+                                      t_ready, msg_off, psn, length)
     if forward:
         send_out(st, dev, slot, routed_port(st, dev, slot, t_fwd), t_fwd)
     else:

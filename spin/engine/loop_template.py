@@ -13,7 +13,7 @@ from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
 from nic_emulator.tx import tx_step, wake_tx
 from spin import drops as D
-from spin.api import SUCCESS, SUCCESS_PENDING
+from spin.api import DROP, DROP_PENDING, PROCEED, SUCCESS, SUCCESS_PENDING
 from spin.engine import state as S
 from spin.engine.control import apply_control
 from spin.engine.heap import free_event, pop_event
@@ -79,6 +79,41 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     st.dev[dev, S.D_HC + kind] += 1
     cur[S.CUR_ACTIVE] = 0
     return rc, end
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def message_handlers(st, hmems, dev, ec, m, slot, pkt, first, t_ready, msg_off, psn, flen):
+    """sPIN ordering for one packet of message ``m`` on any device: the header handler on the
+    first packet, then the payload handler once the header handler ended. Returns (take the
+    default path, when): the default path is delivery to host memory on a NIC and forwarding
+    on a switch; PROCEED from the header handler sends the whole message down it, DROP drops it
+    all (counted)."""
+    prog = st.ec[ec, S.EC_PROG]
+    if first:
+        if st.prog[prog, S.PR_HAS + S.KIND_HEADER] != 0:
+            rc, end = run_handler(st, hmems, S.KIND_HEADER, dev, ec, m, slot, pkt, t_ready,
+                                  msg_off, psn, flen)
+            st.msg[m, S.M_HDR_END] = end
+            if rc == PROCEED:
+                st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_PROCEED_ALL
+            elif rc == DROP or rc == DROP_PENDING:
+                st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DROP_ALL
+        else:
+            st.msg[m, S.M_HDR_END] = t_ready
+    flags = st.msg[m, S.M_FLAGS]
+    t_start = max(t_ready, st.msg[m, S.M_HDR_END])
+    if flags & S.MSG_FLAG_DROP_ALL:
+        st.drops[dev, D.HANDLER_DROP] += 1
+        return False, t_start
+    if (flags & S.MSG_FLAG_PROCEED_ALL) != 0 or st.prog[prog, S.PR_HAS + S.KIND_PAYLOAD] == 0:
+        return True, t_start
+    rc, end = run_handler(st, hmems, S.KIND_PAYLOAD, dev, ec, m, slot, pkt, t_start, msg_off,
+                          psn, flen)
+    if end > st.msg[m, S.M_PL_END]:
+        st.msg[m, S.M_PL_END] = end
+    if rc == DROP or rc == DROP_PENDING:
+        st.drops[dev, D.HANDLER_DROP] += 1
+    return rc == PROCEED, end
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
