@@ -10,7 +10,7 @@ from spin.api import PROCEED
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event
-from spin.engine.messages import free_message, has_message_room, match_ec, new_message
+from spin.engine.messages import free_message, make_room_for, match_ec, new_message
 from spin.engine.pool import copy_bytes, free_slot
 from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK, conn_key
 from spin.wire import headers as WH
@@ -57,13 +57,7 @@ def nic_receive(st, hmems, dev, slot, now):
     cyc = st.dev[dev, S.D_CYCLE_PS]
     is_first = base_op == OPC_WRITE_FIRST or base_op == OPC_WRITE_ONLY
     if is_first:
-        old = map_get(st.rx_keys, st.rx_vals, key)
-        if old >= 0:
-            # the previous message on this connection never completed (lost packets)
-            st.dev[dev, S.D_MSGS_ABANDONED] += 1
-            map_delete(st.rx_keys, st.rx_vals, key)
-            free_message(st, old)
-        if not has_message_room(st, dev, now):
+        if not make_room_for(st, dev, key, now):
             _nic_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
             return
         t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc

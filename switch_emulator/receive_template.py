@@ -17,8 +17,8 @@ from spin import drops as D
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event
-from spin.engine.messages import (free_message, has_message_room, match_ec, new_message,
-                                  switch_flow_key)
+from spin.engine.messages import (free_message, has_message_room, make_room_for, match_ec,
+                                  new_message, switch_flow_key)
 from spin.engine.pool import ICRC_PENDING, free_slot
 from spin.engine.ports import enqueue_frame, hold_ingress
 from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK
@@ -103,12 +103,7 @@ def _switch_handle(st, hmems, dev, slot, now):
             ec = match_ec(st, dev, src, dst, qp, rkey, udp_dport, -1)
             if ec < 0:
                 return False
-            old = map_get(st.rx_keys, st.rx_vals, key)
-            if old >= 0:
-                st.dev[dev, S.D_MSGS_ABANDONED] += 1
-                map_delete(st.rx_keys, st.rx_vals, key)
-                free_message(st, old)
-            if not has_message_room(st, dev, now):
+            if not make_room_for(st, dev, key, now):
                 _sw_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
                 return True
             dma_len = _be(frame, WH.RETH_OFF + 12, 4)

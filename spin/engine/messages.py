@@ -10,7 +10,7 @@ import numpy as np
 
 from . import state as S
 from .freelist import give_free, take_free
-from .hashmap import map_delete
+from .hashmap import map_delete, map_get
 
 SWITCH_KEY_BIT = np.int64(1) << 62
 
@@ -66,6 +66,19 @@ def has_message_room(st, dev, now):
         return True
     expire_stale(st, dev if st.sc[S.SC_MSG_FREE_TOP] > 0 else -1, now)
     return st.dev[dev, S.D_MSGS_ACTIVE] < st.dev[dev, S.D_MAX_MSGS] and st.sc[S.SC_MSG_FREE_TOP] > 0
+
+
+@nb.njit(cache=True, _nrt=False)
+def make_room_for(st, dev, key, now):
+    """A FIRST packet opens a message on connection ``key``: a previous message still open on it
+    never completed (its packets were lost) and is abandoned (counted). True when ``dev`` may
+    open one more message."""
+    old = map_get(st.rx_keys, st.rx_vals, key)
+    if old >= 0:
+        st.dev[dev, S.D_MSGS_ABANDONED] += 1
+        map_delete(st.rx_keys, st.rx_vals, key)
+        free_message(st, old)
+    return has_message_room(st, dev, now)
 
 
 @nb.njit(cache=True, _nrt=False)
