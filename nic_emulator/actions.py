@@ -4,6 +4,7 @@ end."""
 import numba as nb
 
 from spin.engine import state as S
+from spin.engine.handler_context import build_staged_packet, check_host_bytes
 from spin.engine.heap import push_event
 
 from .pcie import CQE_BYTES, pcie_read, pcie_write
@@ -11,25 +12,29 @@ from .tx import post_message
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def nic_finalize_actions(st, dev, m, end):
-    """Blocking reads first, since they lengthen the handler itself; returns the handler's end."""
-    n = st.sc[S.SC_PEND_N]
+def nic_finalize_actions(st, dev, m, n, end):
+    """Apply the ``n`` commands in ``st.pend``, each checked again (a handler may have written
+    the table directly). Blocking reads first, since they lengthen the handler itself; returns
+    the handler's end."""
     for i in range(n):
         if st.pend[i, 0] == S.ACT_DMA_FROM_HOST:
+            check_host_bytes(st, dev, st.pend[i, 1])
             end = pcie_read(st, dev, end, st.pend[i, 1])
     gp = st.dev[dev, S.D_PORT0]
     for i in range(n):
         p = st.pend[i]
         kind = p[0]
         if kind == S.ACT_DMA_TO_HOST or kind == S.ACT_HOST_WRITE:
+            check_host_bytes(st, dev, p[1])
             t = pcie_write(st, dev, end, p[1])
             if m >= 0 and t > st.msg[m, S.M_DMA_END]:
                 st.msg[m, S.M_DMA_END] = t
             if kind == S.ACT_DMA_TO_HOST and p[2] != 0:
                 push_event(st, pcie_write(st, dev, end, CQE_BYTES), dev, S.EV_HOST_EVENT,
                            dev, 0, 0)
-        elif kind == S.ACT_SEND_SLOT:
-            push_event(st, end, dev, S.EV_ENQUEUE, dev, gp, p[1])
+        elif kind == S.ACT_SEND_PACKET:
+            slot = build_staged_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
+            push_event(st, end, dev, S.EV_ENQUEUE, dev, gp, slot)
         elif kind == S.ACT_HOST_EVENT:
             # an event is a small posted write behind the handler's data writes: it never
             # reaches the host before the data it announces
@@ -37,5 +42,7 @@ def nic_finalize_actions(st, dev, m, end):
                        dev, p[1], 0)
         elif kind == S.ACT_PUT_FROM_HOST:
             post_message(st, dev, p[1], p[2], p[4], p[3], p[5], 0, end)
-    st.sc[S.SC_PEND_N] = 0
+        elif kind != S.ACT_DMA_FROM_HOST:
+            raise ValueError("spin: a NIC handler issued a command NICs do not know (issue "
+                             "commands with the spin_* calls)")
     return end

@@ -2,7 +2,9 @@
 
 A handler is a plain Python function ``handler(ctx, pkt, mem) -> int``:
 
-* ``ctx`` is the engine context. Pass it to the ``spin_*`` calls below; never store it.
+* ``ctx`` is the handler's own context (``spin.engine.handler_context``): its invocation, its
+  host's memory, its message's state and its frame, not the engine. Pass it to the ``spin_*``
+  calls below; never store it.
 * ``pkt`` is the packet's RDMA payload as a writable ``uint8`` array (headers stripped, pad and
   ICRC excluded). For the completion handler it is empty.
 * ``mem`` is the execution context's *handler memory*: the numpy array declared with the
@@ -19,9 +21,9 @@ import numba as nb
 import numpy as np
 
 from .engine import state as S
-from .engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc
-from .engine.rdma import OPC_WRITE_ONLY, flow_entropy, take_psns
-from .wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
+from .engine.handler_context import HC_EXTRA_CYCLES, HC_ICRC, HC_PEND_N, HC_STAGE_N
+from .engine.pool import ICRC_PENDING, ICRC_VALID, copy_bytes
+from .wire.roce import write_icrc
 
 # --- return codes (sPIN numbering) ------------------------------------------------------------
 SUCCESS = 0               # the handler consumed the packet; nothing else happens to it
@@ -43,9 +45,9 @@ SPIN_OK = 0
 
 @nb.njit(cache=True, _nrt=False)
 def _push_action(ctx, kind, a, b, c, d, e):
-    sc = ctx.sc
-    k = sc[S.SC_PEND_N]
-    if k >= ctx.pend.shape[0]:
+    ctl = ctx.ctl
+    k = ctl[HC_PEND_N]
+    if k < 0 or k >= ctx.pend.shape[0]:
         raise IndexError("spin: too many commands issued by one handler invocation (max 256)")
     p = ctx.pend[k]
     p[0] = kind
@@ -54,18 +56,16 @@ def _push_action(ctx, kind, a, b, c, d, e):
     p[3] = c
     p[4] = d
     p[5] = e
-    sc[S.SC_PEND_N] = k + 1
+    ctl[HC_PEND_N] = k + 1
 
 
 @nb.njit(cache=True, _nrt=False)
-def _host_base(ctx, host_addr, nbytes):
-    dev = ctx.cur[S.CUR_DEV]
-    if ctx.dev[dev, S.D_KIND] != S.DEV_NIC:
+def _check_host_range(ctx, host_addr, nbytes):
+    if ctx.device_kind != S.DEV_NIC:
         raise ValueError("spin: a switch has no host memory (DMA, host writes and events, and "
                          "puts from host memory are NIC calls)")
-    if host_addr < 0 or nbytes < 0 or host_addr + nbytes > ctx.dev[dev, S.D_HOST_MEM_SIZE]:
+    if host_addr < 0 or nbytes < 0 or host_addr + nbytes > ctx.host_mem.shape[0]:
         raise IndexError("spin: host memory access out of bounds")
-    return ctx.dev[dev, S.D_HOST_MEM_OFF] + host_addr
 
 
 # --- host memory ------------------------------------------------------------------------------
@@ -74,10 +74,10 @@ def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=Fal
     """Copy ``nbytes`` of NIC memory (a uint8 array) into host memory over PCIe."""
     if src.itemsize != 1:
         raise TypeError("spin_dma_to_host: the buffer must be a uint8 array (view it with .view(np.uint8))")
-    if src_offset < 0 or src_offset + nbytes > src.shape[0]:
+    if src_offset < 0 or nbytes < 0 or src_offset + nbytes > src.shape[0]:
         raise IndexError("spin_dma_to_host: source range outside the given NIC buffer")
-    base = _host_base(ctx, host_addr, nbytes)
-    copy_bytes(ctx.host_mem, base, src, src_offset, nbytes)
+    _check_host_range(ctx, host_addr, nbytes)
+    copy_bytes(ctx.host_mem, host_addr, src, src_offset, nbytes)
     _push_action(ctx, S.ACT_DMA_TO_HOST, nbytes, 1 if generate_event else 0, 0, 0, 0)
     return SPIN_OK
 
@@ -88,10 +88,10 @@ def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
     so its HPU stays busy for the PCIe round trip."""
     if dst.itemsize != 1:
         raise TypeError("spin_dma_from_host: the buffer must be a uint8 array (view it with .view(np.uint8))")
-    if dst_offset < 0 or dst_offset + nbytes > dst.shape[0]:
+    if dst_offset < 0 or nbytes < 0 or dst_offset + nbytes > dst.shape[0]:
         raise IndexError("spin_dma_from_host: destination range outside the given NIC buffer")
-    base = _host_base(ctx, host_addr, nbytes)
-    copy_bytes(dst, dst_offset, ctx.host_mem, base, nbytes)
+    _check_host_range(ctx, host_addr, nbytes)
+    copy_bytes(dst, dst_offset, ctx.host_mem, host_addr, nbytes)
     _push_action(ctx, S.ACT_DMA_FROM_HOST, nbytes, 0, 0, 0, 0)
     return SPIN_OK
 
@@ -99,10 +99,10 @@ def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
 @nb.njit(cache=True, _nrt=False)
 def spin_host_write(ctx, host_addr, value):
     """Write one 64-bit word (little-endian) to host memory, e.g. a flag the host polls."""
-    base = _host_base(ctx, host_addr, 8)
+    _check_host_range(ctx, host_addr, 8)
     v = np.int64(value)
     for i in range(8):
-        ctx.host_mem[base + i] = np.uint8((v >> (8 * i)) & 0xFF)
+        ctx.host_mem[host_addr + i] = np.uint8((v >> (8 * i)) & 0xFF)
     _push_action(ctx, S.ACT_HOST_WRITE, 8, 0, 0, 0, 0)
     return SPIN_OK
 
@@ -110,7 +110,7 @@ def spin_host_write(ctx, host_addr, value):
 @nb.njit(cache=True, _nrt=False)
 def spin_host_event(ctx, value):
     """Raise an event to the host (a completion-queue entry); host programs wait for them."""
-    _host_base(ctx, 0, 0)
+    _check_host_range(ctx, 0, 0)
     _push_action(ctx, S.ACT_HOST_EVENT, value, 0, 0, 0, 0)
     return SPIN_OK
 
@@ -120,27 +120,23 @@ def spin_host_event(ctx, value):
 def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_addr):
     """Send ``nbytes`` from NIC memory as one RDMA WRITE ONLY packet to ``dst_node``/``dest_qp``,
     landing at ``remote_addr`` in the destination's host memory (unless a handler there
-    consumes it). ``nbytes`` must fit the MTU."""
+    consumes it). ``nbytes`` must fit the MTU. The bytes are copied now; the packet leaves
+    when the handler ends."""
     if src.itemsize != 1:
         raise TypeError("spin_send_packet: the buffer must be a uint8 array (view it with .view(np.uint8))")
-    if nbytes < 0 or nbytes > ctx.sc[S.SC_MTU]:
+    if nbytes < 0 or nbytes > ctx.mtu:
         raise ValueError("spin_send_packet: length exceeds the MTU (use spin_put_from_host)")
     if src_offset < 0 or src_offset + nbytes > src.shape[0]:
         raise IndexError("spin_send_packet: source range outside the given buffer")
-    if dst_node < 0 or dst_node >= ctx.sc[S.SC_N_NODES]:
+    if dst_node < 0 or dst_node >= ctx.n_nodes:
         raise ValueError("spin_send_packet: unknown destination node")
-    dev = ctx.cur[S.CUR_DEV]
-    me = ctx.dev[dev, S.D_NODE]
-    slot = alloc_slot(ctx)
-    frame = ctx.pool[slot]
-    psn = take_psns(ctx, dev, dst_node, dest_qp, 1)
-    off = write_roce_headers(frame, me, dst_node, flow_entropy(me, dst_node, dest_qp),
-                             OPC_WRITE_ONLY, dest_qp, psn, 0, remote_addr, 0, nbytes, nbytes,
-                             psn & 0xFFFF)
-    copy_bytes(frame, off, src, src_offset, nbytes)
-    ctx.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, nbytes)
-    ctx.slot_trusted[slot] = ICRC_PENDING
-    _push_action(ctx, S.ACT_SEND_SLOT, slot, 0, 0, 0, 0)
+    ctl = ctx.ctl
+    off = ctl[HC_STAGE_N]
+    if off < 0 or off + nbytes > ctx.stage.shape[0]:
+        raise IndexError("spin_send_packet: too many bytes sent by one handler invocation")
+    copy_bytes(ctx.stage, off, src, src_offset, nbytes)
+    ctl[HC_STAGE_N] = off + nbytes
+    _push_action(ctx, S.ACT_SEND_PACKET, dst_node, dest_qp, off, nbytes, remote_addr)
     return SPIN_OK
 
 
@@ -148,8 +144,8 @@ def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_add
 def spin_put_from_host(ctx, dst_node, dest_qp, host_addr, nbytes, remote_addr):
     """Send ``nbytes`` of host memory as an RDMA WRITE message of any size (the NIC reads it
     over PCIe and segments it), as sPIN's PutFromHost."""
-    _host_base(ctx, host_addr, nbytes)
-    if dst_node < 0 or dst_node >= ctx.sc[S.SC_N_NODES]:
+    _check_host_range(ctx, host_addr, nbytes)
+    if dst_node < 0 or dst_node >= ctx.n_nodes:
         raise ValueError("spin_put_from_host: unknown destination node")
     _push_action(ctx, S.ACT_PUT_FROM_HOST, dst_node, dest_qp, host_addr, nbytes, remote_addr)
     return SPIN_OK
@@ -164,13 +160,12 @@ def spin_forward(ctx, port):
     """Switch: send a copy of the packet (as the handler left it) out of local port ``port``, or
     along its route with ``ROUTED``. The copy leaves when the handler ends; the packet itself
     still follows the return code (PROCEED also forwards it on its route)."""
-    dev = ctx.cur[S.CUR_DEV]
-    if ctx.dev[dev, S.D_KIND] != S.DEV_SWITCH:
+    if ctx.device_kind != S.DEV_SWITCH:
         raise ValueError("spin_forward: only switch handlers forward (a NIC sends with "
                          "spin_send_packet)")
-    if ctx.cur[S.CUR_SLOT] < 0:
+    if ctx.frame.shape[0] == 0:
         raise ValueError("spin_forward: no packet to forward in a completion handler")
-    if port < ROUTED or port >= ctx.dev[dev, S.D_NPORTS]:
+    if port < ROUTED or port >= ctx.n_ports:
         raise ValueError("spin_forward: port outside the switch's ports (or ROUTED)")
     _push_action(ctx, S.ACT_FORWARD, port, 0, 0, 0, 0)
     return SPIN_OK
@@ -180,12 +175,11 @@ def spin_forward(ctx, port):
 def spin_multicast(ctx, group):
     """Switch: send a copy of the packet out of every port of multicast ``group`` (declared with
     ``Scenario.multicast_group``), when the handler ends."""
-    dev = ctx.cur[S.CUR_DEV]
-    if ctx.dev[dev, S.D_KIND] != S.DEV_SWITCH:
+    if ctx.device_kind != S.DEV_SWITCH:
         raise ValueError("spin_multicast: only switch handlers multicast")
-    if ctx.cur[S.CUR_SLOT] < 0:
+    if ctx.frame.shape[0] == 0:
         raise ValueError("spin_multicast: no packet to multicast in a completion handler")
-    if group < 0 or group >= ctx.mgroup.shape[0] or ctx.mgroup[group, 1] <= 0:
+    if group < 0:
         raise ValueError("spin_multicast: unknown multicast group")
     _push_action(ctx, S.ACT_MULTICAST, group, 0, 0, 0, 0)
     return SPIN_OK
@@ -194,16 +188,15 @@ def spin_multicast(ctx, group):
 @nb.njit(cache=True, _nrt=False)
 def spin_is_switch(ctx):
     """True when the handler runs in a switch (False: in a NIC)."""
-    return ctx.dev[ctx.cur[S.CUR_DEV], S.D_KIND] == S.DEV_SWITCH
+    return ctx.device_kind == S.DEV_SWITCH
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_dst(ctx):
     """Node id of the packet's destination (IPv4 destination address)."""
-    slot = ctx.cur[S.CUR_SLOT]
-    if slot < 0:
+    f = ctx.frame
+    if f.shape[0] < 34:
         return np.int64(-1)
-    f = ctx.pool[slot]
     return (np.int64(f[31]) << 16) | (np.int64(f[32]) << 8) | np.int64(f[33])
 
 
@@ -229,76 +222,80 @@ def spin_compare_and_swap(arr, index, expected, new):
 @nb.njit(cache=True, _nrt=False)
 def spin_add_cycles(ctx, cycles):
     """Charge data-dependent work (e.g. a loop whose length depends on the packet)."""
-    ctx.cur[S.CUR_EXTRA_CYCLES] += cycles
+    if cycles < 0:
+        raise ValueError("spin_add_cycles: cycles must be >= 0")
+    ctx.ctl[HC_EXTRA_CYCLES] += cycles
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_msg_offset(ctx):
     """Byte offset of this packet's payload within its message."""
-    return ctx.cur[S.CUR_MSG_OFFSET]
+    return ctx.msg_offset
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_msg_size(ctx):
     """Total message length in bytes (RETH DMA length)."""
-    return ctx.msg[ctx.cur[S.CUR_MSG], S.M_LEN]
+    return ctx.msg_len
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_msg_addr(ctx):
     """Target host address of the message (RETH virtual address)."""
-    return ctx.msg[ctx.cur[S.CUR_MSG], S.M_VA]
+    return ctx.msg_va
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_msg_rkey(ctx):
-    return ctx.msg[ctx.cur[S.CUR_MSG], S.M_RKEY]
+    return ctx.msg_rkey
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_msg_state(ctx):
     """Per-message scratch state: 16 int64 words, zeroed when the message starts."""
-    return ctx.msg_state[ctx.cur[S.CUR_MSG]]
+    return ctx.msg_state
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_source(ctx):
     """Node id of the message's sender."""
-    return ctx.cur[S.CUR_SRC]
+    return ctx.src
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_node(ctx):
     """Node id of the device running the handler: a NIC's host id, or a switch's address
     (host count + switch index), which is the source of the packets it sends."""
-    return ctx.dev[ctx.cur[S.CUR_DEV], S.D_NODE]
+    return ctx.node
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_qp(ctx):
-    return ctx.cur[S.CUR_QP]
+    return ctx.qp
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_psn(ctx):
-    return ctx.cur[S.CUR_PSN]
+    return ctx.psn
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_hpu(ctx):
     """Index of the HPU running the handler (0 .. hpus-1)."""
-    return ctx.cur[S.CUR_HPU]
+    return ctx.hpu
 
 
 @nb.njit(cache=True, _nrt=False)
 def spin_now_ps(ctx):
     """Virtual time at which the handler started, in picoseconds."""
-    return ctx.cur[S.CUR_TIME]
+    return ctx.start_ps
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_frame(ctx):
     """The whole received frame (Ethernet header to ICRC) as a uint8 array."""
-    slot = ctx.cur[S.CUR_SLOT]
-    ensure_icrc(ctx, slot)
-    return ctx.pool[slot][:ctx.cur[S.CUR_FRAME_LEN]]
+    frame = ctx.frame
+    if frame.shape[0] > 0 and ctx.ctl[HC_ICRC] == ICRC_PENDING:
+        write_icrc(frame, frame.shape[0])
+        ctx.ctl[HC_ICRC] = ICRC_VALID
+    return frame

@@ -54,15 +54,15 @@ def _dispatch_loops(dispatch):
     import numba as nb
 
     @nb.njit
-    def via_dispatch(sel, st, hmems, frames, n):
+    def via_dispatch(sel, st, ctx, hmems, frames, n):
         acc = 0
         for i in range(n):
             pkt = frames[i & 255, :64]
-            acc += dispatch(sel[0], sel[1], sel[2], st, hmems, pkt)
+            acc += dispatch(sel[0], sel[1], sel[2], ctx, hmems, pkt)
         return acc
 
     @nb.njit
-    def inlined(sel, st, hmems, frames, n):
+    def inlined(sel, st, ctx, hmems, frames, n):
         acc = 0
         mem = hmems[0][sel[2]]
         for i in range(n):
@@ -77,6 +77,7 @@ def _dispatch_loops(dispatch):
 
 def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]]:
     from .engine.codegen import load_engine
+    from .engine.handler_context import sample_context
     from .simulation import Scenario, Simulation
     from .topology import Topology
     prog = trivial_program()
@@ -84,15 +85,16 @@ def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]
     sim = Simulation(Scenario(Topology.pair(), engine_programs=[prog]))
     frames = np.random.default_rng(0).integers(0, 256, (256, 128), dtype=np.uint8)
     sel = np.array([1, 0, 0], np.int64)          # kind=payload, prog=0, instance=0 (runtime values)
+    ctx = sample_context(sim.st)
     via, inl, chk = _dispatch_loops(engine.dispatch_handler)
     for fn in (via, inl, chk):
-        fn(sel, sim.st, sim.hmems, frames, 10)
+        fn(sel, sim.st, ctx, sim.hmems, frames, 10)
     best = {}
     for name, fn in (("dispatch", via), ("inline", inl), ("checked", chk)):
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            fn(sel, sim.st, sim.hmems, frames, n)
+            fn(sel, sim.st, ctx, sim.hmems, frames, n)
             times.append(time.perf_counter() - t0)
         best[name] = min(times) / n * 1e9
     over = best["dispatch"] - best["checked"]

@@ -142,6 +142,10 @@ def _handler_message(kind: str, program: str, fn, exc: Exception, mem_type) -> s
     code = linecache.getline(file, line).strip()
     where = f"{file}:{line}" + (f": `{code}`" if code else "")
     hint = _hint(text, reason, mem_type)
+    if "of type HandlerContext(" in reason:  # the context's type spells every field: cut it
+        reason = reason[:reason.index("of type HandlerContext(")] + "of ctx"
+        hint = ("ctx holds only this handler's own invocation (its host memory, message state "
+                "and frame); reach the rest of the fabric through the spin_* calls")
     if hint.startswith("handlers cannot allocate"):
         reason = "allocates an array"
     return (f"{kind} handler {name!r} of program {program!r} does not compile: {where}: {reason}"
@@ -162,8 +166,8 @@ def _return_message(kind: str, program: str, fn, return_type) -> str | None:
 
 
 def describe_compile_error(exc: Exception, programs, ctx, hmems) -> HandlerCompileError:
-    """Compile each handler alone with the engine's argument types (``ctx`` as the engine
-    passes it, the payload as ``uint8[::1]``, one instance of its handler memory) and name the
+    """Compile each handler alone with the engine's argument types (``ctx``: a handler context
+    with the types the engine passes, the payload as ``uint8[::1]``, one instance of its handler memory) and name the
     first that fails; otherwise summarise Numba's error about the engine."""
     import numba
     from numba.core import types

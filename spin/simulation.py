@@ -16,6 +16,7 @@ import numpy as np
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import load_engine
+from .engine.handler_context import sample_context
 from .compile_report import compile_progress, describe_compile_error, is_compile_error
 from .errors import ConfigError, HandlerCompileError, HandlerError, SpinError
 from .faults import LinkFault
@@ -351,7 +352,7 @@ class Simulation:
 
     def _describe_failure(self, exc: Exception) -> SpinError:
         if is_compile_error(exc):
-            return describe_compile_error(exc, self.programs, self.st, self.hmems)
+            return describe_compile_error(exc, self.programs, sample_context(self.st), self.hmems)
         st = self.st
         cur = st.cur
         if cur[S.CUR_ACTIVE]:

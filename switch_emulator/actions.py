@@ -5,6 +5,7 @@ import numba as nb
 
 from spin import drops as D
 from spin.engine import state as S
+from spin.engine.handler_context import build_staged_packet
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, free_slot
 
@@ -35,19 +36,25 @@ def send_out(st, dev, slot, gp, t):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def switch_finalize_actions(st, dev, slot, end):
-    n = st.sc[S.SC_PEND_N]
+def switch_finalize_actions(st, dev, slot, n, end):
+    """Apply the ``n`` commands in ``st.pend``, each checked again (a handler may have written
+    the table directly)."""
     port0 = st.dev[dev, S.D_PORT0]
     for i in range(n):
         p = st.pend[i]
         kind = p[0]
-        if kind == S.ACT_SEND_SLOT:
-            send_out(st, dev, p[1], routed_port(st, dev, p[1], end), end)
+        if kind == S.ACT_SEND_PACKET:
+            c = build_staged_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
+            send_out(st, dev, c, routed_port(st, dev, c, end), end)
         elif kind == S.ACT_FORWARD:
+            if slot < 0 or p[1] < -1 or p[1] >= st.dev[dev, S.D_NPORTS]:
+                raise ValueError("spin_forward: port outside the switch's ports (or ROUTED)")
             c = clone_frame(st, slot)
             gp = port0 + p[1] if p[1] >= 0 else routed_port(st, dev, c, end)
             send_out(st, dev, c, gp, end)
         elif kind == S.ACT_MULTICAST:
+            if slot < 0 or p[1] < 0 or p[1] >= st.mgroup.shape[0] or st.mgroup[p[1], 1] <= 0:
+                raise ValueError("spin_multicast: unknown multicast group")
             first = st.mgroup[p[1], 0]
             for k in range(first, first + st.mgroup[p[1], 1]):
                 c = clone_frame(st, slot)
@@ -60,5 +67,7 @@ def switch_finalize_actions(st, dev, slot, end):
                         set_destination(st.pool[c], st.dev[pdev, S.D_NODE])
                         st.slot_trusted[c] = ICRC_PENDING
                 send_out(st, dev, c, gp, end)
-    st.sc[S.SC_PEND_N] = 0
+        else:
+            raise ValueError("spin: a switch handler issued a command switches do not know "
+                             "(host memory, host events and puts are NIC calls)")
     return end

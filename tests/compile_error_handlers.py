@@ -31,6 +31,11 @@ def forgetful_payload(ctx, pkt, mem):  # MISTAKE
     mem[0] += 1
 
 
+def engine_reaching_payload(ctx, pkt, mem):
+    ctx.pool[0][0] = 1  # MISTAKE
+    return SUCCESS
+
+
 def fine_header(ctx, pkt, mem):
     mem[0] += 1
     return SUCCESS
@@ -45,6 +50,6 @@ def mixed_program() -> HandlerProgram:
 def program(mistake: str) -> HandlerProgram:
     fn = {"allocate": allocating_payload, "typo": misspelt_payload,
           "type": mistyped_completion, "copy": copying_header,
-          "no_return": forgetful_payload}[mistake]
+          "no_return": forgetful_payload, "engine": engine_reaching_payload}[mistake]
     kind = {"type": "completion", "copy": "header"}.get(mistake, "payload")
     return HandlerProgram(f"bad_{mistake}", **{kind: fn}, memory=np.zeros(1, np.int64))

@@ -27,6 +27,8 @@ CASES = {  # mistake -> (handler, words the message must contain)
     "copy": ("copying_header", ["pkt.copy()", "header handler", "allocates an array",
                                 "handlers cannot allocate arrays"]),
     "no_return": ("forgetful_payload", ["returns nothing (a missing return)", "sPIN code"]),
+    # ctx is the handler's own context, not the engine state: the frame pool is out of reach
+    "engine": ("engine_reaching_payload", ["'pool' of ctx", "spin_* calls"]),
 }
 
 

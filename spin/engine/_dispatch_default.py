@@ -5,5 +5,5 @@ import numpy as np
 
 
 @nb.njit(cache=True, _nrt=False)
-def dispatch_handler(kind, prog, inst, st, hmems, pkt):
+def dispatch_handler(kind, prog, inst, ctx, hmems, pkt):
     return np.int64(-1)

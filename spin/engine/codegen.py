@@ -90,7 +90,7 @@ def _dispatch_source(programs: list[HandlerProgram], boundscheck: bool) -> str:
             branches.append((p, k))
     lines += ["", "", "@nb.njit(cache=True, boundscheck=%s, _nrt=False, no_cpython_wrapper=True)"
               % boundscheck,
-              "def dispatch_handler(kind, prog, inst, st, hmems, pkt):"]
+              "def dispatch_handler(kind, prog, inst, ctx, hmems, pkt):"]
     for p, prog in enumerate(programs):
         kinds = [k for (pp, k) in branches if pp == p]
         if not kinds:
@@ -98,7 +98,7 @@ def _dispatch_source(programs: list[HandlerProgram], boundscheck: bool) -> str:
         lines.append(f"    if prog == {p}:")
         for k in kinds:
             lines.append(f"        if kind == {k}:")
-            lines.append(f"            return np.int64(_h_{p}_{k}(st, pkt, hmems[{p}][inst]))")
+            lines.append(f"            return np.int64(_h_{p}_{k}(ctx, pkt, hmems[{p}][inst]))")
     lines.append("    return np.int64(-1)")
     return "\n".join(lines) + "\n"
 

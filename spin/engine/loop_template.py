@@ -16,6 +16,7 @@ from spin import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED, SUCCESS, SUCCESS_PENDING
 from spin.engine import state as S
 from spin.engine.control import apply_control
+from spin.engine.handler_context import close_context, handler_context
 from spin.engine.heap import free_event, pop_event
 from spin.engine.pool import free_slot
 from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_queues, tx_done
@@ -52,25 +53,24 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     cur[S.CUR_MSG_OFFSET] = msg_offset
     cur[S.CUR_SRC] = st.msg[m, S.M_SRC]
     cur[S.CUR_HPU] = h
-    cur[S.CUR_EXTRA_CYCLES] = 0
     cur[S.CUR_PSN] = psn
     cur[S.CUR_QP] = st.msg[m, S.M_QP]
     cur[S.CUR_FRAME_LEN] = frame_len
     cur[S.CUR_ACTIVE] = 1
-    st.sc[S.SC_PEND_N] = 0
     st.sc[S.SC_HANDLER_CALLS] += 1
-    rc = dispatch_handler(kind, prog, st.ec[ec, S.EC_INST], st, hmems, pkt)
+    ctx = handler_context(st, kind, dev, m, slot, start, h, msg_offset, psn, frame_len)
+    rc = dispatch_handler(kind, prog, st.ec[ec, S.EC_INST], ctx, hmems, pkt)
     if rc < SUCCESS or rc > SUCCESS_PENDING:
         raise ValueError("the handler returned a value that is not a sPIN return code "
                          "(SUCCESS, PROCEED, PROCESS_DATA, DROP or a *_PENDING variant)")
+    extra_cycles, n_commands = close_context(st, slot)
     cycles = st.prog[prog, S.PR_CYCLES + kind] \
-        + (st.prog[prog, S.PR_MCPB + kind] * pkt.shape[0] + 999) // 1000 \
-        + cur[S.CUR_EXTRA_CYCLES]
+        + (st.prog[prog, S.PR_MCPB + kind] * pkt.shape[0] + 999) // 1000 + extra_cycles
     end = start + cycles * st.dev[dev, S.D_CYCLE_PS]
     if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-        end = nic_finalize_actions(st, dev, m, end)
+        end = nic_finalize_actions(st, dev, m, n_commands, end)
     else:
-        end = switch_finalize_actions(st, dev, slot, end)
+        end = switch_finalize_actions(st, dev, slot, n_commands, end)
     st.hpu_free[dev, h] = end
     st.dev[dev, S.D_HPU_BUSY_PS] += end - start
     if st.sc[S.SC_TRACE] != 0:

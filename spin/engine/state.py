@@ -29,7 +29,6 @@ SC_MSG_FREE_TOP = 9
 SC_TXM_FREE_TOP = 10
 SC_MSGLOG_N = 11
 SC_TXLOG_N = 12
-SC_PEND_N = 13
 SC_MTU = 14
 SC_CHECK_ICRC = 15
 SC_N_NODES = 16
@@ -76,7 +75,6 @@ CUR_PAYLOAD_LEN = 7
 CUR_MSG_OFFSET = 8
 CUR_SRC = 9
 CUR_HPU = 10
-CUR_EXTRA_CYCLES = 11
 CUR_PSN = 12
 CUR_QP = 13
 CUR_EXTRA_PS = 14
@@ -108,7 +106,7 @@ DEV_SWITCH = 1
 
 # --- pending handler actions (finalised at handler end) ---------------------------------------
 ACT_DMA_TO_HOST = 1      # a=nbytes, b=generate_event
-ACT_SEND_SLOT = 2        # a=slot
+ACT_SEND_PACKET = 2      # a=dst node, b=dest QP, c=offset in st.stage, d=nbytes, e=remote VA
 ACT_HOST_EVENT = 3       # a=value
 ACT_PUT_FROM_HOST = 4    # a=dst, b=qp, c=host_addr, d=nbytes, e=remote_va
 ACT_HOST_WRITE = 5       # a=nbytes (8)
@@ -339,7 +337,7 @@ FIELDS = (
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
     "port_pq", "qsamples",
-    "msglog", "txlog", "pend",
+    "msglog", "txlog", "pend", "hctl", "stage",   # a handler's commands, counters, sent bytes
     "cap", "cap_frames", "out", "out_frames",
     "trace",
 )
@@ -436,6 +434,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),
+        hctl=np.zeros(8, i64),                        # see spin.engine.handler_context
+        stage=np.zeros(MAX_PENDING_ACTIONS * z.slot_bytes, u8),
         cap=np.zeros((z.capture_frames, CAP_COLS), i64),
         cap_frames=np.zeros((z.capture_frames, z.slot_bytes), u8),
         out=np.zeros((z.outbox_frames, OUT_COLS), i64),

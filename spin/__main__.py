@@ -1,0 +1,5 @@
+"""``python -m spin``: the same command line as ``spin``."""
+from .cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

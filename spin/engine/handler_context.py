@@ -1,0 +1,129 @@
+"""What a handler can reach: the restricted context built for each handler invocation.
+
+A handler gets ``ctx``, its packet and its execution context's handler memory, nothing else. The
+context is an immutable tuple: scalars describing the invocation (its message, source, PSN, start
+time, the device's node id) and five small arrays a handler may write without harming anyone
+else:
+
+* ``host_mem``: a view of *its own* host's memory (empty on a switch), so a DMA cannot land in
+  another node's memory whatever address it names;
+* ``msg_state``: the 16 scratch words of its own message;
+* ``frame``: its own received frame (empty in a completion handler);
+* ``pend`` / ``ctl`` / ``stage``: its pending-command table, the invocation's counters and the
+  bytes of the packets it sends. Commands take effect when the handler ends, through the device's
+  action sink, which checks every entry again: a handler that writes these tables directly
+  instead of calling ``spin_*`` can only issue wrong commands *of its own*, refused with an
+  error, never reach engine memory.
+
+The engine's tables (scheduler, ports, frame pool, other nodes' memory) are not in the tuple, so
+no index a handler computes can reach them; handlers are compiled with bounds checks, so an index
+outside these arrays stops the run with a ``HandlerError`` instead.
+"""
+from collections import namedtuple
+
+import numba as nb
+import numpy as np
+
+from . import state as S
+from .pool import ICRC_PENDING, ICRC_VALID, alloc_slot, copy_bytes
+from .rdma import OPC_WRITE_ONLY, flow_entropy, take_psns
+from ..wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
+
+HandlerContext = namedtuple("HandlerContext", (
+    "kind", "device_kind", "node", "hpu", "start_ps", "src", "qp", "psn", "msg_offset",
+    "msg_len", "msg_va", "msg_rkey", "mtu", "n_nodes", "n_ports",
+    "ctl", "pend", "stage", "host_mem", "msg_state", "frame",
+))
+
+# columns of ``ctl`` (st.hctl): the invocation's counters
+HC_EXTRA_CYCLES = 0   # spin_add_cycles
+HC_PEND_N = 1         # commands in ``pend``
+HC_STAGE_N = 2        # bytes used in ``stage``
+HC_ICRC = 3           # the frame's ICRC state (pool.ICRC_*), kept current by spin_frame
+HC_COLS = 8
+
+BTH_QP_LIMIT = 1 << 24   # destination QPs are 24-bit BTH fields
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def handler_context(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len):
+    """The context of one invocation (``m``: its message row; ``slot``: its frame, -1 in a
+    completion handler). Resets the invocation's counters."""
+    ctl = st.hctl
+    ctl[HC_EXTRA_CYCLES] = 0
+    ctl[HC_PEND_N] = 0
+    ctl[HC_STAGE_N] = 0
+    device_kind = st.dev[dev, S.D_KIND]
+    if device_kind == S.DEV_NIC:
+        off = st.dev[dev, S.D_HOST_MEM_OFF]
+        host_mem = st.host_mem[off:off + st.dev[dev, S.D_HOST_MEM_SIZE]]
+    else:
+        host_mem = st.host_mem[:0]
+    if slot >= 0:
+        frame = st.pool[slot][:frame_len]
+        ctl[HC_ICRC] = st.slot_trusted[slot]
+    else:
+        frame = st.pool[0][:0]
+        ctl[HC_ICRC] = ICRC_VALID
+    return HandlerContext(
+        np.int64(kind), device_kind, st.dev[dev, S.D_NODE], np.int64(hpu), np.int64(start),
+        st.msg[m, S.M_SRC], st.msg[m, S.M_QP], np.int64(psn), np.int64(msg_offset),
+        st.msg[m, S.M_LEN], st.msg[m, S.M_VA], st.msg[m, S.M_RKEY], st.sc[S.SC_MTU],
+        st.sc[S.SC_N_NODES], st.dev[dev, S.D_NPORTS],
+        ctl, st.pend, st.stage, host_mem, st.msg_state[m], frame)
+
+
+@nb.njit(cache=True, _nrt=False)
+def close_context(st, slot):
+    """After the handler: keep an ICRC that ``spin_frame`` computed, return the extra cycles it
+    charged and its command count, both checked (the handler could write ``ctl`` directly)."""
+    ctl = st.hctl
+    if slot >= 0 and ctl[HC_ICRC] == ICRC_VALID and st.slot_trusted[slot] == ICRC_PENDING:
+        st.slot_trusted[slot] = ICRC_VALID
+    extra = ctl[HC_EXTRA_CYCLES]
+    if extra < 0:
+        raise ValueError("spin_add_cycles: the handler charged a negative number of cycles")
+    n = ctl[HC_PEND_N]
+    if n < 0 or n > st.pend.shape[0]:
+        raise ValueError("spin: the handler's command count was overwritten (issue commands "
+                         "with the spin_* calls)")
+    return extra, n
+
+
+@nb.njit(cache=True, _nrt=False)
+def check_host_bytes(st, dev, nbytes):
+    """A command's byte count for the PCIe timing: at most the host's memory."""
+    if nbytes < 0 or nbytes > st.dev[dev, S.D_HOST_MEM_SIZE]:
+        raise ValueError("spin: a handler command names a transfer larger than host memory")
+
+
+@nb.njit(cache=True, _nrt=False)
+def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_addr):
+    """Build the RDMA WRITE ONLY frame of a ``spin_send_packet`` command from its staged payload
+    and return its slot (PSN taken now, in command order; ICRC deferred)."""
+    if dst_node < 0 or dst_node >= st.sc[S.SC_N_NODES]:
+        raise ValueError("spin_send_packet: unknown destination node")
+    if dest_qp < 0 or dest_qp >= BTH_QP_LIMIT:
+        raise ValueError("spin_send_packet: destination QP outside 0 .. 2^24-1")
+    if nbytes < 0 or nbytes > st.sc[S.SC_MTU] or stage_off < 0 \
+            or stage_off + nbytes > st.hctl[HC_STAGE_N]:
+        raise ValueError("spin_send_packet: the command names bytes the handler did not stage")
+    me = st.dev[dev, S.D_NODE]
+    slot = alloc_slot(st)
+    frame = st.pool[slot]
+    psn = take_psns(st, dev, dst_node, dest_qp, 1)
+    off = write_roce_headers(frame, me, dst_node, flow_entropy(me, dst_node, dest_qp),
+                             OPC_WRITE_ONLY, dest_qp, psn, 0, remote_addr, 0, nbytes, nbytes,
+                             psn & 0xFFFF)
+    copy_bytes(frame, off, st.stage, stage_off, nbytes)
+    st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, nbytes)
+    st.slot_trusted[slot] = ICRC_PENDING
+    return slot
+
+
+def sample_context(st) -> HandlerContext:
+    """A context with the types the engine passes (for compiling a handler alone)."""
+    i64 = np.int64(0)
+    return HandlerContext(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
+                          i64, st.hctl, st.pend, st.stage, st.host_mem[:1], st.msg_state[0],
+                          st.pool[0][:1])
