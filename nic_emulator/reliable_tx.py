@@ -305,8 +305,8 @@ def on_control(st, dev, out, frame, now):
 @nb.njit(cache=True, _nrt=False)
 def rto_fired(st, dev, c, now):
     """Connection ``c``'s retransmission timer: re-arm if the oldest unacknowledged packet
-    moved since it was set, otherwise time out. Returns False when nothing was outstanding
-    (the timer just lapses)."""
+    moved since it was set, otherwise time out. Returns True only on a timeout (the other
+    firings change nothing, so they do not move the run's clock)."""
     row = st.conn[c]
     row[S.C_RTO_PENDING] = 0
     if row[S.C_UNA] >= row[S.C_HIGH]:
@@ -314,7 +314,7 @@ def rto_fired(st, dev, c, now):
     if now < row[S.C_RTO_AT]:
         row[S.C_RTO_PENDING] = 1
         push_event(st, row[S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
-        return True
+        return False   # only moved on: nothing happened now
     st.ntr[dev, S.NT_TIMEOUTS] += 1
     if st.dev[dev, S.D_TRANSPORT] == S.TR_RC:
         go_back(st, dev, c, row[S.C_UNA])

@@ -207,7 +207,7 @@ def run_until(st, hmems, t_end, max_events):
             sc[S.SC_NOW] = now_before   # move the clock the run's end time is read from
         elif kind == S.EV_RTO:
             if not rto_fired(st, dev, a, t):
-                sc[S.SC_NOW] = now_before   # a timer with nothing left to guard: no time passes
+                sc[S.SC_NOW] = now_before   # a timer that only re-arms or lapses: no time passes
         elif kind == S.EV_PORT_RESUME:
             port_resume(st, a, t)
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:
