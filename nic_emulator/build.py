@@ -22,3 +22,41 @@ def configure_nic(st, d: int, nic, host, host_mem_offset: int) -> None:
     dev[S.D_HOST_O_SEND_PS] = ns(host.send_overhead_ns)
     dev[S.D_HOST_O_RECV_PS] = ns(host.recv_overhead_ns)
     dev[S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))
+
+
+def transport_connections(scenario) -> int:
+    """Rows of the transport connection table: a sender and a receiver row per distinct
+    (source, destination, QP) the host programs send on, plus room for handler-posted puts."""
+    if scenario.nic.transport.kind == "none":
+        return 1
+    flows = {(node, op[1], op[2]) for node, prog in scenario.host_programs.items()
+             for op in prog.ops if op[0] == S.OP_SEND}
+    return 2 * len(flows) + 16 * scenario.n_hosts + 256
+
+
+def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) -> None:
+    """Transport kind and entropy policy of every NIC, and the fabric's transport parameters
+    (``spin.config.TransportConfig``; see ``nic_emulator.congestion``)."""
+    tc = nic.transport
+    st.dev[:n_hosts, S.D_TRANSPORT] = S.TRANSPORT_KINDS.index(tc.kind)
+    st.dev[:n_hosts, S.D_ENTROPY] = S.ENTROPY_POLICIES.index(tc.entropy)
+    window = tc.window_bytes or max(mtu, int(host_rate_gbps * 1000 * tc.base_rtt_us / 8))
+    p = st.trp
+    p[S.TRP_ACK_EVERY] = tc.ack_every_packets
+    p[S.TRP_RTO_PS] = ns(tc.rto_us * 1000)
+    p[S.TRP_CNP_INTERVAL_PS] = ns(tc.cnp_interval_us * 1000)
+    p[S.TRP_G_SHIFT] = tc.dcqcn_g_shift
+    p[S.TRP_TIMER_PS] = ns(tc.dcqcn_timer_us * 1000)
+    p[S.TRP_FR_STAGES] = tc.dcqcn_fast_recovery_stages
+    p[S.TRP_AI_MBPS] = tc.dcqcn_ai_mbps
+    p[S.TRP_HAI_MBPS] = tc.dcqcn_hai_mbps
+    p[S.TRP_MIN_RATE_MBPS] = tc.dcqcn_min_rate_mbps
+    p[S.TRP_CWND_INIT] = window
+    p[S.TRP_CWND_MAX] = window * tc.max_window_factor
+    p[S.TRP_FREEZE_PS] = ns(tc.reps_freeze_us * 1000)
+
+
+def loss_prng_seed(seed: int, link: int, direction: int) -> int:
+    """Non-zero xorshift32 state of one direction of a lossy link."""
+    x = (seed * 0x9E3779B1 + link * 0x85EBCA77 + direction * 0xC2B2AE3D + 1) & 0xFFFFFFFF
+    return x or 1

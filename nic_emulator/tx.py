@@ -16,7 +16,10 @@ from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE,
                               PSN_MASK, flow_entropy, take_psns)
 from spin.wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
 
+from .entropy import spray_ev
 from .pcie import pcie_read
+from .reliable_tx import reliable_tx_step
+from .transport import ROLE_TX, connection, kick_tx, wake_tx  # noqa: F401  (wake_tx: re-export)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -43,7 +46,15 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
     st.txm[m, S.T_RKEY] = rkey
     st.txm[m, S.T_EV] = flow_entropy(me, dst_node, qp)
     st.txm[m, S.T_T_POST] = t_post
-    st.txm[m, S.T_PSN] = take_psns(st, dev, dst_node, qp, npkts)
+    if st.dev[dev, S.D_TRANSPORT] == S.TR_NONE:
+        st.txm[m, S.T_PSN] = take_psns(st, dev, dst_node, qp, npkts)
+    else:   # reliable: the connection numbers its packets (unwrapped) and tracks them
+        c = connection(st, dev, dst_node, qp, ROLE_TX)
+        st.txm[m, S.T_PSN] = st.conn[c, S.C_SND_PSN]
+        st.conn[c, S.C_SND_PSN] += npkts
+        st.txm[m, S.T_NPKTS] = npkts
+        st.txm[m, S.T_NEXT] = 0
+        st.txm[m, S.T_CONN] = c
     cap = st.txq.shape[1]
     n = st.dev[dev, S.D_TXQ_N]
     if n >= cap:
@@ -58,22 +69,19 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
         row[2] = qp
         row[3] = nbytes
         row[4] = t_post
-        row[5] = st.txm[m, S.T_PSN]
+        row[5] = st.txm[m, S.T_PSN] & PSN_MASK
         sc[S.SC_TXLOG_N] = k + 1
-    wake_tx(st, dev, t_post)
-
-
-@nb.njit(cache=True, _nrt=False)
-def wake_tx(st, dev, t_ps):
-    if st.dev[dev, S.D_NIC_TX_SCHED] == 0 and st.dev[dev, S.D_TXQ_N] > 0:
-        st.dev[dev, S.D_NIC_TX_SCHED] = 1
-        push_event(st, t_ps, dev, S.EV_TXM, dev, 0, 0)
+    kick_tx(st, dev, t_post)
 
 
 @nb.njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Emit the next packet of the head message. Messages leave in post order, which keeps the
-    packets of every QP in PSN order as RoCE requires."""
+    packets of every QP in PSN order as RoCE requires. Reliable transports choose their
+    packets in ``reliable_tx``."""
+    if st.dev[dev, S.D_TRANSPORT] != S.TR_NONE:
+        reliable_tx_step(st, dev, now)
+        return
     st.dev[dev, S.D_NIC_TX_SCHED] = 0
     if st.dev[dev, S.D_TXQ_N] == 0:
         return
@@ -102,7 +110,10 @@ def tx_step(st, dev, now):
     slot = alloc_slot(st)
     frame = st.pool[slot]
     psn = (st.txm[m, S.T_PSN] + sent // mtu) & PSN_MASK
-    off = write_roce_headers(frame, st.dev[dev, S.D_NODE], st.txm[m, S.T_DST], st.txm[m, S.T_EV], opc,
+    ev = st.txm[m, S.T_EV]
+    if st.dev[dev, S.D_ENTROPY] == S.ENT_SPRAY:
+        ev = spray_ev(ev, psn)
+    off = write_roce_headers(frame, st.dev[dev, S.D_NODE], st.txm[m, S.T_DST], ev, opc,
                              st.txm[m, S.T_QP], psn, 1 if last else 0, st.txm[m, S.T_REMOTE_VA],
                              st.txm[m, S.T_RKEY], total, chunk, psn & 0xFFFF)
     copy_bytes(frame, off, st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + st.txm[m, S.T_HOST_ADDR] + sent, chunk)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -38,7 +38,7 @@ def config_error(where: str, exc: ValidationError) -> ConfigError:
 
 
 def _fields_of(name: str) -> list[str]:
-    for cls in (LinkConfig, NicConfig, HostConfig, SwitchConfig, EngineConfig):
+    for cls in (LinkConfig, NicConfig, HostConfig, SwitchConfig, EngineConfig, TransportConfig):
         if cls.__name__ == name:
             return list(cls.model_fields)
     return []
@@ -49,6 +49,64 @@ class LinkConfig(_Frozen):
     rate_gbps: int = Field(400, gt=0, le=1_600)
     # ~100 ns: a few metres of cable (~5 ns/m) plus PHY and RS-FEC latency (~100 ns at 400G).
     latency_ns: float = Field(100.0, gt=0)
+    # Random loss: each frame leaving either end of the link is lost with this probability
+    # (counted as the drop reason ``random_loss``), drawn from a deterministic per-port PRNG
+    # seeded by ``loss_seed`` and the port, so runs repeat exactly for any worker count.
+    loss_rate: float = Field(0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
+    loss_seed: int = Field(0, ge=0, lt=2**32)
+
+
+class TransportConfig(_Frozen):
+    """How NICs deliver RDMA WRITE messages (``nic_emulator.transport``), set as
+    ``NicConfig.transport`` (``[nic.transport]`` in scenario files).
+
+    ``kind``: ``"none"`` sends open-loop (no acknowledgements; a lost packet loses its message);
+    ``"rc"`` is the RoCEv2 reliable connection: cumulative ACK/NAK (AETH) with go-back-N, a
+    retransmission timeout and DCQCN rate control from CNPs; ``"ue"`` is an Ultra-Ethernet-style
+    transport for sprayed traffic: every packet carries its placement, the receiver writes it to
+    host memory in any order and returns selective ACKs, a trimmed packet is NACKed and resent
+    at once, and a congestion window reacts to ECN and trimming (NSCC-like).
+    ``entropy``: the UDP source port (entropy value, EV) each packet carries, which switches
+    hash: ``"per_flow"`` (one EV per connection), ``"spray"`` (a new EV per packet from a
+    per-connection PRNG, oblivious spraying), ``"reps"`` (recycle the EVs of unmarked ACKs,
+    freeze on trims and timeouts; Bonato et al., arXiv 2407.21625).
+    """
+
+    kind: Literal["none", "rc", "ue"] = "none"
+    entropy: Literal["per_flow", "spray", "reps"] = "per_flow"
+    # The receiver acknowledges every Nth accepted packet, and always a message's last packet.
+    ack_every_packets: int = Field(1, ge=1, le=64)
+    # Retransmission timeout after the oldest unacknowledged packet stopped moving: well above
+    # the queueing delay of a few 1 MiB switch buffers at 100 Gb/s (~85 us each).
+    rto_us: float = Field(500.0, gt=0, allow_inf_nan=False)
+    # DCQCN (Zhu et al., SIGCOMM'15): the receiver sends at most one CNP per flow per 50 us
+    # (the paper's N); the sender's alpha gain g = 1/256 and the alpha/rate-increase timer
+    # 55 us (the paper's g and K); F = 5 fast-recovery stages; additive increase 40 Mb/s (the
+    # paper's R_AI) and hyper increase 400 Mb/s; the rate never falls below 100 Mb/s.
+    cnp_interval_us: float = Field(50.0, ge=0, allow_inf_nan=False)
+    dcqcn_g_shift: int = Field(8, ge=1, le=16)
+    dcqcn_timer_us: float = Field(55.0, gt=0, allow_inf_nan=False)
+    dcqcn_fast_recovery_stages: int = Field(5, ge=1, le=64)
+    dcqcn_ai_mbps: int = Field(40, ge=1)
+    dcqcn_hai_mbps: int = Field(400, ge=1)
+    dcqcn_min_rate_mbps: int = Field(100, ge=1)
+    # UE congestion window: starts at one bandwidth-delay product of the host link over
+    # ``base_rtt_us`` (0: that default), never below one MTU nor above ``max_window_factor``
+    # times the start; ECN gain 1/16 (DCTCP's g).
+    window_bytes: int = Field(0, ge=0)
+    base_rtt_us: float = Field(12.0, gt=0, allow_inf_nan=False)
+    max_window_factor: int = Field(2, ge=1, le=64)
+    # REPS: after a trim or timeout only cached (known-good) EVs are used for this long
+    # (htsim's buffer_reps default: 10 ms).
+    reps_freeze_us: float = Field(10_000.0, ge=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _entropy_needs_acks(self) -> "TransportConfig":
+        if self.entropy == "reps" and self.kind == "none":
+            raise ValueError("entropy='reps' recycles EVs echoed by ACKs: it needs kind='rc' or "
+                             "'ue' (kind='none' sends no ACKs); valid pairs with 'none': "
+                             "entropy='per_flow' or 'spray'")
+        return self
 
 
 class NicConfig(_Frozen):
@@ -68,6 +126,8 @@ class NicConfig(_Frozen):
     max_inflight_messages: int = Field(256, ge=1)
     # Frames the transmit engine may queue at the egress port before it waits.
     tx_window_frames: int = Field(8, ge=1)
+    # Reliability, congestion control and entropy of the NIC's sends (default: open loop).
+    transport: TransportConfig = Field(default_factory=TransportConfig)
 
 
 class HostConfig(_Frozen):

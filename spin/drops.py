@@ -31,8 +31,14 @@ LINK_DOWN = 27
 TRIMMED = 28         # a trimmed frame (payload cut by a congested switch) reached a NIC
 PRIORITY_QUEUE_FULL = 29
 UNKNOWN_SOURCE = 30  # the source address belongs to no device of the fabric
+# reliable transports (nic_emulator.transport) and lossy links
+RANDOM_LOSS = 31         # lost on a link with LinkConfig.loss_rate > 0
+DUPLICATE = 32           # a packet the receiver already placed (a retransmission it had)
+OUT_OF_SEQUENCE = 33     # RC: a packet after a PSN gap (go-back-N resends it; NAKed once)
+TRANSPORT_MISMATCH = 34  # a frame of a transport the NIC does not run (or an ACK for no flow)
+BEYOND_WINDOW = 35       # UE: a PSN past the receiver's tracking window
 
-NUM_DROP_REASONS = 32
+NUM_DROP_REASONS = 48
 
 DROP_REASON_NAMES = {
     TRUNCATED: "truncated",
@@ -59,6 +65,11 @@ DROP_REASON_NAMES = {
     TRIMMED: "trimmed",
     PRIORITY_QUEUE_FULL: "priority_queue_full",
     UNKNOWN_SOURCE: "unknown_source",
+    RANDOM_LOSS: "random_loss",
+    DUPLICATE: "duplicate",
+    OUT_OF_SEQUENCE: "out_of_sequence",
+    TRANSPORT_MISMATCH: "transport_mismatch",
+    BEYOND_WINDOW: "beyond_window",
 }
 
 

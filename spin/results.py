@@ -99,6 +99,19 @@ class NicStats:
     handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
     messages_abandoned: int = 0   # replaced by a new message on their QP before completing
     messages_expired: int = 0     # incomplete, evicted after EngineConfig.message_timeout_ns
+    # reliable transports (NicConfig.transport; all 0 with kind "none")
+    retransmissions: int = 0      # data packets sent again (go-back-N, NACKed, timed out)
+    timeouts: int = 0             # retransmission timer expiries
+    acks_sent: int = 0
+    naks_sent: int = 0            # RC NAKs (PSN sequence error) and UE NACKs (trimmed packet)
+    cnps_sent: int = 0            # DCQCN congestion notifications (RC)
+    acks_received: int = 0
+    naks_received: int = 0
+    cnps_received: int = 0
+    out_of_order: int = 0         # data packets that arrived after a higher PSN of their flow
+    reorder_degree: int = 0       # the largest such PSN distance
+    duplicates: int = 0           # data packets that had arrived already
+    min_rate_mbps: int = 0        # lowest DCQCN sending rate of any of its flows (0: never cut)
 
     @property
     def pcie_bytes(self) -> int:

@@ -25,6 +25,18 @@ def _waiting_for(st, d: int) -> str:
     return ""
 
 
+_TRANSPORT_COUNTERS = {"retransmissions": S.NT_RETX, "timeouts": S.NT_TIMEOUTS,
+                       "acks_sent": S.NT_ACKS_TX, "naks_sent": S.NT_NAKS_TX,
+                       "cnps_sent": S.NT_CNPS_TX, "acks_received": S.NT_ACKS_RX,
+                       "naks_received": S.NT_NAKS_RX, "cnps_received": S.NT_CNPS_RX,
+                       "out_of_order": S.NT_OOO, "reorder_degree": S.NT_REORDER,
+                       "duplicates": S.NT_DUPS, "min_rate_mbps": S.NT_MIN_RATE}
+
+
+def _transport_counters(st, d: int) -> dict[str, int]:
+    return {name: int(st.ntr[d, col]) for name, col in _TRANSPORT_COUNTERS.items()}
+
+
 def build_result(sim) -> RunResult:
     st, scen = sim.st, sim.scenario
     topo = scen.topology
@@ -66,7 +78,8 @@ def build_result(sim) -> RunResult:
                              dma_read_bytes=int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
                              hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls,
                              messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
-                             messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED])))
+                             messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED]),
+                             **_transport_counters(st, d)))
         hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
                                finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
                                messages_received=int(st.host_recv_count[d].sum()),

@@ -39,7 +39,8 @@ def context_order(scenario) -> list:
 
 
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
-    from nic_emulator.build import configure_nic
+    from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
+                                    transport_connections)
     from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
 
     from .simulation import same_program
@@ -72,7 +73,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         n_mcast_ports=max(mcast_ports, 1), n_control=max(len(controls), 1),
         n_route_groups=1, n_route_ports=1,
         trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1,
-        n_qsamples=max(4096, 4 * n_ports) if eng.queue_sample_ns > 0 else 16)
+        n_qsamples=max(4096, 4 * n_ports) if eng.queue_sample_ns > 0 else 16,
+        n_conns=transport_connections(sc))
     # routing first: its group table sizes the arrays
     gp_of = topo.global_ports()
     port_dev = np.zeros(n_ports, np.int64)
@@ -124,12 +126,17 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
             st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
             st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
             st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
+            if link.config.loss_rate > 0:
+                st.port_loss[src, 0] = max(1, int(link.config.loss_rate * 2**32))
+                st.port_loss[src, 1] = loss_prng_seed(link.config.loss_seed, i, int(src == pb))
         if i in sc.capture_links:
             st.port[pa, S.PT_CAPTURE] = 1
             st.port[pb, S.PT_CAPTURE] = 1
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
     for d in range(n_hosts):
         configure_nic(st, d, nic, host, d * host_stride)
+    host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in range(n_hosts)]
+    configure_transport(st, n_hosts, nic, max(host_rates, default=100), eng.mtu_bytes)
     latency = getattr(topo, "switch_latency_ns", None)
     for s, name in enumerate(topo.switches):
         lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns

@@ -241,7 +241,9 @@ def test_header_field_errors() -> None:
         (bytearray(_refinalize(big_pad)), drops.BAD_BTH),
     ]
     cases += [(_edit(f, BTH_OFF, bytes([op])), drops.UNKNOWN_OPCODE)
-              for op in (0x00, 0x04, 0x09, 0x0B, 0x11, 0x46, 0x81, 0xFF)]
+              for op in (0x00, 0x04, 0x09, 0x0B, 0x12, 0x46, 0x80, 0xC2, 0xFF)]
+    # the reliable transports' control opcodes are known but carry no payload
+    cases += [(_edit(f, BTH_OFF, bytes([op])), drops.BAD_BTH) for op in (0x11, 0x81, 0xC1)]
     for b, expected in cases:
         assert _code(b) == expected, (b.hex(), expected)
         assert _code(b, check_icrc=False) == expected

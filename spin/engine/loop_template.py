@@ -11,6 +11,7 @@ import numpy as np  # noqa: F401  (used by the generated dispatch code)
 
 from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
+from nic_emulator.reliable_tx import rto_fired
 from nic_emulator.tx import tx_step, wake_tx
 from spin import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED, SUCCESS, SUCCESS_PENDING
@@ -204,6 +205,9 @@ def run_until(st, hmems, t_end, max_events):
             sample_queues(st, t)
             n -= 1   # sampled in every worker: not counted (see EV_CONTROL), and it does not
             sc[S.SC_NOW] = now_before   # move the clock the run's end time is read from
+        elif kind == S.EV_RTO:
+            if not rto_fired(st, dev, a, t):
+                sc[S.SC_NOW] = now_before   # a timer that only re-arms or lapses: no time passes
         elif kind == S.EV_PORT_RESUME:
             port_resume(st, a, t)
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:

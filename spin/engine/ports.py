@@ -209,7 +209,11 @@ def tx_done(st, gp, gen, now):
     st.port[gp, S.PT_TX_BYTES] += length
     peer = st.port[gp, S.PT_PEER]
     dev = st.port[gp, S.PT_DEV]
-    if peer < 0:
+    if st.port_loss[gp, 0] > 0 and _lost(st, gp):
+        st.drops[dev, D.RANDOM_LOSS] += 1
+        st.port[gp, S.PT_DROPS] += 1
+        free_slot(st, slot)
+    elif peer < 0:
         st.drops[dev, D.NO_ROUTE] += 1
         free_slot(st, slot)
     else:
@@ -228,6 +232,18 @@ def tx_done(st, gp, gen, now):
         else:
             push_event(st, arrival, dev, S.EV_ARRIVE, st.port[peer, S.PT_DEV], peer, slot)
     start_tx(st, gp, now)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _lost(st, gp):
+    """Random loss on the link out of ``gp`` (``LinkConfig.loss_rate``): a xorshift32 draw
+    from the port's own generator against a threshold of loss_rate * 2^32."""
+    x = st.port_loss[gp, 1]
+    x ^= (x << 13) & 0xFFFFFFFF
+    x ^= x >> 17
+    x ^= (x << 5) & 0xFFFFFFFF
+    st.port_loss[gp, 1] = x
+    return x < st.port_loss[gp, 0]
 
 
 # --- priority flow control (IEEE 802.1Qbb) ------------------------------------------------------

@@ -49,6 +49,7 @@ SC_MSG_TIMEOUT_PS = 33  # an incomplete message idle this long may be evicted fo
 SC_SAMPLE_PS = 34       # queue-occupancy sampling interval (0: off)
 SC_SAMPLE_PENDING = 35  # a sampling event is scheduled
 SC_QS_N = 36            # rows used in st.qsamples
+SC_CONN_N = 37          # rows used in st.conn (reliable-transport connections)
 NUM_SC = 48
 
 # event keys of fabric-wide control events (faults): a creator id no device has, so they never
@@ -99,6 +100,7 @@ EV_TXM = 8          # dev: NIC transmit engine emits the next packet
 EV_CONTROL = 9      # a=control row: a fault or re-shape takes effect (see CTL_*)
 EV_PORT_RESUME = 10 # dev, a=global port: a PFC pause expired; try to transmit again
 EV_SAMPLE = 11      # record the occupancy of every non-empty local output queue
+EV_RTO = 12         # dev, a=connection row: retransmission timer of a sending connection
 
 # --- device kinds -----------------------------------------------------------------------------
 DEV_NIC = 0
@@ -193,7 +195,11 @@ D_SW_PFC_QUANTA = 48    # pause time sent in a PFC frame, in 512-bit quanta
 D_SW_TRIM_DSCP = 49     # DSCP code point that marks a trimmed frame
 D_MSGS_ABANDONED = 50   # messages replaced by a new one on their connection before completing
 D_MSGS_EXPIRED = 51     # incomplete messages evicted after EngineConfig.message_timeout_ns
-DEV_COLS = 52
+D_TRANSPORT = 52        # NIC transport: TR_NONE, TR_RC, TR_UE (nic_emulator.transport)
+D_ENTROPY = 53          # NIC entropy policy: ENT_PER_FLOW, ENT_SPRAY, ENT_REPS
+D_TX_NOWORK = 54        # 1: the reliable transmit engine waits for an ACK or a timer
+D_RTX_PENDING = 55      # UE: packets marked for retransmission over all the NIC's connections
+DEV_COLS = 72
 
 # columns of st.port
 PT_DEV = 0
@@ -251,7 +257,8 @@ M_T_FIRST = 15
 M_KEY = 16          # connection key in the receive hash map (-1: not in it)
 M_LAST_T = 17       # time of the message's latest packet (stale messages expire)
 M_ACTIVE = 18       # 1 while the row holds a message
-MSG_COLS = 19
+M_CONN = 19         # reliable transports: the receiving connection's row in st.conn
+MSG_COLS = 28
 
 # columns of st.txm
 T_DEV = 0
@@ -265,7 +272,91 @@ T_RKEY = 7
 T_EV = 8
 T_T_POST = 9
 T_PSN = 10
-TXM_COLS = 11
+T_NPKTS = 11        # reliable transports: packets of the message
+T_NEXT = 12         # next packet index to send (go-back-N rewinds it)
+T_CONN = 13         # the sending connection's row in st.conn
+TXM_COLS = 24
+
+# --- transports (nic_emulator.transport) ------------------------------------------------------
+TR_NONE = 0
+TR_RC = 1
+TR_UE = 2
+TRANSPORT_KINDS = ("none", "rc", "ue")
+ENT_PER_FLOW = 0
+ENT_SPRAY = 1
+ENT_REPS = 2
+ENTROPY_POLICIES = ("per_flow", "spray", "reps")
+WIN_PKTS = 1024          # PSNs a connection tracks beyond its cumulative point (bitmaps)
+WIN_WORDS = WIN_PKTS // 64
+REPS_SLOTS = 8           # REPS' circular EV buffer (the paper's and htsim's size)
+
+# columns of st.conn: one row per (NIC, peer, QP) connection, as sender or receiver
+C_DEV = 0
+C_PEER = 1
+C_QP = 2
+C_EV = 3             # per-flow entropy value (also the EV of the ACKs it sends)
+C_SND_PSN = 4        # sender: next PSN to assign to a posted message (not wrapped)
+C_UNA = 5            # sender: oldest unacknowledged PSN
+C_HIGH = 6           # sender: highest PSN sent + 1
+C_INFLIGHT = 7       # UE sender: packets sent and neither acknowledged nor known lost
+C_RTX_N = 8          # UE sender: packets marked for retransmission
+C_CWND = 9           # UE sender: congestion window, bytes
+C_ACKED_WIN = 10     # UE sender: bytes acknowledged in the current window
+C_MARKED_WIN = 11    # UE sender: of those, bytes acknowledged with ECN (or trimmed)
+C_ALPHA = 12         # fraction of marks, fixed point (ALPHA_ONE = 1.0)
+C_RATE = 13          # RC sender (DCQCN): current rate R_C, Mb/s
+C_TARGET = 14        # RC sender (DCQCN): target rate R_T, Mb/s
+C_T_ALPHA = 15       # RC sender: last alpha update
+C_T_INC = 16         # RC sender: last rate-increase timer expiry
+C_STAGE = 17         # RC sender: rate-increase timer expiries since the last cut
+C_NEXT_SEND = 18     # RC sender: pacing, earliest start of the next packet
+C_RTO_AT = 19        # sender: retransmission deadline (lazy: the event re-arms itself)
+C_RTO_PENDING = 20   # sender: a timer event is scheduled
+C_PRNG = 21          # entropy PRNG state (spray and REPS exploration)
+C_REPS_HEAD = 22
+C_REPS_N = 23
+C_FREEZE_UNTIL = 24  # REPS: only cached EVs before this time
+C_LAST_GOOD = 25     # REPS: latest EV an unmarked ACK echoed (0: none)
+C_RCV = 26           # receiver: RC expected PSN; UE cumulative PSN (every earlier one arrived)
+C_NAK_SENT = 27      # RC receiver: a NAK for the current gap went out
+C_UNACKED = 28       # receiver: accepted packets not acknowledged yet
+C_ACK_ECN = 29       # receiver: one of those arrived ECN-marked
+C_LAST_CNP = 30      # RC receiver: time of the latest CNP (-1: none)
+C_MAX_PSN = 31       # receiver: highest PSN seen + 1 (reorder degree)
+C_MSN = 32           # RC receiver: messages completed (AETH MSN)
+C_REPS0 = 33         # REPS_SLOTS columns: the EV buffer
+CONN_COLS = 41
+ALPHA_ONE = 1 << 20
+
+# st.trp: transport parameters, one vector for the fabric (from TransportConfig)
+TRP_ACK_EVERY = 0
+TRP_RTO_PS = 1
+TRP_CNP_INTERVAL_PS = 2
+TRP_G_SHIFT = 3
+TRP_TIMER_PS = 4
+TRP_FR_STAGES = 5
+TRP_AI_MBPS = 6
+TRP_HAI_MBPS = 7
+TRP_MIN_RATE_MBPS = 8
+TRP_CWND_INIT = 9
+TRP_CWND_MAX = 10
+TRP_FREEZE_PS = 11
+TRP_N = 16
+
+# columns of st.ntr: per-NIC transport counters (NicStats)
+NT_RETX = 0          # packets sent again
+NT_TIMEOUTS = 1
+NT_ACKS_TX = 2
+NT_NAKS_TX = 3       # RC NAKs and UE NACKs sent
+NT_CNPS_TX = 4
+NT_ACKS_RX = 5
+NT_NAKS_RX = 6
+NT_CNPS_RX = 7
+NT_OOO = 8           # data packets that arrived after a higher PSN of their connection
+NT_REORDER = 9       # largest such PSN distance
+NT_DUPS = 10
+NT_MIN_RATE = 11     # RC: lowest DCQCN rate any connection fell to, Mb/s (0: never cut)
+NTR_COLS = 12
 
 # columns of st.ec
 EC_PROG = 0
@@ -337,6 +428,7 @@ FIELDS = (
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
     "port_pq", "qsamples",
+    "conn", "conn_bits", "conn_keys", "conn_vals", "trp", "ntr", "port_loss",
     "msglog", "txlog", "pend", "hctl", "stage",   # a handler's commands, counters, sent bytes
     "cap", "cap_frames", "out", "out_frames",
     "trace",
@@ -379,6 +471,7 @@ class StateSizes:
     n_control: int = 1
     trace_records: int = 1
     n_qsamples: int = 16
+    n_conns: int = 1
 
 
 def _hash_cap(n: int) -> int:
@@ -431,6 +524,13 @@ def allocate_state(z: StateSizes) -> EngineState:
         slot_in_port=np.full(z.n_slots, -1, i32),
         port_pq=np.zeros((p, z.queue_frames), i32),
         qsamples=np.zeros((z.n_qsamples, 3), i64),     # time, global port, queued bytes
+        conn=np.zeros((max(z.n_conns, 1), CONN_COLS), i64),
+        conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
+        conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
+        conn_vals=np.zeros(_hash_cap(max(z.n_conns, 1)), i64),
+        trp=np.zeros(TRP_N, i64),
+        ntr=np.zeros((d, NTR_COLS), i64),
+        port_loss=np.zeros((p, 2), i64),              # loss threshold (of 2^32), PRNG state
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),

@@ -30,6 +30,24 @@ OP_WRITE_ONLY = OP_RC_RDMA_WRITE_ONLY
 VALID_OPCODES = frozenset({0x06, 0x07, 0x08, 0x0A, 0x26, 0x27, 0x28, 0x2A})
 RETH_OPCODES = frozenset({0x06, 0x0A, 0x26, 0x2A})
 
+# Reliable-transport frames (nic_emulator.transport). ACKNOWLEDGE carries an AETH (IBTA
+# vol. 1 9.3.5); the RoCEv2 congestion notification packet (CNP, IBTA RoCEv2 annex A17.9.3)
+# has BECN set in the BTH and 16 reserved bytes. 0xC0-0xFF are manufacturer-specific opcodes
+# (IBTA table 38): spin's Ultra-Ethernet-style transport uses 0xC0 for a sprayed WRITE packet
+# (a PLH on every packet, so it can be placed in any order) and 0xC1 for its selective ACK
+# or NACK (AETH then SACKH).
+OP_RC_ACKNOWLEDGE = 0x11
+OP_CNP = 0x81
+OP_UE_WRITE = 0xC0
+OP_UE_ACK = 0xC1
+TRANSPORT_OPCODES = frozenset({OP_RC_ACKNOWLEDGE, OP_CNP, OP_UE_WRITE, OP_UE_ACK})
+BTH_BECN = 0x40          # in BTH resv8a (FECN 0x80, BECN 0x40), as scapy's BTH names them
+# AETH syndrome (IBTA 9.7.5.1.1): bits 6-5 = 00 ACK (low 5 bits: credits, 0x1F = none
+# advertised), 11 NAK (low 5 bits: NAK code, 0 = PSN sequence error)
+AETH_ACK = 0x1F
+AETH_NAK_PSN_SEQUENCE = 0x60
+SACK_FLAG_ECN = 0x1      # the acknowledged packet arrived marked Congestion Experienced
+
 IPV4_TOS_ECT0 = 0x02
 IPV4_FLAG_DF = 0x2
 IPV4_TTL = 64
@@ -83,11 +101,46 @@ RETH = HeaderFormat("RETH", [
     Field("dma_len", 32),
 ])
 
+AETH = HeaderFormat("AETH", [
+    Field("syndrome", 8),
+    Field("msn", 24),
+])
+
+CNP_PAD = HeaderFormat("CNP_PAD", [      # the 16 reserved bytes that follow a CNP's BTH
+    Field("reserved1", 64),
+    Field("reserved2", 64),
+])
+
+# Placement header of a UE WRITE packet: RETH's fields for the whole message (target VA, R_Key,
+# message length) plus the PSN of the message's first packet, so the receiver places any packet
+# at va + (psn - msg_psn) * MTU without having seen the others.
+PLH = HeaderFormat("PLH", [
+    Field("va", 64),
+    Field("rkey", 32),
+    Field("msg_len", 32),
+    Field("msg_psn", 32),
+])
+
+# Selective-ACK header of a UE ACK (after its AETH): the cumulative PSN (every earlier packet
+# arrived), a 64-packet bitmap starting at ``sack_psn`` (bit i: PSN sack_psn + i arrived), and
+# the entropy value and ECN of the packet that triggered the ACK (REPS recycles unmarked EVs).
+SACKH = HeaderFormat("SACKH", [
+    Field("cum_psn", 32),
+    Field("sack_psn", 32),
+    Field("bitmap", 64),
+    Field("ev", 16),
+    Field("flags", 16),
+])
+
 ETH_BYTES = ETH.size_bytes            # 14
 IPV4_BYTES = IPV4.size_bytes          # 20 (no options)
 UDP_BYTES = UDP.size_bytes            # 8
 BTH_BYTES = BTH.size_bytes            # 12
 RETH_BYTES = RETH.size_bytes          # 16
+AETH_BYTES = AETH.size_bytes          # 4
+CNP_PAD_BYTES = CNP_PAD.size_bytes    # 16
+PLH_BYTES = PLH.size_bytes            # 20
+SACKH_BYTES = SACKH.size_bytes        # 20
 ICRC_BYTES = 4
 ROCE_HEADER_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES + BTH_BYTES   # 54
 

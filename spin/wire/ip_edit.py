@@ -96,7 +96,8 @@ def dscp_of(frame):
 
 @nb.njit(cache=True, _nrt=False)
 def trim_roce_frame(frame, length, dscp):
-    """Cut a RoCEv2 frame to its headers (Eth/IPv4/UDP/BTH, plus RETH on FIRST/ONLY) and an ICRC,
+    """Cut a RoCEv2 frame to its headers (Eth/IPv4/UDP/BTH, plus RETH on FIRST/ONLY and the PLH
+    of a UE WRITE) and an ICRC,
     as NDP and Ultra Ethernet switches do, and mark it with the trimmed-frame ``dscp``. Returns
     the new length, or -1 when the frame is not a trimmable RoCE frame. The caller must have the
     ICRC rewritten before the bytes are observed."""
@@ -108,6 +109,10 @@ def trim_roce_frame(frame, length, dscp):
     hdr = _BTH + H.BTH_BYTES
     if op == 0x06 or op == 0x0A or op == 0x26 or op == 0x2A:
         hdr += H.RETH_BYTES
+    elif op == H.OP_UE_WRITE:
+        hdr += H.PLH_BYTES        # a trimmed UE packet keeps its placement: the NACK names it
+    elif op == H.OP_RC_ACKNOWLEDGE or op == H.OP_CNP or op == H.OP_UE_ACK:
+        return -1                 # control frames carry no payload to cut
     new_len = hdr + H.ICRC_BYTES
     if new_len >= length:
         return -1

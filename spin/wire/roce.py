@@ -65,8 +65,10 @@ P_PAYLOAD_OFF = 10
 P_PAYLOAD_LEN = 11   # excludes pad and ICRC
 P_ECN = 12
 P_TTL = 13
-P_HAS_RETH = 14
-NUM_PARSED_FIELDS = 15
+P_HAS_RETH = 14     # RETH fields filled (from a RETH, or from the PLH of a UE WRITE)
+P_EXT_OFF = 15      # offset of the first header after the BTH
+P_AUX = 16          # UE WRITE: PSN of the message's first packet (PLH msg_psn); AETH word
+NUM_PARSED_FIELDS = 17
 
 NODE_ID_MASK = 0xFFFFFF
 MAX_MESSAGE_BYTES = 1 << 31   # IBTA's largest message; a RETH asking more is refused
@@ -127,7 +129,22 @@ def _has_reth(opcode: int) -> bool:
 
 @numba.njit(cache=True, inline="always")
 def _valid_opcode(opcode: int) -> bool:
-    return (opcode & 0xDF) in (0x06, 0x07, 0x08, 0x0A)
+    return (opcode & 0xDF) in (0x06, 0x07, 0x08, 0x0A) or _ext_bytes(opcode) > 0
+
+
+@numba.njit(cache=True, inline="always")
+def _ext_bytes(opcode: int) -> int:
+    """Extension-header bytes after the BTH of the reliable-transport opcodes (0: none of
+    them): ACKNOWLEDGE/AETH, CNP/16 reserved, UE WRITE/PLH, UE ACK/AETH+SACKH."""
+    if opcode == 0x11:
+        return 4
+    if opcode == 0x81:
+        return 16
+    if opcode == 0xC0:
+        return 20
+    if opcode == 0xC1:
+        return 24
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,13 +159,31 @@ def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_
     frame. IP/UDP lengths count payload, pad and ICRC; the IP checksum and ICRC are left to
     ``finalize_roce_frame`` so the caller can copy the payload in between.
     """
+    op = np.int64(opcode) & 0xFF
+    reth = _has_reth(op)
+    off = write_bth_headers(frame, src_node, dst_node, ev, op, dest_qp, psn, ack_req,
+                            _RETH_BYTES if reth else 0, payload_len, ip_id, 0x02)
+    if off < 0 or not reth:
+        return off
+    _wr_be(frame, _RETH + 0, np.int64(reth_va), 8)
+    _wr_be(frame, _RETH + 8, np.int64(reth_rkey) & 0xFFFFFFFF, 4)
+    _wr_be(frame, _RETH + 12, np.int64(reth_dma_len) & 0xFFFFFFFF, 4)
+    return _RETH + _RETH_BYTES
+
+
+@numba.njit(cache=True)
+def write_bth_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_req, ext_bytes,
+                      payload_len, ip_id, tos):
+    """Write Eth/IPv4 (with ``tos``)/UDP/BTH for a frame whose BTH is followed by
+    ``ext_bytes`` of extension headers (written by the caller at offset 54) and
+    ``payload_len`` payload bytes. Returns the offset right after the extension headers, or -1
+    (nothing written) if the frame does not fit the slot."""
     src = np.int64(src_node) & NODE_ID_MASK
     dst = np.int64(dst_node) & NODE_ID_MASK
     op = np.int64(opcode) & 0xFF
     plen = np.int64(payload_len)
     pad = (4 - plen % 4) % 4
-    reth = _has_reth(op)
-    l4_hdr = _UDP_BYTES + _BTH_BYTES + (_RETH_BYTES if reth else 0)
+    l4_hdr = _UDP_BYTES + _BTH_BYTES + ext_bytes
     ip_len = _IPV4_BYTES + l4_hdr + plen + pad + _ICRC_BYTES
     if plen < 0 or _ETH_BYTES + ip_len > frame.shape[0]:
         return -1
@@ -163,9 +198,9 @@ def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_
     _wr_be(frame, 9, src, 3)
     frame[12] = 0x08
     frame[13] = 0x00
-    # IPv4: version 4, IHL 5, ECT(0), DF, TTL 64, UDP; checksum in finalize
+    # IPv4: version 4, IHL 5, TOS (data: ECT(0)), DF, TTL 64, UDP; checksum in finalize
     frame[_IP + 0] = 0x45
-    frame[_IP + 1] = 0x02
+    frame[_IP + 1] = tos
     _wr_be(frame, _IP + 2, ip_len, 2)
     _wr_be(frame, _IP + 4, np.int64(ip_id) & 0xFFFF, 2)
     frame[_IP + 6] = 0x40
@@ -193,12 +228,7 @@ def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_
     _wr_be(frame, _BTH + 5, np.int64(dest_qp) & 0xFFFFFF, 3)
     frame[_BTH + 8] = 0x80 if ack_req else 0
     _wr_be(frame, _BTH + 9, np.int64(psn) & 0xFFFFFF, 3)
-    if reth:
-        _wr_be(frame, _RETH + 0, np.int64(reth_va), 8)
-        _wr_be(frame, _RETH + 8, np.int64(reth_rkey) & 0xFFFFFFFF, 4)
-        _wr_be(frame, _RETH + 12, np.int64(reth_dma_len) & 0xFFFFFFFF, 4)
-        return _RETH + _RETH_BYTES
-    return _BTH + _BTH_BYTES
+    return _BTH + _BTH_BYTES + ext_bytes
 
 
 @numba.njit(cache=True)
@@ -345,20 +375,24 @@ def parse_frame(frame, frame_len, check_icrc, out):
     if (b1 & 0x0F) != 0:                                # TVer must be 0
         return drops.BAD_BTH
     reth = _has_reth(op)
-    payload_off = bth + _BTH_BYTES + (_RETH_BYTES if reth else 0)
+    ext = _ext_bytes(op)
+    payload_off = bth + _BTH_BYTES + (_RETH_BYTES if reth else ext)
     frame_end = _IP + ip_len
     payload_len = frame_end - _ICRC_BYTES - payload_off - ((b1 >> 4) & 0x3)
-    if payload_len < 0:
-        return drops.BAD_BTH
+    if payload_len < 0 or (ext > 0 and op != 0xC0 and payload_len != 0):
+        return drops.BAD_BTH          # transport control frames carry no payload
     if check_icrc:
         icrc = (np.int64(frame[frame_end - 4]) | (np.int64(frame[frame_end - 3]) << 8)
                 | (np.int64(frame[frame_end - 2]) << 16) | (np.int64(frame[frame_end - 1]) << 24))
         if compute_icrc(frame, frame_end) != icrc:
             return drops.BAD_ICRC
-    dma_len = _rd_be(frame, bth + _BTH_BYTES + 12, 4) if reth else np.int64(0)
+    placed = reth or op == 0xC0       # the UE PLH starts with RETH's three fields
+    dma_len = _rd_be(frame, bth + _BTH_BYTES + 12, 4) if placed else np.int64(0)
     only = (op & 0x1F) == 0x0A  # IBTA: ONLY carries the whole message, FIRST leaves some
     if reth and (dma_len > MAX_MESSAGE_BYTES or (dma_len != payload_len if only
                                                  else dma_len <= payload_len)):
+        return drops.BAD_DMA_LENGTH
+    if op == 0xC0 and (dma_len > MAX_MESSAGE_BYTES or dma_len < payload_len):
         return drops.BAD_DMA_LENGTH
     tos = np.int64(frame[_IP + 1])
     out[P_SRC_NODE] = _rd_be(frame, _IP + 12, 4) & NODE_ID_MASK
@@ -368,7 +402,14 @@ def parse_frame(frame, frame_len, check_icrc, out):
     out[P_DEST_QP] = _rd_be(frame, bth + 5, 3)
     out[P_PSN] = _rd_be(frame, bth + 9, 3)
     out[P_ACK_REQ] = np.int64(frame[bth + 8]) >> 7
-    if reth:
+    out[P_EXT_OFF] = bth + _BTH_BYTES
+    if op == 0xC0:
+        out[P_AUX] = _rd_be(frame, bth + _BTH_BYTES + 16, 4)
+    elif ext > 0:
+        out[P_AUX] = _rd_be(frame, bth + _BTH_BYTES, 4)
+    else:
+        out[P_AUX] = 0
+    if placed:
         out[P_RETH_VA] = _rd_be(frame, bth + _BTH_BYTES, 8)
         out[P_RETH_RKEY] = _rd_be(frame, bth + _BTH_BYTES + 8, 4)
         out[P_RETH_DMA_LEN] = dma_len

@@ -1,15 +1,17 @@
 """scapy mirror of spin's RoCEv2 frames, for crafting and dissecting in tests and tools.
 
-``scapy.contrib.roce`` has BTH (with the ICRC computed in ``post_build``) but no RETH; this module
-adds RETH. Bindings are made only by ``bind_spin_layers()`` (idempotent), never at import.
+``scapy.contrib.roce`` has BTH (with the ICRC computed in ``post_build``), AETH after
+ACKNOWLEDGE and the CNP's padding, but no RETH; this module adds RETH and the two headers of
+spin's Ultra-Ethernet-style transport (``PLH`` after a UE WRITE, AETH + ``SACKH`` after a UE
+ACK). Bindings are made only by ``bind_spin_layers()`` (idempotent), never at import.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from scapy.contrib.roce import BTH
-from scapy.fields import IntField, XIntField, XLongField
+from scapy.contrib.roce import AETH, BTH
+from scapy.fields import IntField, ShortField, XIntField, XLongField, XShortField
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
@@ -30,11 +32,45 @@ class RETH(Packet):
     ]
 
 
+class PLH(Packet):
+    """Placement header of a UE WRITE packet (``spin.wire.headers.PLH``): the message's target
+    VA, R_Key and length, and the PSN of its first packet (20 B)."""
+
+    name = "PLH"
+    fields_desc = [
+        XLongField("va", 0),
+        XIntField("rkey", 0),
+        IntField("msg_len", 0),
+        IntField("msg_psn", 0),
+    ]
+
+
+class SACKH(Packet):
+    """Selective-ACK header of a UE ACK, after its AETH (``spin.wire.headers.SACKH``): the
+    cumulative PSN, a 64-packet bitmap from ``sack_psn``, the echoed EV and flags (20 B)."""
+
+    name = "SACKH"
+    fields_desc = [
+        IntField("cum_psn", 0),
+        IntField("sack_psn", 0),
+        XLongField("bitmap", 0),
+        ShortField("ev", 0),
+        XShortField("flags", 0),
+    ]
+
+
 def bind_spin_layers() -> None:
-    """Dissect RETH after BTH on RDMA WRITE FIRST/ONLY (RC and UC). Safe to call repeatedly."""
+    """Dissect RETH after BTH on RDMA WRITE FIRST/ONLY (RC and UC), PLH after a UE WRITE,
+    AETH + SACKH after a UE ACK. Safe to call repeatedly."""
     for op in sorted(H.RETH_OPCODES):
         if (({"opcode": op}, RETH) not in BTH.payload_guess):
             bind_layers(BTH, RETH, opcode=op)
+    if ({"opcode": H.OP_UE_WRITE}, PLH) not in BTH.payload_guess:
+        bind_layers(BTH, PLH, opcode=H.OP_UE_WRITE)
+    if ({"opcode": H.OP_UE_ACK}, AETH) not in BTH.payload_guess:
+        bind_layers(BTH, AETH, opcode=H.OP_UE_ACK)
+    if ({}, SACKH) not in AETH.payload_guess:
+        bind_layers(AETH, SACKH)   # only a UE ACK has bytes after its AETH
 
 
 def scapy_roce_frame(src_node: int, dst_node: int, ev: int, opcode: int, dest_qp: int, psn: int,
