@@ -3,18 +3,21 @@
 Installed on a switch (``ExecutionContext(node="s0", ...)``), it sees each message's packets in
 sPIN order. The header handler counts the message per source and drops every message from the
 blocked source (DROP from a header handler discards the whole message); the payload handler
-counts bytes and stamps a marker byte at the start of each forwarded packet, then PROCEEDs
-(forwards on the routed path); the completion handler counts finished messages.
+counts bytes, notes the IPv4 TTL the packet arrived with (read from the whole frame) and stamps
+a marker byte at the start of each forwarded packet, then PROCEEDs (forwards on the routed path;
+the engine recomputes the ICRC of the rewritten frame); the completion handler counts finished
+messages.
 
 Handler memory (int64): ``[blocked_src, marker, messages, completed, payload_bytes, dropped,
-per_source_messages[0..n)]``.
+last_ttl, per_source_messages[0..n)]``.
 """
 import numpy as np
 
-from spin.api import DROP, PROCEED, PROCESS_DATA, spin_source
+from spin.api import DROP, PROCEED, PROCESS_DATA, spin_frame, spin_source
 from spin.handler import HandlerProgram, handler
 
-BLOCKED, MARKER, MESSAGES, COMPLETED, BYTES, DROPPED, PER_SOURCE = 0, 1, 2, 3, 4, 5, 6
+BLOCKED, MARKER, MESSAGES, COMPLETED, BYTES, DROPPED, LAST_TTL, PER_SOURCE = range(8)
+IPV4_TTL = 22   # byte offset of the IPv4 TTL in an Ethernet II frame
 
 
 @handler(cycles=30)
@@ -32,6 +35,7 @@ def monitor_header(ctx, pkt, mem):
 @handler(cycles=20)
 def monitor_payload(ctx, pkt, mem):
     mem[BYTES] += pkt.shape[0]
+    mem[LAST_TTL] = spin_frame(ctx)[IPV4_TTL]
     if pkt.shape[0] > 0:
         pkt[0] = np.uint8(mem[MARKER])
     return PROCEED

@@ -8,7 +8,8 @@ else:
 * ``host_mem``: a view of *its own* host's memory (empty on a switch), so a DMA cannot land in
   another node's memory whatever address it names;
 * ``msg_state``: the 16 scratch words of its own message;
-* ``frame``: its own received frame (empty in a completion handler);
+* ``frame``: its own received frame (empty in a completion handler; ``spin_frame`` writes its
+  ICRC first when it was deferred);
 * ``pend`` / ``ctl`` / ``stage``: its pending-command table, the invocation's counters and the
   bytes of the packets it sends. Commands take effect when the handler ends, through the device's
   action sink, which checks every entry again: a handler that writes these tables directly
@@ -39,7 +40,7 @@ HandlerContext = namedtuple("HandlerContext", (
 HC_EXTRA_CYCLES = 0   # spin_add_cycles
 HC_PEND_N = 1         # commands in ``pend``
 HC_STAGE_N = 2        # bytes used in ``stage``
-HC_ICRC = 3           # the frame's ICRC state (pool.ICRC_*), kept current by spin_frame
+HC_ICRC = 3           # the frame's ICRC state as the handler sees it (pool.ICRC_*)
 HC_COLS = 8
 
 BTH_QP_LIMIT = 1 << 24   # destination QPs are 24-bit BTH fields
@@ -74,12 +75,12 @@ def handler_context(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_l
 
 
 @nb.njit(cache=True, _nrt=False)
-def close_context(st, slot):
-    """After the handler: keep an ICRC that ``spin_frame`` computed, return the extra cycles it
-    charged and its command count, both checked (the handler could write ``ctl`` directly)."""
+def close_context(st):
+    """After the handler: return the extra cycles it charged and its command count, both checked
+    (the handler could write ``ctl`` directly). An ICRC that ``spin_frame`` wrote is not trusted
+    further: the handler may have rewritten the packet after reading it, so a frame still pending
+    gets its ICRC when next observed."""
     ctl = st.hctl
-    if slot >= 0 and ctl[HC_ICRC] == ICRC_VALID and st.slot_trusted[slot] == ICRC_PENDING:
-        st.slot_trusted[slot] = ICRC_VALID
     extra = ctl[HC_EXTRA_CYCLES]
     if extra < 0:
         raise ValueError("spin_add_cycles: the handler charged a negative number of cycles")

@@ -64,7 +64,7 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     if rc < SUCCESS or rc > SUCCESS_PENDING:
         raise ValueError("the handler returned a value that is not a sPIN return code "
                          "(SUCCESS, PROCEED, PROCESS_DATA, DROP or a *_PENDING variant)")
-    extra_cycles, n_commands = close_context(st, slot)
+    extra_cycles, n_commands = close_context(st)
     cycles = st.prog[prog, S.PR_CYCLES + kind] \
         + (st.prog[prog, S.PR_MCPB + kind] * pkt.shape[0] + 999) // 1000 + extra_cycles
     end = start + cycles * st.dev[dev, S.D_CYCLE_PS]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from handlers.switch_monitor import (BYTES, COMPLETED, DROPPED, MESSAGES, PER_SOURCE,
-                                     switch_monitor_program)
+from handlers.switch_monitor import (BYTES, COMPLETED, DROPPED, LAST_TTL, MESSAGES,
+                                     PER_SOURCE, switch_monitor_program)
 from handlers.switch_multicast import REPLICATED, switch_multicast_program
 from spin.errors import ConfigError
 from spin.handler import ExecutionContext
@@ -42,6 +42,7 @@ def test_switch_handler_counts_filters_and_rewrites() -> None:
     assert mem[MESSAGES] == 4 and mem[COMPLETED] == 4 and mem[DROPPED] == 2
     assert list(mem[PER_SOURCE:PER_SOURCE + 2]) == [2, 2]
     assert mem[BYTES] == 2 * size                       # only host 1's payload was handled
+    assert mem[LAST_TTL] == 64                          # the frame as it arrived
     got = sim.host_memory(2)
     assert not got[:2 * size].any()                     # host 0's messages were dropped
     want = pattern(1, 2 * size)
@@ -52,7 +53,8 @@ def test_switch_handler_counts_filters_and_rewrites() -> None:
     assert (sw.handler_calls.header, sw.handler_calls.payload, sw.handler_calls.completion) \
         == (4, 8, 4)
     assert sw.hpu_busy_ps > 0
-    # rewritten frames leave with a recomputed ICRC and a decremented TTL
+    # rewritten frames leave with a recomputed ICRC (also after the handler read the whole
+    # frame, ICRC included, before rewriting it) and a decremented TTL
     frames = [f for _, f in sim.captured_frames(2)]
     assert len(frames) == 8
     for f in frames:
