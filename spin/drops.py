@@ -32,7 +32,7 @@ TRIMMED = 28         # a trimmed frame (payload cut by a congested switch) reach
 PRIORITY_QUEUE_FULL = 29
 UNKNOWN_SOURCE = 30  # the source address belongs to no device of the fabric
 
-NUM_DROP_REASONS = 32
+NUM_DROP_REASONS = 48
 
 DROP_REASON_NAMES = {
     TRUNCATED: "truncated",

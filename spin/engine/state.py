@@ -195,7 +195,10 @@ D_SW_PFC_QUANTA = 48    # pause time sent in a PFC frame, in 512-bit quanta
 D_SW_TRIM_DSCP = 49     # DSCP code point that marks a trimmed frame
 D_MSGS_ABANDONED = 50   # messages replaced by a new one on their connection before completing
 D_MSGS_EXPIRED = 51     # incomplete messages evicted after EngineConfig.message_timeout_ns
-DEV_COLS = 52
+D_SW_RNG = 60           # load balancing: the switch's PRNG state (xorshift64, never 0)
+D_SW_FLOWLET_GAP_PS = 61  # load balancing: idle gap after which a flow may change path
+D_SW_FLOWLETS = 62      # load balancing: flowlets started (a path chosen for a flow afresh)
+DEV_COLS = 72
 
 # columns of st.port
 PT_DEV = 0
@@ -231,7 +234,8 @@ PT_XOFF = 29            # PFC: 1 while this port has paused its peer
 PT_LOCAL_IDX = 30       # index of the port on its device
 PT_RESUME_SCHED = 31    # a resume event is pending
 PT_GEN = 32             # bumped when the link goes down: stale tx-done events are ignored
-PORT_COLS = 33
+PT_SAMPLED_BUSY_PS = 33  # PT_BUSY_PS at the last queue sample (utilisation over time)
+PORT_COLS = 40
 
 # columns of st.msg
 M_DEV = 0
@@ -302,6 +306,9 @@ E_A = 4
 E_B = 5
 EV_COLS = 6
 
+# words per entry of st.lb_table (their meaning is the scheme's: see switch_emulator.lb)
+LB_WORDS = 4
+
 # columns of st.cap
 C_TIME = 0
 C_PORT = 1
@@ -338,7 +345,7 @@ FIELDS = (
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
-    "port_pq", "qsamples",
+    "port_pq", "qsamples", "lb_table",
     "msglog", "txlog", "pend",
     "cap", "cap_frames", "out", "out_frames",
     "trace",
@@ -381,6 +388,8 @@ class StateSizes:
     n_control: int = 1
     trace_records: int = 1
     n_qsamples: int = 16
+    lb_rows: int = 1        # switches (rows of lb_table) when a scheme keeps per-switch memory
+    lb_entries: int = 1
 
 
 def _hash_cap(n: int) -> int:
@@ -432,7 +441,11 @@ def allocate_state(z: StateSizes) -> EngineState:
         ctl=np.zeros((max(z.n_control, 1), CTL_COLS), i64),
         slot_in_port=np.full(z.n_slots, -1, i32),
         port_pq=np.zeros((p, z.queue_frames), i32),
-        qsamples=np.zeros((z.n_qsamples, 3), i64),     # time, global port, queued bytes
+        # time, global port, queued bytes, busy ps since the previous sample
+        qsamples=np.zeros((z.n_qsamples, 4), i64),
+        # per-switch memory of the port-selection scheme (switch_emulator.lb), LB_WORDS words
+        # per entry: flowlet tables, DRILL's last best port per group
+        lb_table=np.zeros((max(z.lb_rows, 1), max(z.lb_entries, 1), LB_WORDS), i64),
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),
