@@ -10,11 +10,15 @@ not placed by a receiver without out-of-order placement (``spin lb`` reports suc
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from spin.fabric import run_scenario
 from spin.loadbalancing import fabric_figures, scheme_names, with_scheme
 from spin.loadbalancing.compare import fabric_scenario
+from spin.scenario_file import load_scenario
 from spin.simulation import Simulation
 from spin.workloads.permutation import derangement
 
@@ -143,8 +147,7 @@ def test_spin_lb_prints_the_table(tmp_path):
     for col in ("FCT mean", "p99", "max util", "imbal", "drops", "ECN", "retx", "Mpkt ev/s"):
         assert col in lines[head]
     rows = [l.split()[0] for l in lines[head + 2:head + 2 + len(SCHEMES) + 1]]
-    assert rows == SCHEMES + ["ideal"]
-    import json
+    assert rows == [*SCHEMES, "ideal"]
     d = json.loads(out.read_text())
     assert [x["scheme"] for x in d["runs"]] == SCHEMES
     ecmp = d["runs"][0]
@@ -168,3 +171,49 @@ def test_plots_are_written(collisions, tmp_path):
     for p in paths:
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, p.name
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "loadbalancing"
+
+
+def test_one_example_per_scheme():
+    files = sorted(EXAMPLES.glob("*.toml"))
+    assert sorted(p.stem for p in files) == sorted(SCHEMES)
+    for p in files:
+        sc, opts = load_scenario(p)
+        assert sc.switch.load_balancing == p.stem and sc.switch.pfc
+        assert len(opts.workload.flows) == len(sc.topology.hosts) == 128
+
+
+RUN_TOML = """
+name = "lb-plots"
+[topology]
+kind = "fat_tree"
+k = 4
+[link]
+rate_gbps = 100
+[loadbalancing]
+scheme = "flowlet"
+[switch]
+pfc = true
+[engine]
+mtu_bytes = 4096
+[workload]
+kind = "permutation"
+message_bytes = 65536
+"""
+
+
+def test_spin_run_plots(tmp_path):
+    toml = tmp_path / "lb.toml"
+    toml.write_text(RUN_TOML)
+    r = spin("run", str(toml), "--plots", str(tmp_path / "pics"), "--quiet")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert r.returncode == 2 and "matplotlib" in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    for name in ("fct_cdf.png", "link_utilisation_lb-plots.png"):
+        data = (tmp_path / "pics" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name

@@ -8,9 +8,9 @@ state, not code), compiled before the first timed run, so wall times exclude com
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from ..config import EngineConfig, HostConfig, LinkConfig, SwitchConfig
 from ..errors import ConfigError

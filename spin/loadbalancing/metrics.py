@@ -18,6 +18,8 @@ REORDER_DEGREE = "max_reorder_degree"
 
 @dataclass(frozen=True)
 class TierLoad:
+    """How one tier of links was loaded over a run."""
+
     tier: str
     directions: int            # link directions in the tier
     mean_utilisation: float    # busy time / run time, mean over the directions

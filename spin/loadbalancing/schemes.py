@@ -18,6 +18,8 @@ from ..errors import ConfigError
 
 @dataclass(frozen=True)
 class Scheme:
+    """A named load-balancing scheme: the config fields it sets."""
+
     name: str
     summary: str
     switch: dict[str, Any] = field(default_factory=dict)   # SwitchConfig fields
@@ -39,10 +41,12 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
 
 
 def scheme_names() -> list[str]:
+    """Registered schemes, in registration order (the order of ``spin lb``'s rows)."""
     return list(SCHEMES)
 
 
 def get_scheme(name: str, where: str = "scheme") -> Scheme:
+    """The scheme called ``name``, or a ConfigError naming ``where`` and the valid schemes."""
     try:
         return SCHEMES[name]
     except (KeyError, TypeError):
