@@ -133,7 +133,7 @@ def comparison_table(runs: list[SchemeRun], title: str = "") -> str:
     """The side-by-side table, FCT in µs (virtual time), with notes on incomplete runs."""
     out = table(HEADERS, comparison_rows(runs), title or None)
     notes = [("FCT: post to delivery, µs of virtual time; done: flows delivered; max util: "
-              "busiest link direction (busy/run time); imbal: max/mean bytes over the links of "
+              "busiest link direction (busy time / time to the last delivery); imbal: max/mean bytes over the links of "
               "the most uneven tier between switches; ideal: serialisation plus base latency of "
               "each flow"),
              ("retx, reorder: counted by the NIC transport ('-': none in this build); wall: "

@@ -22,10 +22,16 @@ class TierLoad:
 
     tier: str
     directions: int            # link directions in the tier
-    mean_utilisation: float    # busy time / run time, mean over the directions
+    mean_utilisation: float    # busy time / traffic duration, mean over the directions
     max_utilisation: float
     imbalance: float           # max / mean of bytes sent (0 when the tier carried nothing)
     max_queue_bytes: int
+
+
+def traffic_duration_ps(result) -> int:
+    """Time from the start to the last delivery: what utilisation is measured over. The run
+    itself may end later, on a timer left pending (a PFC pause expiry)."""
+    return max((m.t_done_ps for m in result.messages), default=result.end_time_ps)
 
 
 def tier_loads(result) -> list[TierLoad]:
@@ -33,9 +39,10 @@ def tier_loads(result) -> list[TierLoad]:
     tiers: dict[str, list] = {}
     for link in result.links:
         tiers.setdefault(link.tier or "link", []).append(link)
+    duration = traffic_duration_ps(result)
     out = []
     for tier, links in tiers.items():
-        util = [l.utilisation(result.end_time_ps) for l in links]
+        util = [l.utilisation(duration) for l in links]
         load = [l.tx_bytes for l in links]
         mean = sum(load) / len(load)
         out.append(TierLoad(tier, len(links), sum(util) / len(util), max(util),
@@ -48,7 +55,7 @@ def tier_loads(result) -> list[TierLoad]:
 class FabricFigures:
     """One run's load-balancing figures, summed or maximised over the fabric."""
 
-    max_utilisation: float     # busiest link direction
+    max_utilisation: float     # busiest link direction, over the traffic's duration
     imbalance: float           # worst tier between switches (host links follow the workload)
     max_queue_bytes: int
     ecn_marks: int
@@ -70,7 +77,8 @@ def fabric_figures(result) -> FabricFigures:
     inner = [t.imbalance for t in tiers if t.tier != "host"] or [t.imbalance for t in tiers]
     links = result.links
     return FabricFigures(
-        max_utilisation=max((l.utilisation(result.end_time_ps) for l in links), default=0.0),
+        max_utilisation=max((l.utilisation(traffic_duration_ps(result)) for l in links),
+                            default=0.0),
         imbalance=max(inner, default=0.0),
         max_queue_bytes=max((l.max_queue_bytes for l in links), default=0),
         ecn_marks=sum(l.ecn_marks for l in links), trims=sum(l.trims for l in links),
