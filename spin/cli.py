@@ -1,5 +1,5 @@
-"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce`` and ``worker``
-subcommands.
+"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce``, ``lb`` and
+``worker`` subcommands.
 
 Errors raised on purpose (``spin.errors.SpinError``) print one line, ``spin: error: ...``, and
 exit with status 2; no traceback.
@@ -52,6 +52,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json", directory=False)
     if args.pcap:
         check_writable(args.pcap, "--pcap", directory=True)
+    if args.plots:
+        scenario = _prepare_plots(scenario, args.plots)
     if args.trace_links and not args.trace:
         raise SpinError("--trace-links adds link transmissions to a trace: give --trace FILE too")
     if args.trace:
@@ -91,6 +93,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"dumped node {d.node} addr {d.addr}: {d.count} {d.dtype} elements to {path}")
     if args.trace:
         _write_trace(run.result.trace, args.trace, args.quiet)
+    if args.plots:
+        _write_run_plots(run.result, scenario, options, args.plots, args.quiet)
     if args.json:
         data = run.result.to_dict()
         data["checks"] = run.check_lines
@@ -111,6 +115,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("spin: error: data check failed", file=sys.stderr)
         failed = True
     return 1 if failed else 0
+
+
+def _prepare_plots(scenario, directory: str):
+    """Fail now if pictures cannot be made; sample links when the scenario does not."""
+    from dataclasses import replace
+
+    from .config import EngineConfig
+    from .loadbalancing.plots import DEFAULT_SAMPLE_NS, require_matplotlib
+    from .scenario_limits import check_writable
+    require_matplotlib()
+    check_writable(directory, "--plots", directory=True)
+    if scenario.engine.queue_sample_ns > 0:
+        return scenario
+    return replace(scenario, engine=EngineConfig.make(**{**scenario.engine.model_dump(),
+                                                         "queue_sample_ns": DEFAULT_SAMPLE_NS}))
+
+
+def _write_run_plots(result, scenario, options, directory: str, quiet: bool) -> None:
+    from .loadbalancing.plots import write_plots
+    from .units import ns
+    if options.workload is not None:
+        from .workloads.metrics import flow_messages
+        msgs = flow_messages(options.workload, result)
+    else:
+        msgs = [m for m in result.messages if m.completion_ps is not None]
+    label = options.name or "run"
+    paths = write_plots(directory, {label: (result, [m.completion_ps for m in msgs])},
+                        ns(scenario.engine.queue_sample_ns))
+    if not quiet:
+        print(f"pictures in {directory}: {', '.join(p.name for p in paths)}")
 
 
 def _write_trace(trace, path: str, quiet: bool) -> None:
@@ -173,6 +207,11 @@ def cmd_topo(args: argparse.Namespace) -> int:
 def cmd_allreduce(args: argparse.Namespace) -> int:
     from .collectives.report import run_allreduce_cli
     return run_allreduce_cli(args)
+
+
+def cmd_lb(args: argparse.Namespace) -> int:
+    from .loadbalancing.compare import run_lb_cli
+    return run_lb_cli(args)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -245,6 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --trace: also every frame's serialisation on every link")
     r.add_argument("--until-us", type=float, metavar="T",
                    help="stop at virtual time T microseconds (µs) instead of at completion")
+    r.add_argument("--plots", metavar="DIR",
+                   help="write PNG pictures to DIR: the CDF of flow completion times and link "
+                   "utilisation over time per tier (needs matplotlib; samples links every 1 µs "
+                   "unless [engine] queue_sample_ns is set)")
     r.set_defaults(func=cmd_run)
 
     r.add_argument("--remote-workers", type=int, default=0, metavar="K",
@@ -285,6 +328,42 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes (default 1; results are identical for any N)")
     a.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     a.set_defaults(func=cmd_allreduce)
+
+    from .loadbalancing.schemes import scheme_names
+    lb = sub.add_parser("lb", help="load-balancing schemes side by side on one workload",
+                        description="Run one workload once per load-balancing scheme on the same "
+                        "fabric and print FCT mean/p50/p99/max (µs, virtual), flows delivered, "
+                        "busiest link utilisation, imbalance (max/mean bytes over a tier's links),"
+                        " drops, trims, ECN marks (frames), retransmissions, reorder degree, wall "
+                        "time (s, compile excluded) and packet events/s, with the ideal "
+                        "(serialisation plus base latency) as a reference row.")
+    lb.add_argument("--topology", default="fat_tree:k=8", metavar="NAME[:k=v,...]",
+                    help="topology and its parameters (default fat_tree:k=8, 128 hosts)")
+    lb.add_argument("--workload", default="permutation", metavar="KIND",
+                    help="workload kind: permutation, ring_allreduce, all_to_all, incast "
+                    "(default permutation)")
+    lb.add_argument("--size", default="2MB", metavar="S",
+                    help="message bytes per host (per destination for all_to_all), e.g. 2MB, "
+                    "256KiB (default 2MB)")
+    lb.add_argument("--param", action="append", metavar="NAME=VALUE",
+                    help="another workload parameter (repeatable), e.g. iterations=2")
+    lb.add_argument("--seed", type=int, default=0,
+                    help="workload seed (the permutation drawn; default 0)")
+    lb.add_argument("--schemes", default=",".join(scheme_names()), metavar="S[,S...]",
+                    help=f"schemes to compare (default {','.join(scheme_names())})")
+    lb.add_argument("--rate-gbps", type=int, default=100, help="link rate in Gb/s (default 100)")
+    lb.add_argument("--mtu", type=int, default=4096, choices=(256, 512, 1024, 2048, 4096),
+                    help="MTU in bytes (default 4096)")
+    lb.add_argument("--lossy", action="store_true",
+                    help="tail-drop switches instead of lossless PFC (without a transport, "
+                    "lost frames are not recovered)")
+    lb.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="worker processes per run (default 1; results are identical for any N)")
+    lb.add_argument("--plots", metavar="DIR",
+                    help="write fct_cdf.png and link_utilisation_<scheme>.png to DIR "
+                    "(needs matplotlib)")
+    lb.add_argument("--json", metavar="FILE", help="write the rows as JSON (times in ps)")
+    lb.set_defaults(func=cmd_lb)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")
     k.add_argument("directory", help="folder to write spin.key / spin.key_secret into")

@@ -175,9 +175,16 @@ class SwitchConfig(_Frozen):
     pfc_xoff_bytes: int = Field(32 * 1024, ge=1)
     pfc_xon_bytes: int = Field(16 * 1024, ge=0)
     pfc_pause_quanta: int = Field(0xFFFF, ge=1, le=0xFFFF)
-    # Port selection among equal-cost next hops (``switch_emulator.routing``).
-    load_balancing: Literal["ecmp"] = "ecmp"
+    # Port selection among equal-cost next hops, one module each in ``switch_emulator.lb``:
+    # per-flow hash (ecmp), flowlet switching (flowlet), least-loaded queue per packet
+    # (adaptive), power of two choices with memory per packet (drill). The seed also seeds the
+    # per-switch random numbers of drill and adaptive.
+    load_balancing: Literal["ecmp", "flowlet", "adaptive", "drill"] = "ecmp"
     ecmp_seed: int = Field(0, ge=0, lt=2**32)
+    # Idle time after which a flow's next packet starts a new flowlet (may change port).
+    # htsim's fat-tree switch uses 10 us (_sticky_delta); CONGA 500 us, LetFlow 150 us were
+    # tuned for TCP at 10 Gb/s. Must exceed the delay skew between paths to avoid reordering.
+    flowlet_gap_ns: float = Field(10_000.0, gt=0, allow_inf_nan=False)
     # Time from a link failure (or re-shape) until every switch routes around it: detection
     # plus table update. Hardware fast failover reacts within microseconds; BFD-driven
     # control planes take milliseconds.

@@ -150,6 +150,14 @@ def link_table(result, max_rows: int = LINK_ROWS_SHOWN) -> str:
     return out
 
 
+def tier_table(result) -> str:
+    """Load per tier of links: how evenly the fabric carried the traffic."""
+    rows = [[t.tier, t.directions, f"{t.mean_utilisation:.3f}", f"{t.max_utilisation:.3f}",
+             f"{t.imbalance:.2f}", count(t.max_queue_bytes)] for t in result.tier_loads()]
+    return table(["tier", "directions", "mean util", "max util", "imbalance (max/mean)",
+                  "max queue (B)"], rows, "link tiers")
+
+
 def switch_table(result) -> str:
     """Switches whose handlers ran or that dropped frames."""
     rows = []
@@ -196,8 +204,8 @@ def run_summary(result, name: str = "") -> str:
     if wall.get("seconds"):
         head.append(f"  wall: {wall['seconds']:.3f} s, {wall.get('events_per_s', 0):,.0f} events/s "
                     f"(wall clock, not deterministic)")
-    parts = ["\n".join(head), message_table(result), link_table(result), switch_table(result),
-             nic_table(result)]
+    parts = ["\n".join(head), message_table(result), link_table(result), tier_table(result),
+             switch_table(result), nic_table(result)]
     if result.drops:
         parts.append(table(["drop reason", "frames"],
                            [[k, count(v)] for k, v in sorted(result.drops.items())], "drops"))

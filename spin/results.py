@@ -69,6 +69,7 @@ class LinkStats:
     trims: int = 0             # frames trimmed to their headers at this port
     pauses_sent: int = 0       # PFC frames sent from this port (pausing the peer)
     pauses_received: int = 0   # PFC frames received on this port (pausing it)
+    tier: str = ""             # the link's tier (Link.kind: host, edge-agg, leaf-spine, ...)
 
     def utilisation(self, duration_ps: int) -> float:
         """Fraction of ``duration_ps`` this direction spent transmitting."""
@@ -148,6 +149,7 @@ class SwitchStats:
     handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
     messages_abandoned: int = 0
     messages_expired: int = 0
+    flowlets: int = 0          # flows given a path afresh by flowlet switching
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SwitchStats":
@@ -189,6 +191,9 @@ class RunResult:
     # [t_ps, link, direction (0: link.a -> link.b, 1: back), queued bytes] for every non-empty
     # output queue at each EngineConfig.queue_sample_ns instant (empty when sampling is off)
     queue_samples: list[list[int]] = field(default_factory=list)
+    # [t_ps, link, direction, busy_ps] on the same grid: time the direction spent transmitting
+    # frames it started since the previous sample (busy_ps / interval is its utilisation)
+    link_samples: list[list[int]] = field(default_factory=list)
     # host-memory regions asked for by (node, addr, nbytes); bytes, so kept out of to_dict()
     memory_regions: dict[tuple[int, int, int], bytes] = field(default_factory=dict, repr=False)
     wall: dict[str, float] = field(default_factory=dict)
@@ -259,12 +264,20 @@ class RunResult:
                       hpu_busy_ps=sum(n.hpu_busy_ps for n in self.nics),
                       drops=sum(self.drops.values()))
 
+    def tier_loads(self) -> list:
+        """Per tier of links (``LinkStats.tier``): mean and busiest utilisation, imbalance
+        (max/mean bytes over its link directions) and deepest queue
+        (``spin.loadbalancing.metrics.TierLoad``)."""
+        from .loadbalancing.metrics import tier_loads
+        return tier_loads(self)
+
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
-        """Plain JSON-ready dict (int keys as strings), plus derived ``totals``."""
+        """Plain JSON-ready dict (int keys as strings), plus derived ``totals`` and ``tiers``."""
         d = asdict(replace(self, trace=None))
         d.pop("memory_regions")
         d.pop("trace")
         d["totals"] = asdict(self.totals())
+        d["tiers"] = [asdict(t) for t in self.tier_loads()]
         d["marks"] = {k: {str(n): t for n, t in v.items()} for k, v in self.marks.items()}
         d["host_memory_sha256"] = {str(n): h for n, h in self.host_memory_sha256.items()}
         if not include_wall:
@@ -280,6 +293,7 @@ class RunResult:
         """Inverse of to_dict (JSON-decoded dicts have string keys)."""
         d = dict(d)
         d.pop("totals", None)
+        d.pop("tiers", None)
         d["messages"] = [_record(MessageRecord, m) for m in d["messages"]]
         d["links"] = [_record(LinkStats, l) for l in d["links"]]
         d["nics"] = [NicStats.from_dict(n) for n in d["nics"]]
@@ -319,7 +333,8 @@ class RunResult:
             marks={k: dict(sorted(v.items())) for k, v in sorted(marks.items())},
             host_memory_sha256=dict(sorted(digests.items())), posts=posts,
             memory_regions=regions,
-            queue_samples=[q for p in parts for q in p.queue_samples])
+            queue_samples=[q for p in parts for q in p.queue_samples],
+            link_samples=[q for p in parts for q in p.link_samples])
         merged.pair_posts()
         merged.canonicalize()
         return merged
@@ -345,6 +360,7 @@ class RunResult:
         self.hosts.sort(key=lambda h: h.node)
         self.switches.sort(key=lambda s: s.name)
         self.queue_samples.sort()
+        self.link_samples.sort()
 
     def deterministic_digest(self) -> str:
         """Hash of everything except wall-clock figures: equal digests mean identical runs."""

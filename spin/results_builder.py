@@ -60,7 +60,7 @@ def build_result(sim) -> RunResult:
             p = st.port[gp]
             area = int(p[S.PT_Q_AREA]) \
                 + int(p[S.PT_Q_BYTES]) * max(0, now - int(p[S.PT_Q_LAST_T])) // 1000
-            links.append(LinkStats(link=i, from_device=a, to_device=b,
+            links.append(LinkStats(link=i, from_device=a, to_device=b, tier=link.kind,
                                    tx_frames=int(p[S.PT_TX_FRAMES]), tx_bytes=int(p[S.PT_TX_BYTES]),
                                    drops=int(p[S.PT_DROPS]),
                                    max_queue_bytes=int(p[S.PT_MAX_Q_BYTES]),
@@ -95,7 +95,8 @@ def build_result(sim) -> RunResult:
                                         hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]),
                                         handler_calls=calls,
                                         messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
-                             messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED])))
+                                        messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED]),
+                                        flowlets=int(st.dev[d, S.D_SW_FLOWLETS])))
     drops: dict[str, int] = {}
     for d in sorted(local):
         for k, v in D.drop_counts_to_dict(st.drops[d]).items():
@@ -105,18 +106,21 @@ def build_result(sim) -> RunResult:
         marks[label] = {d: int(st.marks[d, idx]) for d in range(n_hosts)
                         if d in local and st.marks[d, idx] >= 0}
     end = max([int(st.sc[S.SC_NOW])] + [m.t_done_ps for m in messages])
-    queue_samples = []
+    queue_samples, link_samples = [], []
     if sim.queue_samples:
         direction = {}
         for i, (pa, pb) in sim.port_of_link.items():
             direction[pa], direction[pb] = (i, 0), (i, 1)
-        for t, gp, q in np.concatenate(sim.queue_samples).tolist():
-            queue_samples.append([t, *direction[gp], q])
+        for t, gp, q, busy in np.concatenate(sim.queue_samples).tolist():
+            if q > 0:
+                queue_samples.append([t, *direction[gp], q])
+            if busy > 0:
+                link_samples.append([t, *direction[gp], busy])
     result = RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
                        packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
                        nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
                        marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts,
-                       queue_samples=queue_samples)
+                       queue_samples=queue_samples, link_samples=link_samples)
     result.pair_posts()
     result.canonicalize()
     return result

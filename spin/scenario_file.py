@@ -153,6 +153,22 @@ def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | No
     return WORKLOADS.build(sc, spec.kind, where=f"{ld.source}: workload", **params)
 
 
+def _apply_scheme(ld: _Loader, doc: dict, sections: dict[str, Any]) -> None:
+    """``[loadbalancing] scheme`` sets its [switch] and [nic] fields; a field the file sets
+    to another value is a contradiction, not an override."""
+    from .loadbalancing.schemes import get_scheme, scheme_configs
+    name = sections["loadbalancing"].scheme
+    scheme = get_scheme(name, f"{ld.source}: loadbalancing.scheme")
+    for table, fields in (("switch", scheme.switch), ("nic", scheme.nic)):
+        given = doc.get(table) or {}
+        for key, value in fields.items():
+            if key in given and given[key] != value:
+                raise ld.error(f"{table}.{key}", given[key], f"contradicts loadbalancing.scheme "
+                               f"= {name!r}, which sets {key} = {value!r}; remove one of them")
+    sections["switch"], sections["nic"] = scheme_configs(
+        name, sections.get("switch") or SwitchConfig(), sections.get("nic") or NicConfig())
+
+
 def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
     hosts = topo.hosts
     if isinstance(value, bool):
@@ -311,6 +327,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
     if "topology" not in sections:
         raise ld.error("topology", None, "required table [topology] is missing (kind = "
                        f"{' | '.join(repr(k) for k in TOPOLOGIES.kinds())})")
+    if "loadbalancing" in sections:
+        _apply_scheme(ld, doc, sections)
     link = sections.get("link") or LinkConfig()
     topo = _topology(ld, sections["topology"], link)
     sc = Scenario(topo, nic=sections.get("nic") or NicConfig(), host=sections.get("host") or HostConfig(),

@@ -75,6 +75,11 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     count = 1                           # worker processes (`spin run --workers` overrides)
     assign = { h0 = 0, s0 = 1 }         # optional device name -> worker id
 
+    [loadbalancing]                     # a named scheme (spin.loadbalancing.SCHEMES, `spin lb`):
+    scheme = "drill"                    # ecmp, flowlet, adaptive, drill; sets the [switch] (and
+                                        # [nic]) fields of the scheme; [switch] may tune it
+                                        # (flowlet_gap_ns) but not contradict it
+
     [workload]                          # an AI traffic pattern as host programs (spin.workloads)
     kind = "permutation"                # permutation, ring_allreduce, all_to_all, incast, htsim_cm
     message_bytes = 65536               # common: message_bytes, iterations, start_skew_ns, seed,
@@ -139,6 +144,13 @@ class WorkloadSpec(BaseModel):
 
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+
+class LoadBalancingSpec(_Spec):
+    """``scheme`` names an entry of ``spin.loadbalancing.SCHEMES``; it sets the switch (and NIC)
+    fields that make the scheme."""
+
+    scheme: str = Field(min_length=1)
 
 
 class ProgramSpec(_Spec):
@@ -275,6 +287,6 @@ SECTIONS: dict[str, tuple[type[BaseModel], bool]] = {
     "host_program": (HostProgramSpec, True), "memory": (MemorySpec, True),
     "capture": (CaptureSpec, False), "workers": (WorkersSpec, False), "check": (CheckSpec, True),
     "multicast": (MulticastSpec, True), "fault": (FaultSpec, True),
-    "workload": (WorkloadSpec, False),
+    "workload": (WorkloadSpec, False), "loadbalancing": (LoadBalancingSpec, False),
 }
 TOP_KEYS = ("name", "description") + tuple(SECTIONS)

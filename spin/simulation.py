@@ -53,6 +53,8 @@ class Scenario:
     multicast_groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     faults: list[LinkFault] = field(default_factory=list)
     tracing: TraceOptions | None = None   # set by trace()
+    # switch name -> port-selection scheme overriding switch.load_balancing (load_balancing())
+    switch_load_balancing: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_hosts(self) -> int:
@@ -88,6 +90,19 @@ class Scenario:
                               f"are 0..{n - 1}, at least one")
         self.multicast_groups.append((switch, tuple(int(p) for p in ports)))
         return len(self.multicast_groups) - 1
+
+    def load_balancing(self, scheme: str, *switches: str) -> None:
+        """Let ``switches`` pick ports by ``scheme`` (a ``SwitchConfig.load_balancing`` value)
+        instead of ``switch.load_balancing``: e.g. flowlets at the edge, adaptive routing
+        above it."""
+        from switch_emulator.lb import LB_NAMES
+        if scheme not in LB_NAMES:
+            raise ConfigError(f"load_balancing scheme={scheme!r}; valid: {', '.join(LB_NAMES)}")
+        for name in switches:
+            if name not in self.topology.switches:
+                raise ConfigError(f"load_balancing: {name!r} is not a switch; switches: "
+                                  f"{', '.join(self.topology.switches) or '(none)'}")
+            self.switch_load_balancing[name] = scheme
 
     def _fault(self, fault: LinkFault) -> None:
         fault.check(len(self.topology.links))
@@ -232,7 +247,7 @@ class Simulation:
         self.hmems = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._trace_parts: list[np.ndarray] = []
-        self.queue_samples: list[np.ndarray] = []   # (time, global port, bytes) rows
+        self.queue_samples: list[np.ndarray] = []   # (time, global port, bytes, busy ps) rows
         self._started = False
         self._compiled, self._quiet = False, quiet
 

@@ -42,6 +42,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     transport_connections)
     from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
+    from switch_emulator.lb import table_entries
 
     from .simulation import same_program
     sc, topo = scenario, scenario.topology
@@ -95,8 +96,11 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     for epoch_peer, epoch_up in epochs:
         tables.add_epoch(equal_cost_groups(port_dev, port_local, epoch_peer, epoch_up, is_switch,
                                            n_hosts), lambda d: d - n_hosts)
+    lb_entries = table_entries({sw.load_balancing, *sc.switch_load_balancing.values()},
+                               len(tables.groups))
     sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(len(tables.groups), 1),
-                            "n_route_ports": max(len(tables.ports), 1)})
+                            "n_route_ports": max(len(tables.ports), 1),
+                            "lb_rows": n_sw if lb_entries > 1 else 1, "lb_entries": lb_entries})
     try:
         st = S.allocate_state(sizes)
     except MemoryError as exc:
@@ -140,7 +144,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     latency = getattr(topo, "switch_latency_ns", None)
     for s, name in enumerate(topo.switches):
         lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-        configure_switch(st, n_hosts + s, s, n_hosts + s, sw, lat)
+        configure_switch(st, n_hosts + s, s, n_hosts + s, sw, lat,
+                         sc.switch_load_balancing.get(name, sw.load_balancing))
     for node, addr, raw in sc.host_memory:
         off = node * host_stride + addr
         st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)

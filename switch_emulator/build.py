@@ -15,11 +15,12 @@ import numpy as np
 from spin.engine import state as S
 from spin.units import ns
 
-from .routing import LB_NAMES
+from .lb import LB_NAMES
 
 
-def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float) -> None:
-    """Fill switch ``s`` (device ``d``) from its SwitchConfig."""
+def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float,
+                     load_balancing: str) -> None:
+    """Fill switch ``s`` (device ``d``) from its SwitchConfig and port-selection scheme."""
     dev = st.dev[d]
     dev[S.D_KIND] = S.DEV_SWITCH
     dev[S.D_SW] = s
@@ -30,8 +31,10 @@ def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float) -
     dev[S.D_MATCH_HDR_CYCLES] = cfg.match_header_cycles
     dev[S.D_MATCH_PKT_CYCLES] = cfg.match_packet_cycles
     dev[S.D_MAX_MSGS] = cfg.max_inflight_messages
-    dev[S.D_SW_LB] = LB_NAMES.index(cfg.load_balancing)
+    dev[S.D_SW_LB] = LB_NAMES.index(load_balancing)
     dev[S.D_SW_SEED] = zlib.crc32(f"{cfg.ecmp_seed}:{s}".encode())
+    dev[S.D_SW_RNG] = (zlib.crc32(f"lb:{cfg.ecmp_seed}:{s}".encode()) << 20) | 1   # never 0
+    dev[S.D_SW_FLOWLET_GAP_PS] = ns(cfg.flowlet_gap_ns)
     dev[S.D_SW_TRIM] = 1 if cfg.trim else 0
     dev[S.D_SW_TRIM_DSCP] = cfg.trim_dscp
     dev[S.D_SW_PFC_XOFF] = cfg.pfc_xoff_bytes if cfg.pfc else 0

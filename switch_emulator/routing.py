@@ -4,47 +4,21 @@ picks a port of a group (``select_port``).
 Routes are computed in Python from the topology (every next hop on a shortest path) and stored
 as groups: ``st.route[epoch, switch, node]`` is a group id, ``st.rgroup[g] = (first, count)``
 indexes ``st.rport`` (local port numbers). Faults switch ``SC_ROUTE_EPOCH`` to tables computed
-for the surviving topology. Load-balancing schemes plug in at ``select_port``.
+for the surviving topology. Load-balancing schemes (``switch_emulator.lb``) plug in at
+``select_port``.
 """
 import numba as nb
 import numpy as np
 
 from spin.engine import state as S
 
-LB_ECMP = 0          # per-flow hash of the 5-tuple (the UDP source port carries the EV)
-LB_NAMES = ("ecmp",)
+from .lb import LB_ADAPTIVE, LB_ECMP, LB_FLOWLET
+from .lb.adaptive import adaptive_port
+from .lb.drill import drill_port
+from .lb.ecmp import flow_hash
+from .lb.flowlet import flowlet_port
 
-_IP_SRC = 26
 _IP_DST = 30
-_IP_PROTO = 23
-_L4 = 34
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _mix32(h):
-    """murmur3's 32-bit finaliser: every input bit affects every output bit."""
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _be32(frame, off):
-    return (np.int64(frame[off]) << 24) | (np.int64(frame[off + 1]) << 16) \
-        | (np.int64(frame[off + 2]) << 8) | np.int64(frame[off + 3])
-
-
-@nb.njit(cache=True, _nrt=False)
-def flow_hash(frame, seed):
-    """Hash of (source IP, destination IP, protocol, source port, destination port) with a
-    per-switch seed, so that tiers do not all pick the same index (ECMP polarisation)."""
-    h = _mix32((seed ^ _be32(frame, _IP_SRC)) & 0xFFFFFFFF)
-    h = _mix32(h ^ _be32(frame, _IP_DST))
-    h = _mix32(h ^ _be32(frame, _L4) ^ (np.int64(frame[_IP_PROTO]) << 8))
-    return h
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -63,15 +37,20 @@ def route_group(st, dev, dst_node):
 
 @nb.njit(cache=True, _nrt=False)
 def select_port(st, dev, slot, group, now):
-    """The port-selection hook: the local port a frame leaves by, out of its equal-cost group.
-    Per-flow ECMP is the default; other schemes (spraying, flowlets, adaptive routing) are
-    chosen per switch by ``D_SW_LB``."""
+    """The port-selection hook: the local port a frame leaves by, out of its equal-cost group,
+    by the switch's scheme (``D_SW_LB``, one module each in ``switch_emulator.lb``)."""
     first = st.rgroup[group, 0]
     count = st.rgroup[group, 1]
     if count == 1:
         return st.rport[first]
-    h = flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED])
-    return st.rport[first + h % count]
+    lb = st.dev[dev, S.D_SW_LB]
+    if lb == LB_ECMP:
+        return st.rport[first + flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED]) % count]
+    if lb == LB_FLOWLET:
+        return flowlet_port(st, dev, slot, group, first, count, now)
+    if lb == LB_ADAPTIVE:
+        return adaptive_port(st, dev, slot, group, first, count, now)
+    return drill_port(st, dev, slot, group, first, count, now)     # LB_DRILL
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -344,19 +344,24 @@ def inject_frames(st, times, ports, keys, lengths, frames):
 # --- queue occupancy sampling -------------------------------------------------------------------
 @nb.njit(cache=True, _nrt=False)
 def sample_queues(st, now):
-    """Record every non-empty local output queue (data plus priority bytes), then schedule the
-    next sample while anything else is pending. Samples sit on a fixed grid and their event
-    keys hold the sample index, so every worker samples the same instants; a worker whose heap
-    ran dry has only empty queues, and restarts on the grid (``schedule_sample``)."""
+    """Record every local output port with a non-empty queue (data plus priority bytes) or
+    with transmission time since the previous sample (its utilisation over the interval), then
+    schedule the next sample while anything else is pending. Samples sit on a fixed grid and
+    their event keys hold the sample index, so every worker samples the same instants; a worker
+    whose heap ran dry has only empty, idle ports, and restarts on the grid
+    (``schedule_sample``)."""
     k = st.sc[S.SC_QS_N]
     for gp in range(st.port.shape[0]):
         if st.dev[st.port[gp, S.PT_DEV], S.D_LOCAL] == 0:
             continue
         q = st.port[gp, S.PT_Q_BYTES] + st.port[gp, S.PT_PQ_BYTES]
-        if q > 0:
+        busy = st.port[gp, S.PT_BUSY_PS] - st.port[gp, S.PT_SAMPLED_BUSY_PS]
+        if q > 0 or busy > 0:
             st.qsamples[k, 0] = now
             st.qsamples[k, 1] = gp
             st.qsamples[k, 2] = q
+            st.qsamples[k, 3] = busy
+            st.port[gp, S.PT_SAMPLED_BUSY_PS] = st.port[gp, S.PT_BUSY_PS]
             k += 1
     st.sc[S.SC_QS_N] = k
     st.sc[S.SC_SAMPLE_PENDING] = 0

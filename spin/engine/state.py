@@ -199,6 +199,9 @@ D_TRANSPORT = 52        # NIC transport: TR_NONE, TR_RC, TR_UE (nic_emulator.tra
 D_ENTROPY = 53          # NIC entropy policy: ENT_PER_FLOW, ENT_SPRAY, ENT_REPS
 D_TX_NOWORK = 54        # 1: the reliable transmit engine waits for an ACK or a timer
 D_RTX_PENDING = 55      # UE: packets marked for retransmission over all the NIC's connections
+D_SW_RNG = 60           # load balancing: the switch's PRNG state (xorshift64, never 0)
+D_SW_FLOWLET_GAP_PS = 61  # load balancing: idle gap after which a flow may change path
+D_SW_FLOWLETS = 62      # load balancing: flowlets started (a path chosen for a flow afresh)
 DEV_COLS = 72
 
 # columns of st.port
@@ -235,7 +238,8 @@ PT_XOFF = 29            # PFC: 1 while this port has paused its peer
 PT_LOCAL_IDX = 30       # index of the port on its device
 PT_RESUME_SCHED = 31    # a resume event is pending
 PT_GEN = 32             # bumped when the link goes down: stale tx-done events are ignored
-PORT_COLS = 33
+PT_SAMPLED_BUSY_PS = 33  # PT_BUSY_PS at the last queue sample (utilisation over time)
+PORT_COLS = 40
 
 # columns of st.msg
 M_DEV = 0
@@ -391,6 +395,9 @@ E_A = 4
 E_B = 5
 EV_COLS = 6
 
+# words per entry of st.lb_table (their meaning is the scheme's: see switch_emulator.lb)
+LB_WORDS = 4
+
 # columns of st.cap
 C_TIME = 0
 C_PORT = 1
@@ -427,7 +434,7 @@ FIELDS = (
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
-    "port_pq", "qsamples",
+    "port_pq", "qsamples", "lb_table",
     "conn", "conn_bits", "conn_keys", "conn_vals", "trp", "ntr", "port_loss",
     "msglog", "txlog", "pend", "hctl", "stage",   # a handler's commands, counters, sent bytes
     "cap", "cap_frames", "out", "out_frames",
@@ -472,6 +479,8 @@ class StateSizes:
     trace_records: int = 1
     n_qsamples: int = 16
     n_conns: int = 1
+    lb_rows: int = 1        # switches (rows of lb_table) when a scheme keeps per-switch memory
+    lb_entries: int = 1
 
 
 def _hash_cap(n: int) -> int:
@@ -531,6 +540,11 @@ def allocate_state(z: StateSizes) -> EngineState:
         trp=np.zeros(TRP_N, i64),
         ntr=np.zeros((d, NTR_COLS), i64),
         port_loss=np.zeros((p, 2), i64),              # loss threshold (of 2^32), PRNG state
+        # time, global port, queued bytes, busy ps since the previous sample
+        qsamples=np.zeros((z.n_qsamples, 4), i64),
+        # per-switch memory of the port-selection scheme (switch_emulator.lb), LB_WORDS words
+        # per entry: flowlet tables, DRILL's last best port per group
+        lb_table=np.zeros((max(z.lb_rows, 1), max(z.lb_entries, 1), LB_WORDS), i64),
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
         pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),

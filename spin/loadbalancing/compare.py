@@ -1,0 +1,214 @@
+"""Run one workload once per load-balancing scheme on the same fabric and set the figures side by
+side (``spin lb``, ``bench/bench_lb.py``).
+
+The scenario and its host programs are built once; each scheme runs a copy with its switch and
+NIC settings applied. Every scheme shares one compiled engine (schemes are data in the engine
+state, not code), compiled before the first timed run, so wall times exclude compilation.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import EngineConfig, HostConfig, LinkConfig, SwitchConfig
+from ..errors import ConfigError
+from ..report import table
+from ..units import US
+from .metrics import FabricFigures, fabric_figures
+from .schemes import get_scheme, with_scheme
+
+
+@dataclass
+class SchemeRun:
+    """One scheme's run of the workload."""
+
+    scheme: str
+    result: Any                     # RunResult
+    report: Any                     # spin.workloads.metrics.WorkloadReport, None: no flow done
+    figures: FabricFigures
+    flows: int                      # flows of the workload
+    completed: int                  # flows delivered
+    wall_s: float                   # engine run, compile and scenario build excluded
+
+    @property
+    def packet_events_per_s(self) -> float:
+        return self.result.packet_events / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = None, *,
+                    rate_gbps: int = 100, mtu_bytes: int = 4096, lossless: bool = True,
+                    queue_sample_ns: float = 0.0, switch: dict[str, Any] | None = None):
+    """An empty scenario on a registered topology, with engine tables sized for congested
+    fabrics (every frame queued in a switch holds a buffer slot). ``lossless``: PFC on, since
+    RDMA writes without a transport do not recover lost frames."""
+    from ..simulation import Scenario
+    from ..topologies import build_topology
+    topo = build_topology(topology, **{"link": LinkConfig(rate_gbps=rate_gbps, latency_ns=500.0),
+                                       **(params or {})})
+    n = len(topo.hosts)
+    engine = EngineConfig(mtu_bytes=mtu_bytes, buffer_slots=max(1 << 16, 256 * n),
+                          max_events_pending=max(1 << 16, 64 * n), log_messages=max(1 << 16, 8 * n),
+                          max_rx_messages=max(1 << 14, 4 * n), max_tx_messages=max(1 << 14, 4 * n),
+                          queue_sample_ns=queue_sample_ns)
+    return Scenario(topo, engine=engine,
+                    switch=SwitchConfig.make(**{"pfc": lossless, **(switch or {})}))
+
+
+_NEEDS = re.compile(r"memory_bytes >= (\d+)")
+
+
+def add_workload(scenario, kind: str, **params: Any):
+    """Build workload ``kind`` into ``scenario``, growing host memory to what it needs."""
+    from dataclasses import replace
+
+    from ..workloads import build_workload
+    probe = replace(scenario, host_programs={}, host_memory=[], mark_index={})
+    try:
+        build_workload(probe, kind, **params)
+    except ConfigError as exc:
+        m = _NEEDS.search(str(exc))
+        if m is None:
+            raise
+        scenario.host = HostConfig.make(**{**scenario.host.model_dump(),
+                                          "memory_bytes": int(m.group(1))})
+    return build_workload(scenario, kind, **params)
+
+
+def run_schemes(scenario, workload, schemes: list[str], workers: int = 1,
+                progress: Callable[[str], None] | None = None) -> list[SchemeRun]:
+    """Run ``scenario`` (with ``workload`` built into it) once per scheme."""
+    from ..fabric import run_scenario
+    from ..simulation import Simulation
+    from ..workloads.metrics import flow_messages, workload_report
+    for name in schemes:
+        get_scheme(name, "--schemes")
+    Simulation(scenario, quiet=progress is None).compile()
+    runs = []
+    for name in schemes:
+        sc = with_scheme(scenario, name)
+        result = run_scenario(sc, workers=workers)
+        done = len(flow_messages(workload, result))
+        try:
+            report = workload_report(workload, sc, result)
+        except ConfigError:
+            report = None
+        runs.append(SchemeRun(name, result, report, fabric_figures(result), len(workload.flows),
+                              done, float(result.wall.get("seconds", 0.0))))
+        if progress is not None:
+            progress(f"  {name}: {result.wall.get('seconds', 0.0):.3f} s")
+    return runs
+
+
+def _us(ps) -> str:
+    return f"{ps / US:,.1f}"
+
+
+def _opt(v) -> str:
+    return "-" if v is None else f"{v:,}"
+
+
+HEADERS = ["scheme", "FCT mean", "p50", "p99", "max", "done", "max util", "imbal", "drops",
+           "trims", "ECN", "retx", "reorder", "wall (s)", "Mpkt ev/s"]
+
+
+def comparison_rows(runs: list[SchemeRun]) -> list[list[str]]:
+    rows = []
+    for r in runs:
+        f, fig = (r.report.fct if r.report else None), r.figures
+        fct = [_us(f.mean_ps), _us(f.p50_ps), _us(f.p99_ps), _us(f.max_ps)] if f else ["-"] * 4
+        rows.append([r.scheme, *fct, f"{r.completed}/{r.flows}", f"{fig.max_utilisation:.2f}",
+                     f"{fig.imbalance:.2f}", f"{fig.drops:,}", f"{fig.trims:,}",
+                     f"{fig.ecn_marks:,}", _opt(fig.retransmissions), _opt(fig.reorder_degree),
+                     f"{r.wall_s:.3f}", f"{r.packet_events_per_s / 1e6:.2f}"])
+    ideal = next((r.report.ideal_fct for r in runs if r.report), None)
+    if ideal is not None:
+        rows.append(["ideal", _us(ideal.mean_ps), _us(ideal.p50_ps), _us(ideal.p99_ps),
+                     _us(ideal.max_ps)] + [""] * (len(HEADERS) - 5))
+    return rows
+
+
+def comparison_table(runs: list[SchemeRun], title: str = "") -> str:
+    """The side-by-side table, FCT in µs (virtual time), with notes on incomplete runs."""
+    out = table(HEADERS, comparison_rows(runs), title or None)
+    notes = [("FCT: post to delivery, µs of virtual time; done: flows delivered; max util: "
+              "busiest link direction (busy time / time to the last delivery); imbal: max/mean bytes over the links of "
+              "the most uneven tier between switches; ideal: serialisation plus base latency of "
+              "each flow"),
+             ("retx, reorder: counted by the NIC transport ('-': none in this build); wall: "
+              "engine run without compilation")]
+    for r in runs:
+        if r.completed < r.flows:
+            why = ", ".join(f"{k} {v:,}" for k, v in r.result.drops.items()) or "none dropped"
+            hint = (" (a per-packet scheme: packets that overtake their message's first packet "
+                    "are not placed by a receiver without out-of-order placement)"
+                    if get_scheme(r.scheme).per_packet else "")
+            notes.append(f"{r.scheme}: {r.flows - r.completed} of {r.flows} flows not delivered;"
+                         f" drops: {why}{hint}")
+    return out + "\n\n" + "\n".join(notes)
+
+
+def comparison_dict(runs: list[SchemeRun]) -> list[dict[str, Any]]:
+    """JSON-ready rows (times in ps)."""
+    from dataclasses import asdict
+
+    from .metrics import tier_loads
+    return [{"scheme": r.scheme, "flows": r.flows, "completed": r.completed,
+             "fct": asdict(r.report.fct) if r.report else None,
+             "ideal_fct": asdict(r.report.ideal_fct) if r.report else None,
+             "figures": asdict(r.figures), "tiers": [asdict(t) for t in tier_loads(r.result)],
+             "drops": r.result.drops, "wall_s": r.wall_s,
+             "packet_events": r.result.packet_events,
+             "packet_events_per_s": r.packet_events_per_s} for r in runs]
+
+
+def run_lb_cli(args) -> int:
+    """``spin lb``: build the fabric and workload, run every scheme, print the table."""
+    from ..collectives.report import parse_size
+    from ..topologies.report import parse_params, parse_spec
+    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    for s in schemes:
+        get_scheme(s, "--schemes")
+    if args.workers < 1:
+        raise ConfigError(f"--workers = {args.workers}: must be >= 1")
+    if args.plots:
+        from ..scenario_limits import check_writable
+        from .plots import require_matplotlib
+        require_matplotlib()                                    # fail before running, not after
+        check_writable(args.plots, "--plots", directory=True)
+    topo_name, topo_params = parse_spec(args.topology)
+    size = parse_size(args.size)
+    plots_ns = 0.0
+    if args.plots:
+        from .plots import DEFAULT_SAMPLE_NS
+        plots_ns = DEFAULT_SAMPLE_NS
+    sc = fabric_scenario(topo_name, topo_params, rate_gbps=args.rate_gbps, mtu_bytes=args.mtu,
+                         lossless=not args.lossy, queue_sample_ns=plots_ns)
+    params = {"message_bytes": size, "seed": args.seed, "fill": False,
+              **parse_params(args.param or [], "--param")}
+    workload = add_workload(sc, args.workload, **params)
+    n = len(sc.topology.hosts)
+    title = (f"{args.workload} of {size:,} B per host on {topo_name} "
+             f"({', '.join(f'{k}={v}' for k, v in topo_params.items()) or 'defaults'}): {n} hosts, "
+             f"{args.rate_gbps} Gb/s, MTU {args.mtu} B, {'lossy' if args.lossy else 'lossless (PFC)'}"
+             f", {args.workers} worker{'s' if args.workers > 1 else ''}")
+    print(title, flush=True)
+    runs = run_schemes(sc, workload, schemes, args.workers, progress=print)
+    print()
+    print(comparison_table(runs))
+    if args.plots:
+        from ..units import ns
+        from ..workloads.metrics import flow_messages
+        from .plots import write_plots
+        paths = write_plots(args.plots, {r.scheme: (r.result, [m.completion_ps for m in
+                                                               flow_messages(workload, r.result)])
+                                         for r in runs}, ns(plots_ns))
+        print(f"\npictures in {args.plots}: {', '.join(p.name for p in paths)}")
+    if args.json:
+        import json
+        from pathlib import Path
+        Path(args.json).write_text(json.dumps({"title": title, "runs": comparison_dict(runs)},
+                                              indent=2) + "\n")
+        print(f"results written to {args.json}")
+    return 0

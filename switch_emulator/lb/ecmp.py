@@ -1,0 +1,44 @@
+"""Per-flow ECMP: a hash of the 5-tuple picks the port, so every packet of a flow takes the same
+path and arrives in order. Flows that hash alike share a path (collide) whatever the load; a
+sender that varies the UDP source port (the entropy value) per packet sprays over all paths."""
+import numba as nb
+import numpy as np
+
+from spin.engine import state as S
+
+_IP_SRC = 26
+_IP_DST = 30
+_IP_PROTO = 23
+_L4 = 34
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _mix32(h):
+    """murmur3's 32-bit finaliser: every input bit affects every output bit."""
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _be32(frame, off):
+    return (np.int64(frame[off]) << 24) | (np.int64(frame[off + 1]) << 16) \
+        | (np.int64(frame[off + 2]) << 8) | np.int64(frame[off + 3])
+
+
+@nb.njit(cache=True, _nrt=False)
+def flow_hash(frame, seed):
+    """Hash of (source IP, destination IP, protocol, source port, destination port) with a
+    per-switch seed, so that tiers do not all pick the same index (ECMP polarisation)."""
+    h = _mix32((seed ^ _be32(frame, _IP_SRC)) & 0xFFFFFFFF)
+    h = _mix32(h ^ _be32(frame, _IP_DST))
+    h = _mix32(h ^ _be32(frame, _L4) ^ (np.int64(frame[_IP_PROTO]) << 8))
+    return h
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def ecmp_port(st, dev, slot, group, first, count, now):
+    return st.rport[first + flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED]) % count]

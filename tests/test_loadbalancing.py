@@ -1,0 +1,219 @@
+"""Load-balancing schemes on a k = 4 fat tree with colliding flows: the adaptive schemes finish a
+permutation sooner than per-flow ECMP and load the tiers evenly, where ECMP's hot links show;
+every scheme routes around a failed link; all schemes (on different switches of one fabric)
+give identical results for 1, 2 and 4 worker processes; ``spin lb`` prints its table; pictures are written.
+
+Each host sends a flow of single-packet RDMA writes to its image under a permutation (drawn
+with seed 0, where per-flow ECMP puts several flows on one link). Single-packet messages keep
+the comparison about paths: a multi-packet message whose later packets overtake its first is
+not placed by a receiver without out-of-order placement (``spin lb`` reports such losses).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spin.fabric import run_scenario
+from spin.loadbalancing import fabric_figures, scheme_names, with_scheme
+from spin.loadbalancing.compare import fabric_scenario
+from spin.scenario_file import load_scenario
+from spin.simulation import Simulation
+from spin.workloads.permutation import derangement
+
+from .test_cli import spin
+
+MESSAGES = 24            # per flow, 4 KiB each (one packet at MTU 4 KiB)
+SIZE = 4096
+FAULT_NS = 60_000.0      # between the two phases of the failure scenario
+PAUSE_NS = 80_000.0      # hosts compute this long between the phases
+SCHEMES = scheme_names()
+
+
+def _scenario(phases: int = 1):
+    sc = fabric_scenario("fat_tree", {"k": 4}, queue_sample_ns=1000.0)
+    sc.host = sc.host.model_copy(update={"send_overhead_ns": 0.0, "recv_overhead_ns": 0.0,
+                                         "memory_bytes": 2 * SIZE})
+    n = len(sc.topology.hosts)
+    dst = derangement(n, 0)
+    for h in range(n):
+        prog = sc.host_program(h)
+        for phase in range(phases):
+            if phase:
+                prog.compute(PAUSE_NS).mark(f"start{phase}")
+            for _ in range(MESSAGES):
+                prog.send(dst[h], SIZE, qp=1, local_addr=0, remote_addr=SIZE)
+            prog.wait_recv(qp=1, count=MESSAGES).mark(f"done{phase}")
+    return sc
+
+
+def _finish_ps(result, phase: int = 0) -> int:
+    marks = result.marks.get(f"done{phase}", {})
+    assert len(marks) == 16, f"{16 - len(marks)} hosts did not receive all their messages"
+    return max(marks.values())
+
+
+@pytest.fixture(scope="module")
+def collisions():
+    sc = _scenario()
+    return {s: Simulation(with_scheme(sc, s)).run() for s in SCHEMES}
+
+
+def test_adaptive_schemes_beat_colliding_ecmp(collisions):
+    ecmp = collisions["ecmp"]
+    for s in SCHEMES:
+        r = collisions[s]
+        assert r.drops == {} and len(r.messages) == 16 * MESSAGES, s
+    t = {s: _finish_ps(collisions[s]) for s in SCHEMES}
+    for s in ("flowlet", "adaptive", "drill"):
+        assert t[s] < 0.75 * t["ecmp"], f"{s} {t[s]} ps vs ecmp {t['ecmp']} ps"
+    # ECMP's collisions show as hot links: the most uneven tier between switches
+    fig = {s: fabric_figures(collisions[s]) for s in SCHEMES}
+    assert fig["ecmp"].imbalance > 3.0
+    for s in ("adaptive", "drill"):
+        assert fig[s].imbalance < 0.5 * fig["ecmp"].imbalance, s
+    assert fig["flowlet"].flowlets > 0 and fig["ecmp"].flowlets == 0
+    # a hot link under ECMP carries several flows: more bytes than a host sends
+    hottest = max((l for l in ecmp.links if l.tier != "host"), key=lambda l: l.tx_bytes)
+    assert hottest.tx_bytes > 2 * MESSAGES * SIZE
+    # utilisation over time: the samples add up to the links' busy time
+    busy = {}
+    for _t, link, d, b in ecmp.link_samples:
+        busy[(link, d)] = busy.get((link, d), 0) + b
+    assert sum(busy.values()) == sum(l.busy_ps for l in ecmp.links)
+
+
+@pytest.fixture(scope="module")
+def failed_link(collisions):
+    """ECMP's hottest link between switches in the collision scenario."""
+    ecmp = collisions["ecmp"]
+    return max((l for l in ecmp.links if l.tier != "host"), key=lambda l: l.tx_bytes).link
+
+
+@pytest.fixture(scope="module")
+def failure_scenario(failed_link):
+    sc = _scenario(phases=2)
+    sc.link_down(failed_link, at_ns=FAULT_NS)
+    return sc
+
+
+@pytest.fixture(scope="module")
+def failures(failure_scenario):
+    return {s: Simulation(with_scheme(failure_scenario, s)).run() for s in SCHEMES}
+
+
+def test_every_scheme_routes_around_a_failed_link(failures, failed_link):
+    fault_ps = int(FAULT_NS * 1000)
+    for s, r in failures.items():
+        assert _finish_ps(r, 0) < fault_ps, f"{s}: phase 1 still running at the failure"
+        assert min(r.marks["start1"].values()) > fault_ps + 10_000_000, s   # routes converged
+        _finish_ps(r, 1)                                  # every flow of phase 2 completed
+        assert r.drops == {} and len(r.messages) == 2 * 16 * MESSAGES, s
+        after = [b for t, link, _d, b in r.link_samples if link == failed_link and t > fault_ps]
+        assert after == [], f"{s}: the failed link still carried frames"
+    before = [b for t, link, _d, b in failures["ecmp"].link_samples
+              if link == failed_link and t <= fault_ps]
+    assert sum(before) > 0
+
+
+def test_identical_for_1_2_4_workers(failure_scenario):
+    """Every scheme at once (each on switches that choose among ports), with a link failure and
+    link sampling: one run per worker count covers them all."""
+    from dataclasses import replace
+    sc = replace(failure_scenario, switch_load_balancing={})
+    topo = sc.topology
+    edges = [s for s in topo.switches if topo.switch_role(s) == "edge"]
+    aggs = [s for s in topo.switches if topo.switch_role(s) == "agg"]
+    sc.load_balancing("flowlet", *edges[0::2])
+    sc.load_balancing("adaptive", *edges[1::2])
+    sc.load_balancing("drill", *aggs[0::2])                 # the other aggs keep ecmp
+    base = Simulation(sc).run()
+    _finish_ps(base, 1)
+    assert sum(s.flowlets for s in base.switches) > 0
+    assert base.link_samples and base.queue_samples
+    for workers in (2, 4):
+        r = run_scenario(sc, workers=workers, timeout_s=900)
+        assert r.to_dict(include_wall=False) == base.to_dict(include_wall=False), \
+            f"results differ with {workers} workers"
+
+
+def test_spin_lb_prints_the_table(tmp_path):
+    out = tmp_path / "lb.json"
+    r = spin("lb", "--topology", "fat_tree:k=4", "--size", "64KiB", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.startswith("scheme"))
+    for col in ("FCT mean", "p99", "max util", "imbal", "drops", "ECN", "retx", "Mpkt ev/s"):
+        assert col in lines[head]
+    rows = [l.split()[0] for l in lines[head + 2:head + 2 + len(SCHEMES) + 1]]
+    assert rows == [*SCHEMES, "ideal"]
+    d = json.loads(out.read_text())
+    assert [x["scheme"] for x in d["runs"]] == SCHEMES
+    ecmp = d["runs"][0]
+    assert ecmp["completed"] == ecmp["flows"] == 16
+    assert ecmp["fct"]["max_ps"] >= ecmp["ideal_fct"]["max_ps"]
+
+
+def test_spin_lb_rejects_an_unknown_scheme():
+    r = spin("lb", "--topology", "fat_tree:k=4", "--schemes", "ecmp,bogus")
+    assert r.returncode == 2
+    assert "bogus" in r.stderr and "valid schemes: ecmp, flowlet, adaptive, drill" in r.stderr
+
+
+def test_plots_are_written(collisions, tmp_path):
+    pytest.importorskip("matplotlib")
+    from spin.loadbalancing.plots import write_plots
+    runs = {s: (r, [m.completion_ps for m in r.messages]) for s, r in collisions.items()}
+    paths = write_plots(tmp_path, runs, 1_000_000)
+    assert sorted(p.name for p in paths) == sorted(
+        ["fct_cdf.png"] + [f"link_utilisation_{s}.png" for s in SCHEMES])
+    for p in paths:
+        data = p.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, p.name
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "loadbalancing"
+
+
+def test_one_example_per_scheme():
+    files = sorted(EXAMPLES.glob("*.toml"))
+    assert sorted(p.stem for p in files) == sorted(SCHEMES)
+    for p in files:
+        sc, opts = load_scenario(p)
+        assert sc.switch.load_balancing == p.stem and sc.switch.pfc
+        assert len(opts.workload.flows) == len(sc.topology.hosts) == 128
+
+
+RUN_TOML = """
+name = "lb-plots"
+[topology]
+kind = "fat_tree"
+k = 4
+[link]
+rate_gbps = 100
+[loadbalancing]
+scheme = "flowlet"
+[switch]
+pfc = true
+[engine]
+mtu_bytes = 4096
+[workload]
+kind = "permutation"
+message_bytes = 65536
+"""
+
+
+def test_spin_run_plots(tmp_path):
+    toml = tmp_path / "lb.toml"
+    toml.write_text(RUN_TOML)
+    r = spin("run", str(toml), "--plots", str(tmp_path / "pics"), "--quiet")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert r.returncode == 2 and "matplotlib" in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    for name in ("fct_cdf.png", "link_utilisation_lb-plots.png"):
+        data = (tmp_path / "pics" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
