@@ -1,13 +1,15 @@
 """Load-balancing schemes on a k = 8 fat tree (figures, not a test): one permutation of 2 MB per
-host at 100 Gb/s, MTU 4 KiB, lossless (PFC), run once per scheme on the same fabric.
+host at 100 Gb/s, MTU 4 KiB, run once per scheme on the same fabric, by default over the
+Ultra-Ethernet-style transport (NSCC window, selective ACKs) with trimming switches, as htsim's
+Ultra Ethernet scenario.
 
 Reports per scheme the best wall time over ``--repeats`` runs (engine compile and scenario build
 excluded, shown apart) and packet events/s, then the side-by-side table of ``spin lb`` (FCT in
 virtual time). htsim takes 0.30-0.37 s per scheme for this scenario on the reference machine,
 with its NSCC transport and trimming and without payload bytes; here every packet carries its
-bytes and no transport runs (RDMA writes on a lossless fabric).
+bytes into host memory. ``--transport none`` runs open-loop writes over lossless (PFC) switches.
 
-    python bench/bench_lb.py [--k 8] [--mbytes 2] [--schemes ecmp,flowlet,adaptive,drill]
+    python bench/bench_lb.py [--k 8] [--mbytes 2] [--schemes ecmp,...,reps] [--transport ue]
                              [--repeats 3] [--workers 1]
 """
 from __future__ import annotations
@@ -33,16 +35,19 @@ def main() -> None:
     ap.add_argument("--schemes", default=",".join(scheme_names()))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--transport", default="ue", choices=("ue", "rc", "none"))
     a = ap.parse_args()
     nbytes = int(a.mbytes * 1_000_000)
     schemes = a.schemes.split(",")
     t0 = time.perf_counter()
-    sc = fabric_scenario("fat_tree", {"k": a.k})
+    sc = fabric_scenario("fat_tree", {"k": a.k}, transport=a.transport)
     workload = add_workload(sc, "permutation", message_bytes=nbytes, seed=a.seed, fill=False)
     t_build = time.perf_counter() - t0
     n = len(sc.topology.hosts)
     print(f"fat tree k={a.k}: {n} hosts, {len(sc.topology.switches)} switches, permutation of "
-          f"{nbytes:,} B per host, 100 Gb/s, MTU 4096 B, lossless (PFC), {a.workers} worker(s)")
+          f"{nbytes:,} B per host, 100 Gb/s, MTU 4096 B, transport {a.transport}, "
+          f"{'PFC' if sc.switch.pfc else 'trimming' if sc.switch.trim else 'tail drop'}, "
+          f"{a.workers} worker(s)")
     print(f"scenario build                {t_build:8.3f} s")
     t0 = time.perf_counter()
     Simulation(sc).compile()

@@ -354,9 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--rate-gbps", type=int, default=100, help="link rate in Gb/s (default 100)")
     lb.add_argument("--mtu", type=int, default=4096, choices=(256, 512, 1024, 2048, 4096),
                     help="MTU in bytes (default 4096)")
+    lb.add_argument("--transport", default="ue", choices=("ue", "rc", "none"),
+                    help="the NICs' transport for every scheme (default ue: out-of-order "
+                    "placement, selective ACKs, NSCC, trimming switches; none: open-loop writes "
+                    "over lossless PFC switches)")
     lb.add_argument("--lossy", action="store_true",
-                    help="tail-drop switches instead of lossless PFC (without a transport, "
-                    "lost frames are not recovered)")
+                    help="no PFC, also with --transport none (lost frames are then not "
+                    "recovered)")
     lb.add_argument("--workers", type=int, default=1, metavar="N",
                     help="worker processes per run (default 1; results are identical for any N)")
     lb.add_argument("--plots", metavar="DIR",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import EngineConfig, HostConfig, LinkConfig, SwitchConfig
+from ..config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 from ..report import table
 from ..units import US
@@ -37,12 +37,25 @@ class SchemeRun:
         return self.result.packet_events / self.wall_s if self.wall_s > 0 else 0.0
 
 
+TRANSPORTS = ("ue", "rc", "none")
+
+
 def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = None, *,
-                    rate_gbps: int = 100, mtu_bytes: int = 4096, lossless: bool = True,
-                    queue_sample_ns: float = 0.0, switch: dict[str, Any] | None = None):
+                    rate_gbps: int = 100, mtu_bytes: int = 4096, lossless: bool | None = None,
+                    queue_sample_ns: float = 0.0, switch: dict[str, Any] | None = None,
+                    transport: str = "none"):
     """An empty scenario on a registered topology, with engine tables sized for congested
-    fabrics (every frame queued in a switch holds a buffer slot). ``lossless``: PFC on, since
-    RDMA writes without a transport do not recover lost frames."""
+    fabrics (every frame queued in a switch holds a buffer slot). ``transport``: the NICs'
+    (``spin.config.TransportConfig.kind``); ``lossless`` (default: only without a transport,
+    whose lost frames are never recovered): PFC on. With the Ultra-Ethernet-style transport the
+    switches trim instead of dropping, as in htsim's Ultra Ethernet scenarios."""
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"transport = {transport!r}: valid transports: {', '.join(TRANSPORTS)}")
+    if lossless is None:
+        lossless = transport == "none"
+    nic = NicConfig.make(transport={"kind": transport})
+    switch = {"pfc": lossless, **({"trim": True} if transport == "ue" and not lossless else {}),
+              **(switch or {})}
     from ..simulation import Scenario
     from ..topologies import build_topology
     topo = build_topology(topology, **{"link": LinkConfig(rate_gbps=rate_gbps, latency_ns=500.0),
@@ -52,8 +65,7 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
                           max_events_pending=max(1 << 16, 64 * n), log_messages=max(1 << 16, 8 * n),
                           max_rx_messages=max(1 << 14, 4 * n), max_tx_messages=max(1 << 14, 4 * n),
                           queue_sample_ns=queue_sample_ns)
-    return Scenario(topo, engine=engine,
-                    switch=SwitchConfig.make(**{"pfc": lossless, **(switch or {})}))
+    return Scenario(topo, engine=engine, nic=nic, switch=SwitchConfig.make(**switch))
 
 
 _NEEDS = re.compile(r"memory_bytes >= (\d+)")
@@ -183,15 +195,17 @@ def run_lb_cli(args) -> int:
     if args.plots:
         from .plots import DEFAULT_SAMPLE_NS
         plots_ns = DEFAULT_SAMPLE_NS
+    lossless = False if args.lossy else (args.transport == "none")
     sc = fabric_scenario(topo_name, topo_params, rate_gbps=args.rate_gbps, mtu_bytes=args.mtu,
-                         lossless=not args.lossy, queue_sample_ns=plots_ns)
+                         lossless=lossless, queue_sample_ns=plots_ns, transport=args.transport)
     params = {"message_bytes": size, "seed": args.seed, "fill": False,
               **parse_params(args.param or [], "--param")}
     workload = add_workload(sc, args.workload, **params)
     n = len(sc.topology.hosts)
     title = (f"{args.workload} of {size:,} B per host on {topo_name} "
              f"({', '.join(f'{k}={v}' for k, v in topo_params.items()) or 'defaults'}): {n} hosts, "
-             f"{args.rate_gbps} Gb/s, MTU {args.mtu} B, {'lossy' if args.lossy else 'lossless (PFC)'}"
+             f"{args.rate_gbps} Gb/s, MTU {args.mtu} B, transport {args.transport}, "
+             f"{'lossless (PFC)' if lossless else 'lossy' + (' (trimming)' if sc.switch.trim else '')}"
              f", {args.workers} worker{'s' if args.workers > 1 else ''}")
     print(title, flush=True)
     runs = run_schemes(sc, workload, schemes, args.workers, progress=print)

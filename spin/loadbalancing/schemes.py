@@ -2,8 +2,8 @@
 settings (``SwitchConfig.load_balancing`` and its parameters) and NIC settings (how senders
 choose entropy values, which transport carries the messages), applied to a scenario's configs.
 
-Adding a scheme is one entry: a sender-side spraying scheme names NIC fields, e.g.
-``Scheme("spray", "...", nic={"entropy": "spray", "transport": "ue"})``, a switch-side one names
+Adding a scheme is one entry: a sender-side scheme names NIC fields (``spray`` and ``reps`` set
+the transport's ``entropy``; the transport itself stays the scenario's), a switch-side one names
 ``switch={"load_balancing": ...}`` (one module per port-selection scheme in
 ``switch_emulator.lb``).
 """
@@ -37,6 +37,12 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
            "equal-cost port", switch={"load_balancing": "adaptive"}, per_packet=True),
     Scheme("drill", "DRILL: every packet to the less loaded of two random ports and the last "
            "best", switch={"load_balancing": "drill"}, per_packet=True),
+    Scheme("spray", "oblivious packet spraying: senders draw a new entropy value per packet, "
+           "switches hash it (ECMP)", switch={"load_balancing": "ecmp"},
+           nic={"transport": {"entropy": "spray"}}, per_packet=True),
+    Scheme("reps", "REPS: senders recycle the entropy values of unmarked ACKs and freeze on "
+           "trims and timeouts; switches hash them (ECMP)", switch={"load_balancing": "ecmp"},
+           nic={"transport": {"entropy": "reps"}}, per_packet=True),
 )}
 
 
@@ -58,8 +64,18 @@ def scheme_configs(name: str, switch: SwitchConfig, nic: NicConfig,
                    where: str = "scheme") -> tuple[SwitchConfig, NicConfig]:
     """``switch`` and ``nic`` with the scheme's settings applied (validated)."""
     s = get_scheme(name, where)
-    return (SwitchConfig.make(**{**switch.model_dump(), **s.switch}),
-            NicConfig.make(**{**nic.model_dump(), **s.nic}))
+    return (SwitchConfig.make(**_merged(switch.model_dump(), s.switch)),
+            NicConfig.make(**_merged(nic.model_dump(), s.nic)))
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over``'s fields, nested tables merged field by field (a scheme that sets
+    the transport's entropy keeps the scenario's transport kind and timers)."""
+    out = dict(base)
+    for key, value in over.items():
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merged(out[key], value) if nested else value
+    return out
 
 
 def with_scheme(scenario, name: str):
