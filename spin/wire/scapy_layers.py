@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from scapy.contrib.roce import BTH
-from scapy.fields import IntField, XIntField, XLongField
+from scapy.fields import BitField, ByteField, IntField, ShortField, XIntField, XLongField
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
@@ -27,6 +27,20 @@ class RETH(Packet):
         XLongField("va", 0),
         XIntField("rkey", 0),
         IntField("dma_len", 0),
+    ]
+
+
+class SwitchML(Packet):
+    """SwitchML's header as spin carries it: the 8 bytes of the RETH ``va`` field
+    (``spin.wire.switchml``); dissect with ``SwitchML(raw(pkt[RETH])[:8])``."""
+
+    name = "SwitchML"
+    fields_desc = [
+        BitField("msg_type", 0, 4),
+        BitField("unused", 0, 4),
+        ByteField("job", 0),
+        ShortField("pool_index", 0),
+        IntField("tsi", 0),
     ]
 
 
