@@ -12,7 +12,10 @@ crossed the multicast) is ignored. With the last chunk's result the NIC raises o
 Retransmission: with ``timeout_ps > 0`` the NIC keeps a timer running while a job streams, as
 a TICK control packet it sends to itself (a round trip through the first switch: the engine
 has no NIC-side timer). Each tick resends every chunk whose result is overdue, in the same
-slot and set (SwitchML's worker timeout).
+slot and set (SwitchML's worker timeout). Ticks carry a generation: a result that finds no tick
+seen for a whole timeout starts a new generation (a tick lost on a lossy link would otherwise
+stop the timer), and ticks of older generations die out. ``timeout_ps`` must exceed the tick's
+round trip (a few µs).
 
 Handler memory (int64): globals, up to 4 job descriptors, then per job and window slot
 ``[tsi (-1: idle), set, sent_ps]``.
@@ -25,7 +28,8 @@ from spin.api import (DROP, SUCCESS, spin_add_cycles, spin_dma_to_host, spin_msg
 from spin.handler import HandlerProgram, handler
 
 G_N_JOBS, G_TIMEOUT_PS, G_SELF, G_TICKING, G_RETRANSMITS, G_DUPLICATES, G_TICKS = range(7)
-JOBS = 8
+G_TICK_GEN, G_LAST_TICK_PS = 7, 8
+JOBS = 16
 MAX_JOBS = 4
 JOB_WORDS = 16
 J_JOB, J_OP, J_WINDOW, J_SLOT_BASE, J_K, J_COUNT, J_IN, J_OUT, J_DST = range(9)
@@ -51,9 +55,20 @@ def _send_chunk(ctx, mem, j, w, s, tsi, now):
                        _header(mem[j + J_OP], mem[j + J_JOB], mem[j + J_SLOT_BASE] + w, s, tsi))
 
 
-def _tick(ctx, mem):
+def _arm(ctx, mem, now):
+    """Start a new generation of timer ticks."""
+    mem[G_TICKING] = 1
+    mem[G_TICK_GEN] += 1
+    mem[G_LAST_TICK_PS] = now
+    spin_send_packet(ctx, mem[G_SELF], spin_qp(ctx), mem.view(np.uint8), 0, 8,
+                     _header(MSG_CONTROL, 0, CONTROL_TICK, 0, mem[G_TICK_GEN] & 0xFFFFFFFF))
+
+
+def _tick(ctx, mem, gen):
     """Resend overdue chunks; keep ticking while a job streams."""
     now = spin_now_ps(ctx)
+    if gen != mem[G_TICK_GEN] & 0xFFFFFFFF:
+        return                                  # a tick of an older generation: let it die
     busy = False
     sent = 0
     for i in range(mem[G_N_JOBS]):
@@ -69,15 +84,17 @@ def _tick(ctx, mem):
                 sent += 1
         spin_add_cycles(ctx, 2 * mem[j + J_WINDOW])
     mem[G_TICKS] += 1
+    mem[G_LAST_TICK_PS] = now
     if busy:
         spin_send_packet(ctx, mem[G_SELF], spin_qp(ctx), mem.view(np.uint8), 0, 8,
-                         _header(MSG_CONTROL, 0, CONTROL_TICK, 0, 0))
+                         _header(MSG_CONTROL, 0, CONTROL_TICK, 0, gen))
     else:
         mem[G_TICKING] = 0
 
 
 _header = nb.njit(_nrt=False)(_header)        # handlers are built without NRT
 _send_chunk = nb.njit(_nrt=False)(_send_chunk)
+_arm = nb.njit(_nrt=False)(_arm)
 _tick = nb.njit(_nrt=False)(_tick)
 
 
@@ -89,7 +106,7 @@ def switchml_worker_payload(ctx, pkt, mem):
     pool = (va >> 32) & 0xFFFF
     tsi = va & 0xFFFFFFFF
     if op == MSG_CONTROL and pool == CONTROL_TICK:
-        _tick(ctx, mem)
+        _tick(ctx, mem, tsi)
         return SUCCESS
     j = -1
     for i in range(mem[G_N_JOBS]):
@@ -106,13 +123,13 @@ def switchml_worker_payload(ctx, pkt, mem):
             if w * k < mem[j + J_COUNT]:
                 _send_chunk(ctx, mem, j, w, 0, w * k, now)
         if mem[G_TIMEOUT_PS] > 0 and mem[G_TICKING] == 0:
-            mem[G_TICKING] = 1
-            spin_send_packet(ctx, mem[G_SELF], spin_qp(ctx), mem.view(np.uint8), 0, 8,
-                             _header(MSG_CONTROL, 0, CONTROL_TICK, 0, 0))
+            _arm(ctx, mem, now)
         return SUCCESS
     w = (pool & 0x7FFF) - mem[j + J_SLOT_BASE]
     s = pool >> 15
     at = mem[j + J_STATE] + SLOT_WORDS * w
+    if mem[G_TICKING] != 0 and now - mem[G_LAST_TICK_PS] > mem[G_TIMEOUT_PS]:
+        _arm(ctx, mem, now)                     # the tick was lost: restart the timer
     if w < 0 or w >= window or mem[at] != tsi or mem[at + 1] != s:
         mem[G_DUPLICATES] += 1
         return SUCCESS
