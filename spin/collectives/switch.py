@@ -29,6 +29,10 @@ from .common import AllreducePlan, align, check_args, check_memory, write_inputs
 
 NAME = "switch"
 DEFAULT_WINDOW = 128          # slots per worker (SwitchML: 256 outstanding packets per worker)
+# The registry's workers retransmit after 100 us: a frame dropped anywhere (a full switch
+# message table, a lossy link) then costs time, not the run. SwitchML's own default is 10 ms,
+# tuned for DPDK hosts; runs here last microseconds to milliseconds of virtual time.
+DEFAULT_TIMEOUT_US = 100.0
 PART_SLOTS = 128              # slots a start packet opens (handlers.switchml_worker.PART_SLOTS)
 MAX_MTU, MIN_MTU = 4096, 256
 MODES = ("native", "quantized")
@@ -152,11 +156,17 @@ def plan_memory(n: int, count: int, dtype: str, mode: str = "native",
 
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None, qp: int = 0,
           mode: str = "native", window: int = DEFAULT_WINDOW, job: int = 0,
-          timeout_us: float = 0.0, drop_ppm: int = 0, drop_result_ppm: int = 0
+          timeout_us: float = DEFAULT_TIMEOUT_US, drop_ppm: int = 0, drop_result_ppm: int = 0
           ) -> AllreducePlan:
     """Add an in-switch allreduce of ``count`` elements per rank to ``scenario``: int32 or
     float32 (``mode`` "native": the switch adds float32; "quantized": SwitchML's block-exponent
-    int32). The retransmission and drop options are ``install_jobs``'s."""
+    int32). The retransmission and drop options are ``install_jobs``'s; the timer runs by
+    default (``DEFAULT_TIMEOUT_US``).
+
+    Large fabrics need engine room for a window of packets per rank: ``EngineConfig``
+    ``max_tx_messages`` and ``buffer_slots`` above ranks x window, and ``SwitchConfig``
+    ``max_inflight_messages`` above what a switch holds at once (every contribution is a
+    message until its handler finished), else frames are dropped and retransmitted."""
     hosts = check_args(scenario, count, dtype, hosts)
     if dtype not in ("int32", "float32"):
         raise ConfigError(f"switch allreduce dtype={dtype!r}; valid choices: int32, float32 "
