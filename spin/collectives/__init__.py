@@ -3,8 +3,8 @@ variants, handlers) to a ``Scenario``, a registry of them by name, and ``measure
 one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and correctness.
 
 Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``; in-network:
-``switch`` (SwitchML-style aggregation in the switches, ``spin.collectives.switch``). Another variant joins
-the table with ``register(Algorithm(...))``: a builder ``build(scenario, count, dtype, *,
+``switch`` (SwitchML-style aggregation in the switches, ``spin.collectives.switch``). Another
+variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario, count, dtype, *,
 hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs.
 """
 from __future__ import annotations

@@ -27,6 +27,7 @@ MIN_EXPONENT = -126          # a zero block (biased exponent 0): never raises th
 
 
 def n_blocks(count: int, k: int) -> int:
+    """Blocks of k elements (one exponent each) covering ``count`` elements."""
     return -(-count // k)
 
 
@@ -51,11 +52,13 @@ def scales(exponents: np.ndarray, n: int) -> np.ndarray:
 
 
 def quantize(x: np.ndarray, exponents: np.ndarray, n: int, k: int) -> np.ndarray:
+    """round(x f) as int32, f per block of k from the agreed exponents."""
     f = np.repeat(scales(exponents, n), k)[:x.size]
     return np.rint(np.asarray(x, np.float64) * f).astype(np.int32)
 
 
 def dequantize(q: np.ndarray, exponents: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The float32 values of summed int32 ``q``: q / f per block."""
     f = np.repeat(scales(exponents, n), k)[:q.size]
     return (np.asarray(q, np.float64) / f).astype(np.float32)
 

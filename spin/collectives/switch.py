@@ -70,10 +70,12 @@ class SwitchMLSetup:
         prog.wait_event()
 
     def chunks(self, job: SwitchMLJob) -> int:
+        """Packets each rank sends for ``job`` (k = MTU/4 elements each, the last may be short)."""
         return -(-job.count // (self.mtu // 4))
 
 
 def kick_bytes(window: int, mtu: int = MAX_MTU) -> int:
+    """Bytes of the start message: one MTU-sized packet per 128 slots of window."""
     return -(-window // PART_SLOTS) * mtu
 
 
@@ -135,13 +137,13 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     for i, s in enumerate(sorted(per_switch, key=topo.switches.index)):
         mem = switch_memory(per_switch[s], n_hosts, drop_ppm=drop_ppm,
                             drop_result_ppm=drop_result_ppm, seed=seed + i)
-        setup.contexts[s] = sc.install(ExecutionContext(node=s, program=switchml_switch_program(mem),
-                                                        match_qp=qp))
+        setup.contexts[s] = sc.install(ExecutionContext(
+            node=s, program=switchml_switch_program(mem), match_qp=qp))
     timeout_ps = int(round(timeout_us * 1_000_000))
     for h in sorted(per_host):
         mem = worker_memory(h, per_host[h], timeout_ps)
-        setup.contexts[h] = sc.install(ExecutionContext(node=h, program=switchml_worker_program(mem),
-                                                        match_qp=qp))
+        setup.contexts[h] = sc.install(ExecutionContext(
+            node=h, program=switchml_worker_program(mem), match_qp=qp))
     return setup
 
 
