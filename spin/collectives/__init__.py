@@ -4,8 +4,8 @@ one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and
 
 Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``; in-network:
 ``switch`` (SwitchML-style aggregation in the switches, ``spin.collectives.switch``). Another
-variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario, count, dtype, *,
-hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs.
+variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario, count,
+dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs.
 """
 from __future__ import annotations
 
