@@ -108,6 +108,12 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     if timeout_us < 0 or not 0 <= drop_ppm <= 1_000_000 or not 0 <= drop_result_ppm <= 1_000_000:
         raise ConfigError(f"SwitchML timeout_us={timeout_us} (>= 0), drop_ppm={drop_ppm}, "
                           f"drop_result_ppm={drop_result_ppm} (0..1000000)")
+    taken = sorted({str(c.node) for c in sc.contexts if c.match_qp == qp
+                    and c.program.name in ("switchml", "switchml_worker")})
+    if taken:
+        raise ConfigError(f"SwitchML on qp={qp} is already installed on {', '.join(taken)}: "
+                          f"give all jobs of a QP to one install_jobs call (they share each "
+                          f"switch's memory), or use another qp")
     numbers = [j.job for j in jobs]
     if len(set(numbers)) != len(numbers):
         raise ConfigError(f"SwitchML jobs {numbers}: job numbers must differ")

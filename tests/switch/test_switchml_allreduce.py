@@ -148,6 +148,19 @@ def test_speedup_over_ring_meets_the_framing_corrected_bound() -> None:
     assert times["ring"] / times["switch"] == pytest.approx(bound, rel=0.05)
 
 
+def test_bad_setups_are_refused_by_name() -> None:
+    from spin.errors import ConfigError
+    sc = Scenario(build_topology("star", hosts=2), engine_programs=SWITCH_LIBRARY)
+    job = SwitchMLJob(0, (0, 1), 10, 0, 4096)
+    install_jobs(sc, [job])
+    with pytest.raises(ConfigError, match="already installed on 0, 1, s0"):
+        install_jobs(sc, [SwitchMLJob(1, (0, 1), 10, 0, 4096)])
+    with pytest.raises(ConfigError, match="valid choices: int32, float32"):
+        SWC.build(Scenario(build_topology("star", hosts=2)), 10, "float16")
+    with pytest.raises(ConfigError, match="job numbers must differ"):
+        install_jobs(Scenario(build_topology("star", hosts=2)), [job, job], qp=1)
+
+
 # last: its worker processes load the engine the tests above compiled
 def test_int32_is_exact_and_identical_on_one_and_two_workers() -> None:
     sc, plan, inputs = _scenario("switch", 4, 3 * K + 17, "int32")    # last packet is short
