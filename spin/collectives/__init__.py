@@ -2,9 +2,10 @@
 variants, handlers) to a ``Scenario``, a registry of them by name, and ``measure``, which runs
 one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and correctness.
 
-Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``. Another variant joins
-the table with ``register(Algorithm(...))``: a builder ``build(scenario, count, dtype, *,
-hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs.
+Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``; in-network:
+``switch`` (SwitchML-style aggregation in the switches, ``spin.collectives.switch``). Another
+variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario, count,
+dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Callable
 
 from ..errors import ConfigError
-from . import rabenseifner, recursive_doubling, ring
+from . import rabenseifner, recursive_doubling, ring, switch
 from .common import DTYPES, AllreducePlan
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm", "register"]
@@ -52,3 +53,5 @@ register(Algorithm("rd", "recursive doubling", recursive_doubling.build,
                    recursive_doubling.plan_memory))
 register(Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
                    rabenseifner.plan_memory))
+register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
+                   switch.plan_memory))

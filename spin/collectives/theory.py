@@ -98,3 +98,19 @@ def ring_model(scenario) -> RingModel:
     eta = mtu / frame
     return RingModel(alpha_ps=alpha, bandwidth_bytes_per_ps=rate_gbps / 8000 * eta,
                      framing_efficiency=eta, reduce_ps_per_byte=host.reduce_ps_per_byte)
+
+
+def switch_framing_efficiency(mtu_bytes: int) -> float:
+    """eta of in-switch aggregation: every packet is an RDMA WRITE ONLY carrying k = MTU/4
+    elements and its SwitchML header in a RETH (``spin.wire.switchml``)."""
+    return mtu_bytes / (mtu_bytes + ROCE_HEADER_BYTES + RETH_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
+
+
+def switch_speedup_bound(scenario, n: int) -> float:
+    """The framing-corrected ceiling of ring time / in-switch time for large S:
+    2(n-1)/n * eta_switch / eta_ring. Each rank sends and receives S once through one switch
+    (full duplex), where the ring sends 2(n-1)/n S; the reduction costs are left out, as in
+    the bound (``allreduce-anchors.md``, section 4)."""
+    mtu = scenario.engine.mtu_bytes
+    eta_ring = mtu / (mtu + ROCE_HEADER_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
+    return 2 * (n - 1) / n * switch_framing_efficiency(mtu) / eta_ring

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from scapy.contrib.roce import AETH, BTH
-from scapy.fields import IntField, ShortField, XIntField, XLongField, XShortField
+from scapy.fields import (BitField, ByteField, IntField, ShortField, XIntField, XLongField,
+                          XShortField)
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
@@ -56,6 +57,20 @@ class SACKH(Packet):
         XLongField("bitmap", 0),
         ShortField("ev", 0),
         XShortField("flags", 0),
+    ]
+
+
+class SwitchML(Packet):
+    """SwitchML's header as spin carries it: the 8 bytes of the RETH ``va`` field
+    (``spin.wire.switchml``); dissect with ``SwitchML(raw(pkt[RETH])[:8])``."""
+
+    name = "SwitchML"
+    fields_desc = [
+        BitField("msg_type", 0, 4),
+        BitField("unused", 0, 4),
+        ByteField("job", 0),
+        ShortField("pool_index", 0),
+        IntField("tsi", 0),
     ]
 
 

@@ -1,5 +1,6 @@
-"""One engine for every switch test: the switch handler library plus the NIC ping-pong, so the
-suite compiles once (Numba caches it by source hash)."""
+"""One engine for every switch test: the switch handler library (monitor, multicast, SwitchML
+aggregation and its worker side) plus the NIC ping-pong, so the suite compiles once (Numba
+caches it by source hash)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,8 @@ import numpy as np
 from handlers.ping_pong import ping_pong_program
 from handlers.switch_monitor import switch_monitor_program
 from handlers.switch_multicast import switch_multicast_program
+from handlers.switchml import switchml_switch_program
+from handlers.switchml_worker import switchml_worker_program
 from spin.handler import HandlerProgram
 from spin.simulation import Scenario
 from spin.wire import roce as W
@@ -15,6 +18,8 @@ SWITCH_LIBRARY: list[HandlerProgram] = [
     switch_monitor_program(n_sources=64),
     switch_multicast_program(),
     ping_pong_program(reply_qp=2),
+    switchml_switch_program(),
+    switchml_worker_program(),
 ]
 
 

@@ -1,0 +1,262 @@
+"""SwitchML aggregation in a switch (Sapio et al., NSDI'21), one level of a tree of switches.
+
+A pool of slots in handler memory; each slot has two sets (the shadow copies) of k values, a
+bitmap of the children that contributed and a count. A contribution (one RDMA WRITE ONLY
+packet, header in the RETH VA: ``spin.wire.switchml``) from child c into set s of a slot:
+
+* clears c's bit in the other set (the previous result there stays readable until every child
+  has moved on, which is what lets a late retransmission be answered);
+* if c's bit is not set in s: the first contribution writes the values, later ones add them;
+  the last one completes the slot: the root multicasts the result to its host children and
+  sends it to its switch children, an inner switch forwards its partial to its parent;
+* if c's bit is set, it is a retransmission: answered from the slot (unicast to c) when the
+  result is known, the partial is sent up again when this switch waits for its parent, and it
+  is ignored while the slot still aggregates.
+
+A packet from the parent switch (its IPv4 source) carries the result: stored in the slot, then
+sent down the same way. Packets of other jobs, control packets and other traffic go on
+unchanged (PROCEED). Several jobs share the memory, each with its own slot range and tree.
+
+Children are told apart by the packet's source address (a table source -> child, as SwitchML
+maps workers by address); a child switch is sent results at a host of its subtree that the
+routes reach through it. ``drop_ppm``/``drop_result_ppm`` emulate SwitchML's drop simulator
+(contributions lost on the way in, results lost on the way out), from a deterministic generator.
+
+Handler memory (int32; offsets below): globals and counters, a job index (job number ->
+descriptor), descriptors, per job a child-of table over host ids, then the slots: per slot and
+set ``[bitmap, count, state, tsi, values[k]]``; state 0 aggregating, 1 partial sent up, 2
+result known. At most 31 children per switch (the bitmap is one int32 word).
+"""
+import numba as nb
+import numpy as np
+
+from spin.api import (DROP, PROCEED, SUCCESS, spin_add_cycles, spin_forward, spin_msg_addr,
+                      spin_multicast, spin_qp, spin_send_packet, spin_source)
+from spin.handler import HandlerProgram, handler
+
+# globals
+G_DROP_PPM, G_DROP_RESULT_PPM, G_RNG = 0, 1, 2
+G_CONTRIBUTIONS, G_COMPLETED, G_ANSWERED, G_IGNORED, G_DROPPED = 3, 4, 5, 6, 7
+G_PASSED, G_PARTIALS, G_PARENT_RESULTS, G_N_HOSTS, G_MALFORMED = 8, 9, 10, 11, 12
+JOB_INDEX = 16                      # 256 words: job number -> descriptor index, -1 unknown
+MAX_JOBS = 16
+MAX_CHILDREN = 31
+DESC = JOB_INDEX + 256
+DESC_WORDS = 48
+# descriptor words
+D_SLOTS, D_NSLOTS, D_K, D_NCHILD, D_PARENT_PORT, D_PARENT_NODE, D_GROUP = 0, 1, 2, 3, 4, 5, 6
+D_CHILD_OF, D_SWITCH_CHILDREN = 7, 8
+D_REP = 16                          # MAX_CHILDREN words: node to address child c at
+TABLES = DESC + MAX_JOBS * DESC_WORDS
+# per slot and set
+S_BITMAP, S_COUNT, S_STATE, S_TSI, S_VALUES = 0, 1, 2, 3, 4
+AGGREGATING, PARTIAL_SENT, RESULT_KNOWN = 0, 1, 2
+
+MSG_SUM_INT32, MSG_SUM_FLOAT32, MSG_MAX_INT32 = 1, 2, 3     # as spin.wire.switchml
+
+
+def _draw(mem):
+    """Next value in [0, 1e6) of a 31-bit linear congruential generator kept in memory."""
+    r = (np.int64(mem[G_RNG]) * 1103515245 + 12345) & 0x7FFFFFFF
+    mem[G_RNG] = r
+    return (r >> 8) % 1000000
+
+
+def _combine(mem, at, pkt, n, op, first):
+    """Slot values at ``at`` = packet values (first) or values OP packet values."""
+    if first:
+        src = pkt.view(np.int32)
+        for i in range(n):
+            mem[at + i] = src[i]
+    elif op == MSG_SUM_FLOAT32:
+        vf = mem.view(np.float32)
+        pf = pkt.view(np.float32)
+        for i in range(n):
+            vf[at + i] = vf[at + i] + pf[i]
+    elif op == MSG_MAX_INT32:
+        pi = pkt.view(np.int32)
+        for i in range(n):
+            if pi[i] > mem[at + i]:
+                mem[at + i] = pi[i]
+    else:
+        pi = pkt.view(np.int32)
+        for i in range(n):
+            s = (np.int64(mem[at + i]) + np.int64(pi[i])) & 0xFFFFFFFF   # int32 wraparound
+            mem[at + i] = s - 0x100000000 if s >= 0x80000000 else s
+
+
+def _to_packet(mem, at, pkt, n):
+    dst = pkt.view(np.int32)
+    for i in range(n):
+        dst[i] = mem[at + i]
+
+
+def _send_down(ctx, mem, d, at, n, va, skip_child):
+    """The result (slot values at ``at``, already in the packet) to every child: multicast to
+    the host children, a packet built from the slot to each switch child."""
+    if mem[G_DROP_RESULT_PPM] > 0 and _draw(mem) < mem[G_DROP_RESULT_PPM]:
+        mem[G_DROPPED] += 1
+        return
+    if mem[d + D_GROUP] >= 0:
+        spin_multicast(ctx, mem[d + D_GROUP])
+    switches = mem[d + D_SWITCH_CHILDREN]
+    if switches != 0:
+        raw = mem.view(np.uint8)
+        for c in range(mem[d + D_NCHILD]):
+            if (switches >> c) & 1 and c != skip_child:
+                spin_send_packet(ctx, mem[d + D_REP + c], spin_qp(ctx), raw, 4 * at, 4 * n, va)
+                spin_add_cycles(ctx, 20)
+
+
+def _answer(ctx, mem, d, at, n, va, c):
+    """A retransmission from child ``c`` of a completed slot: unicast from the shadow copy."""
+    spin_send_packet(ctx, mem[d + D_REP + c], spin_qp(ctx), mem.view(np.uint8), 4 * at, 4 * n,
+                     va)
+    spin_add_cycles(ctx, 20)
+    mem[G_ANSWERED] += 1
+
+
+_draw = nb.njit(_nrt=False)(_draw)          # handlers are built without NRT
+_combine = nb.njit(_nrt=False)(_combine)
+_to_packet = nb.njit(_nrt=False)(_to_packet)
+_send_down = nb.njit(_nrt=False)(_send_down)
+_answer = nb.njit(_nrt=False)(_answer)
+
+
+# One load, add and store per int32 (0.25 cycle/byte, as the reduce handler) plus the header
+# decode, the bitmap update and issuing a command: a PsPIN-class core per packet.
+@handler(cycles=60, cycles_per_byte=0.25)
+def switchml_payload(ctx, pkt, mem):
+    va = spin_msg_addr(ctx)
+    op = (va >> 60) & 0xF
+    job = (va >> 48) & 0xFF
+    if op < MSG_SUM_INT32 or op > MSG_MAX_INT32 or mem[JOB_INDEX + job] < 0:
+        mem[G_PASSED] += 1
+        return PROCEED                          # control packets, other jobs, other traffic
+    d = DESC + DESC_WORDS * mem[JOB_INDEX + job]
+    pool = (va >> 32) & 0xFFFF
+    slot = pool & 0x7FFF
+    s = pool >> 15
+    k = mem[d + D_K]
+    nbytes = pkt.shape[0]
+    if slot >= mem[d + D_NSLOTS] or nbytes > 4 * k or nbytes % 4 != 0 or nbytes == 0:
+        mem[G_MALFORMED] += 1
+        return DROP
+    n = nbytes // 4
+    words = 4 + k
+    base = mem[d + D_SLOTS] + (2 * slot + s) * words
+    at = base + S_VALUES
+    src = spin_source(ctx)
+    if src == mem[d + D_PARENT_NODE]:           # the result, from the parent switch
+        mem[G_PARENT_RESULTS] += 1
+        _combine(mem, at, pkt, n, op, True)
+        mem[base + S_STATE] = RESULT_KNOWN
+        _send_down(ctx, mem, d, at, n, va, -1)
+        return SUCCESS
+    if src < 0 or src >= mem[G_N_HOSTS] or mem[mem[d + D_CHILD_OF] + src] < 0:
+        mem[G_PASSED] += 1
+        return PROCEED                          # not from this job's subtree
+    if mem[G_DROP_PPM] > 0 and _draw(mem) < mem[G_DROP_PPM]:
+        mem[G_DROPPED] += 1
+        return DROP                             # drop simulator: lost on the way in
+    c = mem[mem[d + D_CHILD_OF] + src]
+    bit = 1 << c
+    other = mem[d + D_SLOTS] + (2 * slot + 1 - s) * words
+    mem[other + S_BITMAP] = mem[other + S_BITMAP] & ~bit
+    bitmap = mem[base + S_BITMAP]
+    if bitmap & bit == 0:
+        first = bitmap == 0
+        _combine(mem, at, pkt, n, op, first)
+        if first:
+            mem[base + S_COUNT] = 1
+            mem[base + S_STATE] = AGGREGATING
+            mem[base + S_TSI] = va & 0xFFFFFFFF
+        else:
+            mem[base + S_COUNT] += 1
+        mem[base + S_BITMAP] = bitmap | bit
+        mem[G_CONTRIBUTIONS] += 1
+        if mem[base + S_COUNT] == mem[d + D_NCHILD]:
+            _to_packet(mem, at, pkt, n)
+            if mem[d + D_PARENT_PORT] < 0:
+                mem[base + S_STATE] = RESULT_KNOWN
+                mem[G_COMPLETED] += 1
+                _send_down(ctx, mem, d, at, n, va, -1)
+            else:
+                mem[base + S_STATE] = PARTIAL_SENT
+                mem[G_PARTIALS] += 1
+                spin_forward(ctx, mem[d + D_PARENT_PORT])
+        return SUCCESS
+    state = mem[base + S_STATE]                 # a retransmission
+    if state == RESULT_KNOWN:
+        _answer(ctx, mem, d, at, n, va, c)
+    elif state == PARTIAL_SENT:
+        _to_packet(mem, at, pkt, n)
+        spin_forward(ctx, mem[d + D_PARENT_PORT])
+        mem[G_PARTIALS] += 1
+    else:
+        mem[G_IGNORED] += 1
+    return SUCCESS
+
+
+def memory_words(jobs: list[dict], n_hosts: int) -> int:
+    """Words of handler memory a switch needs for ``jobs`` (see ``switch_memory``)."""
+    return TABLES + sum(n_hosts + 2 * j["slots"] * (4 + j["k"]) for j in jobs)
+
+
+def switch_memory(jobs: list[dict], n_hosts: int, *, drop_ppm: int = 0,
+                  drop_result_ppm: int = 0, seed: int = 1, words: int | None = None) -> np.ndarray:
+    """Handler memory of one switch for ``jobs``: dicts with ``job`` (number), ``slots``, ``k``
+    (elements per packet), ``children`` (list of (kind, node, hosts): kind "host" or "switch",
+    the node to address the child at, the host ids of its subtree), ``parent_port`` (-1 at the
+    root), ``parent_node`` (-1 at the root) and ``group`` (multicast group of the host children,
+    -1 if none). ``words`` pads the array (every switch of a scenario gets the same size)."""
+    if len(jobs) > MAX_JOBS:
+        raise ValueError(f"{len(jobs)} jobs on one switch; at most {MAX_JOBS}")
+    need = memory_words(jobs, n_hosts)
+    mem = np.zeros(max(need, words or 0), np.int32)
+    mem[G_DROP_PPM], mem[G_DROP_RESULT_PPM], mem[G_RNG] = drop_ppm, drop_result_ppm, seed
+    mem[G_N_HOSTS] = n_hosts
+    mem[JOB_INDEX:JOB_INDEX + 256] = -1
+    nxt = TABLES
+    for i, j in enumerate(jobs):
+        children = j["children"]
+        if not 1 <= len(children) <= MAX_CHILDREN:
+            raise ValueError(f"job {j['job']}: {len(children)} children on one switch; "
+                             f"1..{MAX_CHILDREN}")
+        if mem[JOB_INDEX + j["job"]] >= 0:
+            raise ValueError(f"job {j['job']} twice on one switch")
+        mem[JOB_INDEX + j["job"]] = i
+        d = DESC + DESC_WORDS * i
+        child_of = nxt
+        mem[child_of:child_of + n_hosts] = -1
+        nxt += n_hosts
+        switches = 0
+        for c, (kind, node, hosts) in enumerate(children):
+            mem[d + D_REP + c] = node
+            mem[[child_of + h for h in hosts]] = c
+            if kind == "switch":
+                switches |= 1 << c
+        mem[d + D_SLOTS], mem[d + D_NSLOTS], mem[d + D_K] = nxt, j["slots"], j["k"]
+        mem[d + D_NCHILD], mem[d + D_CHILD_OF], mem[d + D_SWITCH_CHILDREN] = (
+            len(children), child_of, switches)
+        mem[d + D_PARENT_PORT], mem[d + D_PARENT_NODE] = j["parent_port"], j["parent_node"]
+        mem[d + D_GROUP] = j["group"]
+        nxt += 2 * j["slots"] * (4 + j["k"])
+    return mem
+
+
+def slot_view(mem: np.ndarray, job: int, slot: int, s: int) -> dict:
+    """One set of one slot of ``job`` as a dict (bitmap, count, state, tsi, values), for tests
+    and tools reading a switch's memory after a run."""
+    d = DESC + DESC_WORDS * int(mem[JOB_INDEX + job])
+    k = int(mem[d + D_K])
+    base = int(mem[d + D_SLOTS]) + (2 * slot + s) * (4 + k)
+    return {"bitmap": int(mem[base]), "count": int(mem[base + 1]), "state": int(mem[base + 2]),
+            "tsi": int(mem[base + 3]), "values": mem[base + 4:base + 4 + k].copy()}
+
+
+def switchml_switch_program(memory: np.ndarray | None = None) -> HandlerProgram:
+    """The switch program; ``memory`` from ``switch_memory`` (default: an empty table that
+    passes everything on)."""
+    mem = memory if memory is not None else switch_memory([], 0)
+    return HandlerProgram("switchml", payload=switchml_payload, memory=mem)
