@@ -532,7 +532,6 @@ def allocate_state(z: StateSizes) -> EngineState:
         ctl=np.zeros((max(z.n_control, 1), CTL_COLS), i64),
         slot_in_port=np.full(z.n_slots, -1, i32),
         port_pq=np.zeros((p, z.queue_frames), i32),
-        qsamples=np.zeros((z.n_qsamples, 3), i64),     # time, global port, queued bytes
         conn=np.zeros((max(z.n_conns, 1), CONN_COLS), i64),
         conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
         conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
