@@ -191,6 +191,22 @@ def nic_table(result) -> str:
                  rows, "NICs and hosts")
 
 
+_TRANSPORT_COLUMNS = (("retransmissions", "retx"), ("timeouts", "RTOs"), ("acks_sent", "ACKs"),
+                      ("naks_sent", "NAKs"), ("cnps_sent", "CNPs"),
+                      ("out_of_order", "out of order"), ("reorder_degree", "reorder (PSNs)"),
+                      ("duplicates", "dups"), ("min_rate_mbps", "min rate (Mb/s)"))
+
+
+def transport_table(result) -> str:
+    """Per NIC running a reliable transport: what it resent, acknowledged and saw reordered
+    ("" when no NIC acknowledged anything: transport "none")."""
+    rows = [[f"node {n.node}"] + [count(getattr(n, f)) for f, _ in _TRANSPORT_COLUMNS]
+            for n in result.nics if n.acks_sent or n.acks_received or n.retransmissions]
+    if not rows:
+        return ""
+    return table(["NIC"] + [h for _, h in _TRANSPORT_COLUMNS], rows, "transport")
+
+
 def run_summary(result, name: str = "") -> str:
     """Summary of a ``RunResult``: totals, messages, links, NICs/hosts, drops, marks."""
     tot = result.totals()
@@ -206,6 +222,8 @@ def run_summary(result, name: str = "") -> str:
                     f"(wall clock, not deterministic)")
     parts = ["\n".join(head), message_table(result), link_table(result), tier_table(result),
              switch_table(result), nic_table(result)]
+    if transport_table(result):
+        parts.append(transport_table(result))
     if result.drops:
         parts.append(table(["drop reason", "frames"],
                            [[k, count(v)] for k, v in sorted(result.drops.items())], "drops"))

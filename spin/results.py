@@ -91,7 +91,8 @@ class HandlerCalls:
 
 @dataclass
 class NicStats:
-    """One NIC: PCIe/DMA traffic to and from its host, and HPU work."""
+    """One NIC: PCIe/DMA traffic to and from its host, HPU work, and what its transport
+    (``NicConfig.transport``) resent, acknowledged and saw reordered."""
 
     node: int
     dma_write_bytes: int       # NIC -> host memory (data and completion entries)

@@ -16,6 +16,7 @@ from spin.config import (EngineConfig, HostConfig, LinkConfig, NicConfig, Switch
                          TransportConfig)
 from spin.errors import ConfigError
 from spin.fabric import run_scenario
+from spin.report import run_summary
 from spin.scenario_file import load_scenario
 from spin.simulation import Scenario, Simulation
 from spin.topologies import build_topology
@@ -233,3 +234,5 @@ def test_transport_examples_deliver_every_byte(path) -> None:
         got = sim.host_memory(f.dst)[f.remote_addr:f.remote_addr + f.nbytes].tobytes()
         assert got == opts.workload.expected_bytes(f)
     assert _total(result, "retransmissions") > 0
+    summary = run_summary(result)
+    assert "transport" in summary and "retx" in summary   # `spin run` shows the counters
