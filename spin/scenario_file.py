@@ -160,13 +160,23 @@ def _apply_scheme(ld: _Loader, doc: dict, sections: dict[str, Any]) -> None:
     name = sections["loadbalancing"].scheme
     scheme = get_scheme(name, f"{ld.source}: loadbalancing.scheme")
     for table, fields in (("switch", scheme.switch), ("nic", scheme.nic)):
-        given = doc.get(table) or {}
-        for key, value in fields.items():
-            if key in given and given[key] != value:
-                raise ld.error(f"{table}.{key}", given[key], f"contradicts loadbalancing.scheme "
-                               f"= {name!r}, which sets {key} = {value!r}; remove one of them")
+        _check_no_contradiction(ld, name, table, doc.get(table) or {}, fields)
     sections["switch"], sections["nic"] = scheme_configs(
         name, sections.get("switch") or SwitchConfig(), sections.get("nic") or NicConfig())
+
+
+def _check_no_contradiction(ld: _Loader, scheme: str, path: str, given: dict,
+                            fields: dict) -> None:
+    """A field the scheme sets may be absent from the file or equal; nested tables are compared
+    field by field (``[nic.transport] kind = "ue"`` agrees with a scheme setting its entropy)."""
+    for key, value in fields.items():
+        if key not in given:
+            continue
+        if isinstance(value, dict) and isinstance(given[key], dict):
+            _check_no_contradiction(ld, scheme, f"{path}.{key}", given[key], value)
+        elif given[key] != value:
+            raise ld.error(f"{path}.{key}", given[key], f"contradicts loadbalancing.scheme = "
+                           f"{scheme!r}, which sets {key} = {value!r}; remove one of them")
 
 
 def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:

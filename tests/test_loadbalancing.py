@@ -18,21 +18,25 @@ import pytest
 from spin.fabric import run_scenario
 from spin.loadbalancing import fabric_figures, scheme_names, with_scheme
 from spin.loadbalancing.compare import fabric_scenario
+from spin.loadbalancing.schemes import get_scheme
 from spin.scenario_file import load_scenario
 from spin.simulation import Simulation
 from spin.workloads.permutation import derangement
 
 from .test_cli import spin
 
+SPRAY_GAIN = 0.9         # spraying finishes the colliding permutation in < 0.9x ECMP's time
 MESSAGES = 24            # per flow, 4 KiB each (one packet at MTU 4 KiB)
 SIZE = 4096
 FAULT_NS = 60_000.0      # between the two phases of the failure scenario
 PAUSE_NS = 80_000.0      # hosts compute this long between the phases
-SCHEMES = scheme_names()
+# port selection in the switches, over open-loop writes on PFC switches; the sender-side schemes
+# (spray, reps) need the out-of-order transport and have their own test below
+SCHEMES = [s for s in scheme_names() if not get_scheme(s).nic]
 
 
-def _scenario(phases: int = 1):
-    sc = fabric_scenario("fat_tree", {"k": 4}, queue_sample_ns=1000.0)
+def _scenario(phases: int = 1, transport: str = "none"):
+    sc = fabric_scenario("fat_tree", {"k": 4}, queue_sample_ns=1000.0, transport=transport)
     sc.host = sc.host.model_copy(update={"send_overhead_ns": 0.0, "recv_overhead_ns": 0.0,
                                          "memory_bytes": 2 * SIZE})
     n = len(sc.topology.hosts)
@@ -138,9 +142,28 @@ def test_identical_for_1_2_4_workers(failure_scenario):
             f"results differ with {workers} workers"
 
 
+@pytest.fixture(scope="module")
+def sprayed():
+    """The colliding permutation over the Ultra-Ethernet-style transport (trimming switches):
+    per-flow ECMP against the senders' spraying schemes."""
+    sc = _scenario(transport="ue")
+    return {s: Simulation(with_scheme(sc, s)).run() for s in ("ecmp", "spray", "reps")}
+
+
+def test_spraying_beats_colliding_ecmp(sprayed):
+    for s, r in sprayed.items():
+        assert len(r.messages) == 16 * MESSAGES, s           # every message, exactly once
+    t = {s: _finish_ps(r) for s, r in sprayed.items()}
+    for s in ("spray", "reps"):
+        assert t[s] < SPRAY_GAIN * t["ecmp"], f"{s} {t[s]} ps vs ecmp {t['ecmp']} ps"
+        assert sum(n.reorder_degree for n in sprayed[s].nics) > 0, s   # paths really differ
+    assert sum(n.reorder_degree for n in sprayed["ecmp"].nics) == 0
+
+
 def test_spin_lb_prints_the_table(tmp_path):
     out = tmp_path / "lb.json"
-    r = spin("lb", "--topology", "fat_tree:k=4", "--size", "64KiB", "--json", str(out))
+    r = spin("lb", "--topology", "fat_tree:k=4", "--size", "64KiB", "--json", str(out),
+             "--transport", "none", "--schemes", ",".join(SCHEMES))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     head = next(i for i, l in enumerate(lines) if l.startswith("scheme"))
@@ -158,7 +181,8 @@ def test_spin_lb_prints_the_table(tmp_path):
 def test_spin_lb_rejects_an_unknown_scheme():
     r = spin("lb", "--topology", "fat_tree:k=4", "--schemes", "ecmp,bogus")
     assert r.returncode == 2
-    assert "bogus" in r.stderr and "valid schemes: ecmp, flowlet, adaptive, drill" in r.stderr
+    assert "bogus" in r.stderr and \
+        "valid schemes: ecmp, flowlet, adaptive, drill, spray, reps" in r.stderr
 
 
 def test_plots_are_written(collisions, tmp_path):
@@ -178,10 +202,14 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "loadbalancing"
 
 def test_one_example_per_scheme():
     files = sorted(EXAMPLES.glob("*.toml"))
-    assert sorted(p.stem for p in files) == sorted(SCHEMES)
+    assert sorted(p.stem for p in files) == sorted(scheme_names())
     for p in files:
         sc, opts = load_scenario(p)
-        assert sc.switch.load_balancing == p.stem and sc.switch.pfc
+        if p.stem in SCHEMES:
+            assert sc.switch.load_balancing == p.stem and sc.switch.pfc
+        else:   # senders spray over the out-of-order transport, switches trim
+            assert sc.nic.transport.entropy == p.stem and sc.nic.transport.kind == "ue"
+            assert sc.switch.trim and sc.switch.load_balancing == "ecmp"
         assert len(opts.workload.flows) == len(sc.topology.hosts) == 128
 
 

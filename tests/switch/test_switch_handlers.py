@@ -42,7 +42,7 @@ def test_switch_handler_counts_filters_and_rewrites() -> None:
     assert mem[MESSAGES] == 4 and mem[COMPLETED] == 4 and mem[DROPPED] == 2
     assert list(mem[PER_SOURCE:PER_SOURCE + 2]) == [2, 2]
     assert mem[BYTES] == 2 * size                       # only host 1's payload was handled
-    assert mem[LAST_TTL] == 64                          # the frame as it arrived
+    assert mem[LAST_TTL] == 63                          # the frame as the switch forwards it
     got = sim.host_memory(2)
     assert not got[:2 * size].any()                     # host 0's messages were dropped
     want = pattern(1, 2 * size)
