@@ -33,6 +33,7 @@ MODE_DTYPES = {"dense": ("int32", "float32", "float16", "bfloat16"), "int8": ("f
                "sparse": ("int32", "float32"), "sparse_hash": ("int32", "float32")}
 SPARSE_DENSITY = 0.01     # fraction of non-zeros in the inputs measure() gives sparse variants
 HASH_SLOTS = 64           # per HPU: 512 B of keys and values (Flare's hash storage)
+CHUNK_PACKETS = 32        # the host's vector is read into handler memory 32 packets at a time
 
 
 def plan_memory(n: int, count: int, dtype: str) -> int:
@@ -47,7 +48,7 @@ def programs() -> list:
 
 def build_variant(name: str, scenario, count: int, dtype: str = "float32", *, hosts=None,
                   inputs=None, qp: int = 0, repost_after_ns: tuple[float, ...] = (),
-                  hash_slots: int = HASH_SLOTS) -> AllreducePlan:
+                  hash_slots: int = HASH_SLOTS, chunk_packets: int = CHUNK_PACKETS) -> AllreducePlan:
     """Install the NIC allreduce ``name`` (a key of VARIANTS) on ``scenario``.
 
     ``repost_after_ns``: each host posts its block again at these delays after its first post,
@@ -60,6 +61,8 @@ def build_variant(name: str, scenario, count: int, dtype: str = "float32", *, ho
     if dtype not in MODE_DTYPES[mode]:
         raise ConfigError(f"{name} allreduce dtype={dtype!r}; valid choices: "
                           f"{', '.join(MODE_DTYPES[mode])}")
+    if chunk_packets < 1:
+        raise ConfigError(f"{name} allreduce chunk_packets={chunk_packets}: must be >= 1")
     if hash_slots < 1 or hash_slots & (hash_slots - 1):
         raise ConfigError(f"{name} allreduce hash_slots={hash_slots}: must be a power of two")
     if qp < 0 or qp + 2 > scenario.host.qps:
@@ -78,7 +81,11 @@ def build_variant(name: str, scenario, count: int, dtype: str = "float32", *, ho
     for rank, host in enumerate(hosts):
         mem = allreduce_memory(n=n, rank=rank, right=hosts[(rank + 1) % n], fwd_qp=qp + 1,
                                dtype=dtype, mode=mode, count=count, data_addr=0, mtu=mtu,
-                               hpus=scenario.nic.hpus, hash_slots=hash_slots)
+                               hpus=scenario.nic.hpus, hash_slots=hash_slots,
+                               chunk_packets=chunk_packets,
+                               pcie_latency_ns=scenario.nic.pcie_latency_ns,
+                               pcie_rate_gbytes_per_s=scenario.nic.pcie_rate_gbytes_per_s,
+                               hpu_clock_mhz=scenario.nic.hpu_clock_mhz)
         scenario.install(ExecutionContext(host, nic_allreduce_program(mem),
                                           match_src=hosts[(rank - 1) % n]))
     progs = [scenario.host_program(h) for h in hosts]
