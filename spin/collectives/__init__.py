@@ -33,6 +33,7 @@ class Algorithm:
     check: Callable | None = None    # (inputs, results, dtype) -> (ok, max error); default exact
     input_density: float = 1.0       # fraction of non-zero input elements measure() uses
     dtypes: tuple[str, ...] = tuple(DTYPES)          # element types it takes
+    configs: Callable[[int], dict] | None = None     # n -> Scenario configs its runs need
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
@@ -64,4 +65,4 @@ for _name, _mode in nic.VARIANTS.items():
                        nic.plan_memory, programs=nic.programs,
                        check=nic.check_int8 if _mode == "int8" else None,
                        input_density=nic.SPARSE_DENSITY if _mode.startswith("sparse") else 1.0,
-                       dtypes=nic.MODE_DTYPES[_mode]))
+                       dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs))

@@ -105,8 +105,9 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     """A Scenario on ``topology`` (default: a star of ``n_hosts``) with host memory sized for
     the layout; returns (scenario, plan, inputs). ``configs`` are Scenario fields (nic, host,
     switch, engine, engine_programs); ``host.memory_bytes`` is raised to what the algorithm
-    needs, and the engine is compiled for the algorithm's handler programs unless
-    ``engine_programs`` names others (a superset lets several algorithms share one engine)."""
+    needs, the algorithm's own configs (``Algorithm.configs``) apply unless given, and the
+    engine is compiled for the algorithm's handler programs unless ``engine_programs`` names
+    others (a superset lets several algorithms share one engine)."""
     from ..config import HostConfig
     from ..simulation import Scenario
     from ..topology import Topology
@@ -118,6 +119,8 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     need = -(-alg.plan_memory(n_hosts, count, dtype) // PAGE_BYTES) * PAGE_BYTES
     if host.memory_bytes < need:
         host = HostConfig.make(**{**host.model_dump(), "memory_bytes": need})
+    for key, value in (alg.configs(n_hosts) if alg.configs is not None else {}).items():
+        configs.setdefault(key, value)          # what the algorithm needs, unless given
     if "engine_programs" not in configs and alg.programs is not None:
         configs["engine_programs"] = alg.programs()
     sc = Scenario(topo, host=host, **configs)

@@ -15,7 +15,10 @@ Variants differ only in handler memory (one compiled engine serves them all):
 The first hop of every block carries the host's dense values (a host posts plain memory);
 ``link_bytes`` of a run counts it, so the wire savings reported are end to end.
 
-Host memory layout (every rank): ``[0, S)`` the input, overwritten by the result. Host posts use
+Host memory layout (every rank): ``[0, S)`` the input, overwritten by the result. Handler
+memory per NIC holds a copy of the host's vector (read once, in chunks, as the ring needs it),
+so it is about S plus a few KiB per HPU: emulator memory, larger than a real NIC's SRAM
+(PsPIN: 4 MiB of L2) for large vectors; a NIC with less would read a window at a time. Host posts use
 QP ``qp`` and NIC-sent packets ``qp + 1``; the execution context matches the left neighbour as
 source, so no other traffic from that neighbour may run on the NIC during the allreduce.
 """
@@ -33,7 +36,18 @@ MODE_DTYPES = {"dense": ("int32", "float32", "float16", "bfloat16"), "int8": ("f
                "sparse": ("int32", "float32"), "sparse_hash": ("int32", "float32")}
 SPARSE_DENSITY = 0.01     # fraction of non-zeros in the inputs measure() gives sparse variants
 HASH_SLOTS = 64           # per HPU: 512 B of keys and values (Flare's hash storage)
+INFLIGHT_MESSAGES = 8192  # NicConfig.max_inflight_messages of measured runs (see run_configs)
 CHUNK_PACKETS = 32        # the host's vector is read into handler memory 32 packets at a time
+
+
+def run_configs(n: int) -> dict:
+    """Scenario configs a run needs: deep NIC receive queues. The model has no backpressure
+    from a NIC's ingress (no PFC from NIC to switch), so packets that arrive faster than the
+    HPUs fold them wait in open-message slots: sparse packets are short and arrive faster
+    than HPUs add a 256-element range, which overflowed PsPIN's 256 message queues at 32 MiB."""
+    from ..config import EngineConfig, NicConfig
+    return {"nic": NicConfig(max_inflight_messages=INFLIGHT_MESSAGES),
+            "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n))}
 
 
 def plan_memory(n: int, count: int, dtype: str) -> int:
