@@ -118,7 +118,7 @@ def main() -> None:
                 print(f"{name:>16}  skipped: not registered in this build")
                 continue
             proc = subprocess.run([sys.executable, __file__, "--case", scen, name],
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 why = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
                 print(f"{name:>16}  failed: {why[0]}")

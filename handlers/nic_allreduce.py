@@ -45,7 +45,8 @@ that exists), so a host that re-posts its block repairs any packet lost along th
 
 Handler memory (int64): ``HEADER_WORDS`` words of parameters and counters (names below), then a
 byte area: one work area per HPU (``area_bytes``: local values, outgoing packet, hash table),
-then the flag bytes (``block x packets_per_block + k``).
+the flag bytes (``block x packets_per_block + k``), the estimated ready time of every chunk of
+the host's vector (int64, 0: not asked yet), and the cached vector at its host offsets.
 """
 import math
 
@@ -171,9 +172,7 @@ def _quantize(vals, out, m):
     """out = [scale][int8 q...] with scale = max|v| / 127; returns the packet length."""
     top = np.float32(0.0)
     for i in range(m):
-        a = abs(vals[i])
-        if a > top:
-            top = a
+        top = max(top, abs(vals[i]))
     scale = top / np.float32(127.0)
     out[0:4].view(np.float32)[0] = scale
     q = out[4:4 + m].view(np.int8)
@@ -537,8 +536,8 @@ def allreduce_memory(*, n: int, rank: int, right: int, fwd_qp: int, dtype: str, 
     words = HEADER_WORDS + -(-(cache_off + count * w) // 8)
     mem = np.zeros(words, np.int64)
     mem[CHUNK], mem[CPB], mem[READY_OFF], mem[CACHE_OFF] = chunk_packets, cpb, ready_off, cache_off
-    mem[PCIE_LAT_PS] = int(round(pcie_latency_ns * 1000))
-    mem[PCIE_MPS_PER_BYTE] = int(round(1_000_000 / pcie_rate_gbytes_per_s))
+    mem[PCIE_LAT_PS] = round(pcie_latency_ns * 1000)
+    mem[PCIE_MPS_PER_BYTE] = round(1_000_000 / pcie_rate_gbytes_per_s)
     mem[CYCLE_PS] = 1_000_000 // hpu_clock_mhz
     mem[N], mem[RANK], mem[RIGHT], mem[FWD_QP] = n, rank, right, fwd_qp
     mem[DTYPE], mem[MODE] = code, MODES[mode]

@@ -11,8 +11,8 @@ table), its own result check (lossy variants) and the density of the inputs it i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import ConfigError
 from . import nic, rabenseifner, recursive_doubling, ring
