@@ -35,7 +35,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         Simulation(Scenario(Topology.pair(), engine_programs=demo_programs(
             args.reduce_bytes // 4, args.hosts - 1)), quiet=True).compile()
     demo = run_demo(rounds=args.rounds, ping_bytes=args.ping_bytes, hosts=args.hosts,
-                    reduce_bytes=args.reduce_bytes)
+                    reduce_bytes=args.reduce_bytes, allreduce_bytes=args.allreduce_bytes)
     print(demo_table(demo))
     if args.json:
         _write_json(args.json, demo)
@@ -247,17 +247,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"spin {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    d = sub.add_parser("demo", help="ping-pong and reduce, host baseline vs NIC offload, side by side",
+    d = sub.add_parser("demo", help="ping-pong, reduce and allreduce, host baseline vs offload, "
+                       "side by side",
                        description="Run ping-pong and an 8-host reduce, each host-based and "
                        "offloaded to NIC handlers, check the data and print completion time (µs), "
                        "host CPU time (µs), PCIe bytes (B), link bytes (B), HPU busy time (µs) and "
-                       "speedup (x).")
+                       "speedup (x); then an allreduce, host ring against the registered "
+                       "in-network algorithms (NIC ring; switch aggregation when registered).")
     d.add_argument("--rounds", type=int, default=8, help="ping-pong rounds (default 8)")
     d.add_argument("--ping-bytes", type=int, default=512, help="ping size in bytes (default 512 B)")
     d.add_argument("--hosts", type=int, default=8,
                    help="hosts in the reduce, root included (default 8)")
     d.add_argument("--reduce-bytes", type=int, default=65536,
                    help="int32 vector size per host in bytes, <= 65536 (default 65536 B = 64 KiB)")
+    d.add_argument("--allreduce-bytes", type=int, default=262144,
+                   help="float32 vector size per host in the allreduce, in bytes (default "
+                   "262144 B = 256 KiB)")
     d.add_argument("--json", metavar="FILE", help="write the structured results as JSON")
     d.add_argument("--quiet", action="store_true", help="print only the table")
     d.set_defaults(func=cmd_demo)
@@ -319,14 +324,19 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--hosts", type=int, default=8, help="ranks, one per host (default 8)")
     a.add_argument("--size", default="1MiB", metavar="S[,S...]",
                    help="bytes per rank, e.g. 4KiB,1MiB,64MiB (default 1MiB)")
-    a.add_argument("--algo", default="ring,rd,rabenseifner", metavar="A[,A...]",
-                   help="algorithms (default ring,rd,rabenseifner)")
+    a.add_argument("--algo", default="ring,rd,rabenseifner,nic", metavar="A[,A...]",
+                   help="registered algorithms: ring, rd, rabenseifner (host), nic, nic-int8, "
+                   "nic-sparse, nic-sparse-hash (sPIN handlers on the NICs), and any other "
+                   "registered one (e.g. switch); an unknown name is skipped with a message "
+                   "(default ring,rd,rabenseifner,nic)")
     a.add_argument("--dtype", default="float32",
                    choices=("float32", "int32", "float16", "bfloat16"),
                    help="element type (default float32; bfloat16 is stored as uint16)")
     a.add_argument("--workers", type=int, default=1, metavar="N",
                    help="worker processes (default 1; results are identical for any N)")
     a.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    a.add_argument("--plot", metavar="FILE", help="write a plot of time, algbw and bytes on the "
+                   "wire per size (needs matplotlib: pip install 'spin-emulator[plots]')")
     a.set_defaults(func=cmd_allreduce)
 
     from .loadbalancing.schemes import scheme_names

@@ -8,6 +8,11 @@
   root receives every vector and adds them on its CPU. Offload: payload handlers on the root's
   NIC (``handlers.reduce``) accumulate in handler memory and DMA the sum once.
 
+* **allreduce**: every host ends with the element-wise sum of all hosts' float32 vectors:
+  ``ring`` (host-based) against every in-network algorithm registered in
+  ``spin.collectives`` among ``DEMO_ALLREDUCE`` (the NIC ring of sPIN handlers, and switch
+  aggregation when that is registered), in the nccl-tests table of ``spin allreduce``.
+
 Every run checks its data (pong bytes equal the ping bytes; the sum equals numpy's int32 sum
 exactly) and raises ``DataCheckError`` otherwise. Figures are virtual-time results of the cost
 model, so ``run_demo`` returns the same numbers on every run (wall-clock time is kept apart).
@@ -34,6 +39,7 @@ PING_SRC_ADDR = 0x0            # ping r is sent from host 0's [r * size, (r+1) *
 PONG_ADDR = 0x40000            # ping r lands on host 1 (and its pong on host 0) at PONG_ADDR + r * size
 REDUCE_RESULT_ADDR = 0x10000   # offload: contributors all write here; the NIC DMAs the sum here
 DONE_MARK = "done"
+DEMO_ALLREDUCE = ("ring", "nic", "switch")   # shown when registered, in this order
 
 
 class DataCheckError(SpinError):
@@ -208,14 +214,37 @@ def run_reduce(hosts: int = 8, nbytes: int = 65536,
     return out
 
 
-def run_demo(rounds: int = 8, ping_bytes: int = 512, hosts: int = 8,
-             reduce_bytes: int = 65536) -> dict[str, Any]:
-    """Run both workloads host-based and offloaded; return structured, JSON-serialisable results.
+def run_allreduce(hosts: int = 8, nbytes: int = 262144) -> dict[str, Any]:
+    """The registered algorithms of DEMO_ALLREDUCE on a star, float32, checked against numpy
+    (rows of ``spin.collectives.measure.with_speedup``, without their wall-clock time)."""
+    from .collectives import ALGORITHMS
+    from .collectives.measure import measure, with_speedup
+    from .collectives.report import shared_programs
+    algs = [ALGORITHMS[a] for a in DEMO_ALLREDUCE if a in ALGORITHMS]
+    programs = shared_programs(algs)
+    results = [measure(a.name, hosts, nbytes, "float32", topology=Topology.star(hosts),
+                       **({"engine_programs": programs} if a.programs is not None else {}))
+               for a in algs]
+    wrong = [r.algorithm for r in results if not r.correct]
+    if wrong:
+        raise DataCheckError(f"allreduce: {', '.join(wrong)} did not produce numpy's sum on "
+                             f"every rank")
+    rows = [{k: v for k, v in r.items() if k != "wall_s"} for r in with_speedup(results)]
+    return {"workload": "allreduce",
+            "params": {"hosts": hosts, "vector_bytes": nbytes, "dtype": "float32",
+                       "topology": f"star({hosts})"},
+            "rows": rows,
+            "check": f"every rank of {', '.join(a.name for a in algs)} equals numpy's sum"}
 
-    Everything except the ``wall_s`` entries is deterministic virtual-time output."""
+
+def run_demo(rounds: int = 8, ping_bytes: int = 512, hosts: int = 8,
+             reduce_bytes: int = 65536, allreduce_bytes: int = 262144) -> dict[str, Any]:
+    """Run every workload host-based and offloaded; return structured, JSON-serialisable
+    results. Everything except the ``wall_s`` entries is deterministic virtual-time output."""
     programs = demo_programs(reduce_bytes // 4, hosts - 1)
     return {"pingpong": run_pingpong(rounds, ping_bytes, programs),
             "reduce": run_reduce(hosts, reduce_bytes, programs),
+            "allreduce": run_allreduce(hosts, allreduce_bytes),
             "units": {"*_ps": "picoseconds (virtual time)", "*_bytes": "bytes",
                       "algbw_gbytes_per_s": "GB/s (1e9 B/s)", "speedup": "x (baseline / offload)",
                       "wall_s": "seconds (wall clock, not deterministic)"}}

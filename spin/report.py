@@ -80,6 +80,11 @@ def demo_table(demo: dict[str, Any]) -> str:
                           ratio(o["algbw_gbytes_per_s"] / b["algbw_gbytes_per_s"])])
         blocks.append(comparison_table(cmp, extra))
         blocks.append(f"data check: baseline: {b['check']}; offload: {o['check']}")
+    if "allreduce" in demo:
+        from .collectives.report import allreduce_table
+        a = demo["allreduce"]
+        blocks.append(allreduce_table(a["rows"], a["params"]["hosts"], a["params"]["topology"]))
+        blocks.append(f"data check: {a['check']}")
     return "\n\n".join(blocks)
 
 

@@ -2,18 +2,21 @@
 variants, handlers) to a ``Scenario``, a registry of them by name, and ``measure``, which runs
 one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and correctness.
 
-Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``; in-network:
-``switch`` (SwitchML-style aggregation in the switches, ``spin.collectives.switch``). Another
-variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario, count,
-dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs.
+Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
+handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``.
+In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``).
+Another variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario,
+count, dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs;
+optionally the handler programs it installs (so one engine is compiled for every algorithm of a
+table), its own result check (lossy variants) and the density of the inputs it is measured on.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import ConfigError
-from . import rabenseifner, recursive_doubling, ring, switch
+from . import nic, rabenseifner, recursive_doubling, ring, switch
 from .common import DTYPES, AllreducePlan
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm", "register"]
@@ -27,6 +30,11 @@ class Algorithm:
     title: str
     build: Callable[..., AllreducePlan]
     plan_memory: Callable[[int, int, str], int]     # (n, count, dtype) -> host bytes needed
+    programs: Callable[[], list] | None = None       # handler programs its scenarios install
+    check: Callable | None = None    # (inputs, results, dtype) -> (ok, max error); default exact
+    input_density: float = 1.0       # fraction of non-zero input elements measure() uses
+    dtypes: tuple[str, ...] = tuple(DTYPES)          # element types it takes
+    configs: Callable[[int], dict] | None = None     # n -> Scenario configs its runs need
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
@@ -53,5 +61,11 @@ register(Algorithm("rd", "recursive doubling", recursive_doubling.build,
                    recursive_doubling.plan_memory))
 register(Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
                    rabenseifner.plan_memory))
+for _name, _mode in nic.VARIANTS.items():
+    register(Algorithm(_name, f"NIC ring ({_mode}; sPIN handlers)", nic.builder(_name),
+                       nic.plan_memory, programs=nic.programs,
+                       check=nic.check_int8 if _mode == "int8" else None,
+                       input_density=nic.SPARSE_DENSITY if _mode.startswith("sparse") else 1.0,
+                       dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs))
 register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
-                   switch.plan_memory))
+                   switch.plan_memory, programs=switch.programs, dtypes=switch.DTYPES))

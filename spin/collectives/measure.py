@@ -22,6 +22,7 @@ from .common import bf16_to_float32, float32_to_bf16, itemsize
 UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 SMALLEST_SUBNORMAL = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
 PAGE_BYTES = 4096
+CHECK_COLUMNS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,21 @@ class AllreduceMeasurement:
         return asdict(self)
 
 
-def make_inputs(n: int, count: int, dtype: str, seed: int = 0) -> np.ndarray:
+def make_inputs(n: int, count: int, dtype: str, seed: int = 0,
+                density: float = 1.0) -> np.ndarray:
     """Rank i's vector in row i, in the storage dtype (bfloat16 as uint16 bits). Integers span
-    the whole int32 range, so sums wrap and wrapping is checked too."""
+    the whole int32 range, so sums wrap and wrapping is checked too. With ``density`` < 1 each
+    element is non-zero with that probability (sparse gradients), independently per rank."""
+    if not 0 < density <= 1:
+        raise ConfigError(f"allreduce input density={density}: must be in (0, 1]")
     rng = np.random.default_rng(seed)
+    keep = rng.random((n, count)) < density if density < 1 else None
     if dtype == "int32":
-        return rng.integers(-2**31, 2**31, (n, count), dtype=np.int64).astype(np.int32)
-    x = rng.standard_normal((n, count)).astype(np.float32)
+        v = rng.integers(-2**31, 2**31, (n, count), dtype=np.int64).astype(np.int32)
+        return v if keep is None else np.where(keep, v, np.int32(0))
+    x = rng.standard_normal((n, count), dtype=np.float32)     # no float64 copy: 1024 x 4 MiB fit
+    if keep is not None:
+        x = np.where(keep, x, np.float32(0))
     if dtype == "float32":
         return x
     if dtype == "float16":
@@ -80,20 +89,25 @@ def check_result(inputs: np.ndarray, results: list[np.ndarray], dtype: str) -> t
         ref = np.sum(inputs, axis=0, dtype=np.int32)
         err = np.abs(first.astype(np.int64) - ref.astype(np.int64))
         return same and bool(np.array_equal(first, ref)), float(err.max(initial=0))
-    x = as_float64(inputs, dtype)
-    exact = x.sum(axis=0)
-    n = inputs.shape[0]
-    bound = ((n - 1) * UNIT_ROUNDOFF[dtype] * np.abs(x).sum(axis=0)
-             + n * SMALLEST_SUBNORMAL[dtype])
-    err = np.abs(as_float64(first, dtype) - exact)
-    return same and bool(np.all(err <= bound)), float(err.max(initial=0))
+    n, ok, worst = inputs.shape[0], True, 0.0
+    for lo in range(0, inputs.shape[1], CHECK_COLUMNS):     # float64 copies of a slice at a time
+        x = as_float64(inputs[:, lo:lo + CHECK_COLUMNS], dtype)
+        bound = ((n - 1) * UNIT_ROUNDOFF[dtype] * np.abs(x).sum(axis=0)
+                 + n * SMALLEST_SUBNORMAL[dtype])
+        err = np.abs(as_float64(first[lo:lo + CHECK_COLUMNS], dtype) - x.sum(axis=0))
+        ok = ok and bool(np.all(err <= bound))
+        worst = max(worst, float(err.max(initial=0)))
+    return same and ok, worst
 
 
 def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float32", *,
                        seed: int = 0, topology=None, **configs):
     """A Scenario on ``topology`` (default: a star of ``n_hosts``) with host memory sized for
     the layout; returns (scenario, plan, inputs). ``configs`` are Scenario fields (nic, host,
-    switch, engine); ``host.memory_bytes`` is raised to what the algorithm needs."""
+    switch, engine, engine_programs); ``host.memory_bytes`` is raised to what the algorithm
+    needs, the algorithm's own configs (``Algorithm.configs``) apply unless given, and the
+    engine is compiled for the algorithm's handler programs unless ``engine_programs`` names
+    others (a superset lets several algorithms share one engine)."""
     from ..config import HostConfig
     from ..simulation import Scenario
     from ..topology import Topology
@@ -105,8 +119,12 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     need = -(-alg.plan_memory(n_hosts, count, dtype) // PAGE_BYTES) * PAGE_BYTES
     if host.memory_bytes < need:
         host = HostConfig.make(**{**host.model_dump(), "memory_bytes": need})
+    for key, value in (alg.configs(n_hosts) if alg.configs is not None else {}).items():
+        configs.setdefault(key, value)          # what the algorithm needs, unless given
+    if "engine_programs" not in configs and alg.programs is not None:
+        configs["engine_programs"] = alg.programs()
     sc = Scenario(topo, host=host, **configs)
-    inputs = make_inputs(n_hosts, count, dtype, seed)
+    inputs = make_inputs(n_hosts, count, dtype, seed, alg.input_density)
     plan = alg.build(sc, count, dtype, hosts=range(n_hosts), inputs=inputs)
     return sc, plan, inputs
 
@@ -120,7 +138,8 @@ def evaluate(result, plan, inputs) -> AllreduceMeasurement:
     algbw = plan.nbytes / t * 1000 if t > 0 else float("inf")     # B/ps * 1000 = GB/s
     outputs = [result.read(h, plan.result_addr, plan.count, plan.storage_dtype)
                for h in plan.hosts]
-    ok, err = check_result(inputs, outputs, plan.dtype)
+    check = algorithm(plan.algorithm).check or check_result
+    ok, err = check(inputs, outputs, plan.dtype)
     return AllreduceMeasurement(
         algorithm=plan.algorithm, hosts=n, dtype=plan.dtype, count=plan.count,
         nbytes=plan.nbytes, time_ps=int(t), algbw_gbytes_per_s=algbw,
@@ -146,12 +165,16 @@ def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, wor
 
 
 def with_speedup(rows: list[AllreduceMeasurement], baseline: str = "ring") -> list[dict]:
-    """Rows as dicts with ``speedup`` over ``baseline`` at the same size (None without one)."""
-    base = {(r.nbytes, r.dtype): r.time_ps for r in rows if r.algorithm == baseline}
+    """Rows as dicts with ``speedup`` (time) and ``wire_vs_baseline`` (link bytes) against
+    ``baseline`` at the same size (None without one)."""
+    base = {(r.nbytes, r.dtype): r for r in rows if r.algorithm == baseline}
     out = []
     for r in rows:
         b = base.get((r.nbytes, r.dtype))
-        out.append({**r.to_dict(), "speedup": (b / r.time_ps) if b and r.time_ps else None})
+        out.append({**r.to_dict(),
+                    "speedup": (b.time_ps / r.time_ps) if b and r.time_ps else None,
+                    "wire_vs_baseline": (r.link_bytes / b.link_bytes) if b and b.link_bytes
+                    else None})
     return out
 
 

@@ -1,8 +1,9 @@
 """``spin allreduce``: sizes parsed as people write them, and the nccl-tests-style table (one
-row per size and algorithm, speedup over ring at the same size)."""
+row per size and algorithm, speedup and bytes on the wire relative to ring at the same size)."""
 from __future__ import annotations
 
 import re
+import sys
 
 from ..errors import ConfigError
 from ..report import count, table, us
@@ -10,7 +11,7 @@ from ..report import count, table, us
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
           "gb": 1000**3, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 HEADERS = ("size (B)", "algorithm", "dtype", "time (µs)", "algbw (GB/s)", "busbw (GB/s)",
-           "host CPU/rank (µs)", "link bytes (B)", "speedup vs ring", "correct")
+           "host CPU/rank (µs)", "link bytes (B)", "wire vs ring", "speedup vs ring", "correct")
 
 
 def parse_size(text: str) -> int:
@@ -27,34 +28,86 @@ def allreduce_table(rows: list[dict], hosts: int, topology: str) -> str:
     """Rows from ``measure.with_speedup``."""
     def cell(r: dict) -> list:
         speed = "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"
+        wire = r.get("wire_vs_baseline")
         return [count(r["nbytes"]), r["algorithm"], r["dtype"], us(r["time_ps"]),
                 f"{r['algbw_gbytes_per_s']:.3f}", f"{r['busbw_gbytes_per_s']:.3f}",
-                us(r["host_cpu_ps_per_rank"]), count(r["link_bytes"]), speed,
-                "yes" if r["correct"] else "NO"]
+                us(r["host_cpu_ps_per_rank"]), count(r["link_bytes"]),
+                "-" if wire is None else f"{wire:.3f}", speed, "yes" if r["correct"] else "NO"]
     title = (f"allreduce on {hosts} hosts ({topology}), virtual time; algbw = S/t, busbw = "
              f"algbw x 2(n-1)/n (nccl-tests), S = bytes per rank")
     return table(HEADERS, [cell(r) for r in rows], title)
 
 
+def selected_algorithms(spec: str, dtype: str) -> list:
+    """The registered algorithms named in ``spec`` (comma-separated), in order. A name nobody
+    registered (e.g. an in-network variant not installed in this build) or one that does not
+    take ``dtype`` is skipped with a line on stderr; none left is an error."""
+    from . import ALGORITHMS, algorithm
+    chosen = []
+    for name in (a.strip() for a in spec.split(",")):
+        if not name:
+            continue
+        try:
+            alg = algorithm(name)
+        except ConfigError:
+            print(f"spin allreduce: skipping {name!r}: no such algorithm is registered "
+                  f"(registered: {', '.join(ALGORITHMS)})", file=sys.stderr)
+            continue
+        if dtype not in alg.dtypes:
+            print(f"spin allreduce: skipping {alg.name!r}: it takes dtype "
+                  f"{', '.join(alg.dtypes)}, not {dtype}", file=sys.stderr)
+            continue
+        if alg not in chosen:
+            chosen.append(alg)
+    if not chosen:
+        raise ConfigError(f"--algo {spec!r}: no registered algorithm to run for dtype {dtype}; "
+                          f"registered: {', '.join(ALGORITHMS)}")
+    return chosen
+
+
+def shared_programs(algs) -> list:
+    """Handler programs of every algorithm that declares them: their runs share one engine."""
+    from ..simulation import same_program
+    out: list = []
+    for alg in algs:
+        for p in (alg.programs() if alg.programs is not None else []):
+            if not any(same_program(p, q) for q in out):
+                out.append(p)
+    return out
+
+
 def run_allreduce_cli(args) -> int:
-    """Run every (size, algorithm) of ``args``, print the table; 1 if any result is wrong."""
+    """Run every (size, algorithm) of ``args``, print the table (and plot it with ``--plot``);
+    1 if any result is wrong."""
     import json
     from pathlib import Path
 
+    from ..scenario_limits import check_writable
     from ..topology import Topology
-    from . import algorithm
     from .measure import measure, with_speedup
     if args.hosts < 2:
         raise ConfigError(f"--hosts {args.hosts}: an allreduce needs at least 2 hosts")
-    names = [algorithm(a.strip()).name for a in args.algo.split(",") if a.strip()]
+    algs = selected_algorithms(args.algo, args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
+    plot = getattr(args, "plot", None)
+    if plot:
+        from .plot import require_matplotlib
+        require_matplotlib()
+        check_writable(plot, "--plot", directory=False)
+    programs = shared_programs(algs)
     results = []
     for nbytes in sizes:
-        for name in names:
-            results.append(measure(name, args.hosts, nbytes, args.dtype, workers=args.workers,
-                                   topology=Topology.star(args.hosts)))
+        for alg in algs:
+            extra = {"engine_programs": programs} if alg.programs is not None else {}
+            results.append(measure(alg.name, args.hosts, nbytes, args.dtype,
+                                   workers=args.workers, topology=Topology.star(args.hosts),
+                                   **extra))
     rows = with_speedup(results)
     print(allreduce_table(rows, args.hosts, "star, one switch"))
+    if plot:
+        from .plot import plot_allreduce
+        plot_allreduce(rows, plot, f"allreduce on {args.hosts} hosts ({args.dtype}, star)")
+        print(f"\nplot written to {plot}")
     if args.json:
         p = Path(args.json)
         p.parent.mkdir(parents=True, exist_ok=True)

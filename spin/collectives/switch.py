@@ -153,6 +153,16 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     return setup
 
 
+DTYPES = ("int32", "float32")   # what the switch adds natively (16-bit types are refused)
+
+
+def programs() -> list:
+    """The handler programs a switch allreduce installs (the engine is compiled for these)."""
+    from handlers.switchml import switchml_switch_program
+    from handlers.switchml_worker import switchml_worker_program
+    return [switchml_switch_program(), switchml_worker_program()]
+
+
 def plan_memory(n: int, count: int, dtype: str, mode: str = "native",
                 window: int = DEFAULT_WINDOW) -> int:
     """Host bytes the layout needs: data, the start message, and in quantized mode the block
@@ -176,7 +186,7 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     ``max_inflight_messages`` above what a switch holds at once (every contribution is a
     message until its handler finished), else frames are dropped and retransmitted."""
     hosts = check_args(scenario, count, dtype, hosts)
-    if dtype not in ("int32", "float32"):
+    if dtype not in DTYPES:
         raise ConfigError(f"switch allreduce dtype={dtype!r}; valid choices: int32, float32 "
                           f"(the switch sums 32-bit words; 16-bit data would travel as int32)")
     if mode not in MODES:
