@@ -152,7 +152,7 @@ class SwitchStats:
 class EndpointStats:
     """One host served by an external program (``spin.endpoint``): frames each way and the
     program's frames the fabric refused, by reason (``bad_length``, ``not_ipv4``,
-    ``bad_source``, ``late``; ``undelivered``: frames for it after it detached)."""
+    ``bad_source``, ``bad_time``; ``undelivered``: frames for it after it detached)."""
 
     host: str
     node: int

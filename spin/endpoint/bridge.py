@@ -22,6 +22,7 @@ counted and ignored.
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -70,6 +71,7 @@ class EndpointBridge:
         self.dropped = np.zeros(len(REASONS), np.int64)
         self.undelivered = 0            # frames for the program after it detached
         self.frames_to = self.bytes_to = 0
+        self.last_arrival_ps = 0        # latest frame for the program (delivered or not)
         self.rejected: dict[str, int] = {}
         self._pending: list[tuple[np.ndarray, ...]] = []   # (arrival, key, length, frames)
         self._awaiting = False
@@ -127,6 +129,7 @@ class EndpointBridge:
         if due is None:
             return
         arrival, _key, length, frames = due
+        self.last_arrival_ps = max(self.last_arrival_ps, int(arrival[-1]))
         if self.detached:
             self.undelivered += len(arrival)
             return
@@ -210,7 +213,7 @@ class EndpointBridge:
                 if left > 0:
                     time.sleep(left)
                 return
-            if self._sock.poll(min(max(int(left * 1000), 0), _POLL_MS), zmq.POLLIN):
+            if self._sock.poll(min(max(math.ceil(left * 1000), 0), _POLL_MS), zmq.POLLIN):
                 got = self._receive()
                 if got is not None and got[0] in (P.SEND, P.BYE):
                     self._take(got[0], got[1], not_before=0)

@@ -19,8 +19,9 @@ from ..fabric_frames import KEY_DEVICE_SHIFT
 from ..wire.headers import ETH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
 
 # reasons a frame from the program is dropped (index into EndpointStats.dropped names)
-REASONS = ("bad_length", "not_ipv4", "bad_source", "late")
-R_BAD_LENGTH, R_NOT_IPV4, R_BAD_SOURCE, R_LATE = range(4)
+REASONS = ("bad_length", "not_ipv4", "bad_source", "bad_time")
+R_BAD_LENGTH, R_NOT_IPV4, R_BAD_SOURCE, R_BAD_TIME = range(4)
+MAX_AT_PS = 1 << 60          # far beyond any run, far below the engine's "never" (2^62)
 MIN_FRAME_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES
 _MAC_SRC = 6
 _ETHERTYPE = 12
@@ -36,7 +37,7 @@ PORT_STATE_WORDS = 5
 def admit_frames(at_ps, lengths, blob, mac, ip, max_len, not_before, rate_gbps, delay_ps,
                  device, port, out_time, out_key, out_len, out_frames, dropped):
     """Check each frame (length, IPv4, source MAC and IP of the host, time not before
-    ``not_before``), time the good ones through the host's output port (``port`` state, see
+    ``not_before`` nor beyond MAX_AT_PS), time the good ones through the host's output port (``port`` state, see
     P_*) and copy them to ``out_*``; count refusals by reason in ``dropped``. Returns how many
     frames were admitted."""
     k = 0
@@ -60,8 +61,8 @@ def admit_frames(at_ps, lengths, blob, mac, ip, max_len, not_before, rate_gbps, 
         if not same:
             dropped[R_BAD_SOURCE] += 1
             continue
-        if at_ps[i] < not_before:
-            dropped[R_LATE] += 1
+        if at_ps[i] < not_before or at_ps[i] > MAX_AT_PS:
+            dropped[R_BAD_TIME] += 1
             continue
         begin = max(at_ps[i], port[P_BUSY_UNTIL])
         ser = serialization_ps(n + WIRE_OVERHEAD, rate_gbps)

@@ -74,17 +74,22 @@ def bind_address(url: str, where: str = "endpoint") -> str:
 
 
 def is_loopback_url(url: str) -> bool:
+    """True when ``url``'s address is a loopback address (no key needed there)."""
     from ..parallel.coordinator import is_loopback
     return is_loopback(urlparse(url).hostname or "")
 
 
-def parse_endpoint_arg(text: str, mode: str = "lockstep") -> EndpointSpec:
-    """``HOST=tcp://ADDR:PORT`` (the ``spin run --endpoint`` form)."""
+def parse_endpoint_arg(text: str, mode: str | None = None,
+                       key_file: str | None = None) -> EndpointSpec:
+    """``HOST=tcp://ADDR:PORT`` (the ``spin run --endpoint`` form); ``key_file`` (the run's
+    ``--key-file``) authenticates programs attaching beyond loopback."""
     host, sep, url = text.partition("=")
     if not sep or not host or not url:
         raise ConfigError(f"--endpoint {text!r}: expected HOST=tcp://ADDR:PORT, e.g. "
                           f"h3=tcp://127.0.0.1:5600")
-    return EndpointSpec(host=host.strip(), url=url.strip(), mode=mode)
+    url = bind_address(url.strip(), f"--endpoint {text!r}")
+    return EndpointSpec(host=host.strip(), url=url, mode=mode or "lockstep",
+                        key_file=None if is_loopback_url(url) else key_file)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ class EndpointHostWorker(EngineWorker):
             for reason, n in s["endpoint"]["dropped"].items():
                 drops[f"endpoint_{reason}"] = drops.get(f"endpoint_{reason}", 0) + n
         d["drops"] = dict(sorted(drops.items()))
+        d["end_time_ps"] = max([d["end_time_ps"]] + [b.last_arrival_ps for b in self.bridges])
         self.close("the run ended", int(self.sim.st.sc[S.SC_NOW]))
         return d
 
