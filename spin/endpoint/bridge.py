@@ -95,7 +95,10 @@ class EndpointBridge:
         self._delay = np.int64(arrival_delay_ps(st, gp))
         self._slot = int(st.pool.shape[1])
         self._mac, self._ip = address_bytes(self.att.node)
+        # load the compiled helpers now, not inside the first rounds
         self._admit(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8), 0)
+        pack_slots(np.zeros((0, self._slot), np.uint8), np.zeros(0, np.int32),
+                   np.zeros(0, np.int64), np.zeros(0, np.uint8))
         kind, _parts = self._wait((P.HELLO,), self.spec.attach_timeout_s, "to attach")
         peer = topo.device_names()[self.att.peer_device]
         self._send(P.WELCOME, {
