@@ -89,7 +89,9 @@ def check_replies(replies, expected_vas):
 def test_scapy_example_lockstep_is_identical_on_1_and_2_workers(tmp_path):
     url = free_url()
     client = ClientThread(lambda u: scapy_client(u, N, SIZE, quiet=True), url)
-    ref = run_scenario(scenario(), 1, endpoints=[EndpointSpec("h3", url)])
+    sc = scenario()
+    sc.capture()
+    ref = run_scenario(sc, 1, endpoints=[EndpointSpec("h3", url)], pcap_dir=tmp_path / "p1")
     ref_replies = client.value()
     check_replies(ref_replies, [BASE_VA + i * SIZE for i in range(N)])
     ep = ref.endpoints[0]
@@ -101,13 +103,22 @@ def test_scapy_example_lockstep_is_identical_on_1_and_2_workers(tmp_path):
     out = tmp_path / "run.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "spin", "run", str(EXAMPLE), "--workers", "2",
-                        "--endpoint", f"h3={url}", "--json", str(out), "--quiet"], cwd=ROOT,
+                        "--endpoint", f"h3={url}", "--json", str(out), "--quiet",
+                        "--pcap", str(tmp_path / "p2")], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=280)
     assert r.returncode == 0, r.stderr
     assert client.value() == ref_replies
     data = json.loads(out.read_text())
     assert data["scenario"]["workers"] == 2
     assert {k: data[k] for k in ref.to_dict(include_wall=False)} == ref.to_dict(include_wall=False)
+    # both directions of h3's link are in its pcap, byte for byte the same on 2 workers
+    (pcap,) = (tmp_path / "p1").glob("*h3*.pcap")
+    assert pcap.read_bytes() == (tmp_path / "p2" / pcap.name).read_bytes()
+    from scapy.utils import rdpcap
+    frames = [bytes(p) for p in rdpcap(str(pcap))]
+    assert len(frames) == 2 * N
+    assert sorted(frames) == sorted([f for _, f in ref_replies] + [
+        bytes(rdma_write(3, i % 2, i, payload_of(i, SIZE), BASE_VA + i * SIZE)) for i in range(N)])
 
 
 def _lockstep_with_junk(url):

@@ -30,10 +30,11 @@ import numpy as np
 import zmq
 
 from ..engine import state as S
-from ..engine.ports import arrival_delay_ps, inject_frames
+from ..engine.ports import WIRE_OVERHEAD, arrival_delay_ps, inject_frames
 from ..errors import ConfigError, EndpointError
 from ..parallel.auth import load_keys, make_server, start_authenticator
 from ..parallel.program import INF_PS
+from ..simulation import CapturedFrames
 from . import protocol as P
 from .link import PORT_STATE_WORDS, P_BUSY_PS, P_BYTES, P_FRAMES, REASONS, address_bytes, \
     admit_frames, pack_slots
@@ -74,6 +75,7 @@ class EndpointBridge:
         self.last_arrival_ps = 0        # latest frame for the program (delivered or not)
         self.rejected: dict[str, int] = {}
         self._pending: list[tuple[np.ndarray, ...]] = []   # (arrival, key, length, frames)
+        self._captured: list[tuple[np.ndarray, ...]] = []  # (tx start, length, frames)
         self._awaiting = False
         self._first_due = 0
         self._last_end = 0
@@ -198,6 +200,20 @@ class EndpointBridge:
         if k:
             inject_frames(self._st, out_time[:k], np.full(k, self._peer_port, np.int32),
                           out_key[:k], out_len[:k], out_frames[:k])
+            if self._st.port[self._gp, S.PT_CAPTURE]:   # the link is captured: both directions
+                n = out_len[:k].astype(np.int64)
+                ser = ((n + WIRE_OVERHEAD) * 8000 + self._rate - 1) // self._rate
+                self._captured.append((out_time[:k] - self._delay - ser, n, out_frames[:k]))
+
+    def captured_frames(self) -> CapturedFrames | None:
+        """The program's frames on a captured link, timed at the start of transmission (as
+        the engine captures a local port's), or None."""
+        if not self._captured:
+            return None
+        start = np.concatenate([c[0] for c in self._captured])
+        return CapturedFrames(start, np.full(len(start), self._gp, np.int64),
+                              np.concatenate([c[1] for c in self._captured]),
+                              np.concatenate([c[2] for c in self._captured]))
 
     # --- real time ----------------------------------------------------------------------
     def _paced_now(self) -> int:

@@ -9,6 +9,7 @@ import numpy as np
 from ..engine import state as S
 from ..fabric_workers import EngineWorker
 from ..parallel.batch import FrameBatch
+from ..simulation import CapturedFrames
 from .bridge import EndpointBridge
 
 
@@ -60,6 +61,10 @@ class EndpointHostWorker(EngineWorker):
                        batch.frames[sel])
 
     def result(self) -> dict:
+        for b in self.bridges:   # the hosts' direction of captured links, for the pcaps
+            part = b.captured_frames()
+            if part is not None:
+                self.sim.captured = CapturedFrames.concat([self.sim.captured, part])
         d = super().result()
         topo = self.spec.scenario.topology
         d["endpoints"], drops = [], dict(d["drops"])
