@@ -6,6 +6,7 @@ exchange real RoCEv2 frames through switches, in deterministic virtual time (pic
 Public API (imported lazily so ``import spin`` stays cheap):
 
 * ``Topology``, ``Scenario``, ``Simulation``, ``RunResult``, ``run_scenario`` (any worker count)
+* ``Endpoint``, ``EndpointSpec``: real programs attached to host ports (``spin.endpoint``)
 * ``OffloadComparison``: a host baseline against an offloaded run (``spin.testing`` for pytest)
 * ``HandlerProgram``, ``ExecutionContext``, ``HandlerCost``, ``handler``
 * configs: ``LinkConfig``, ``NicConfig``, ``HostConfig``, ``SwitchConfig``, ``EngineConfig``
@@ -30,6 +31,7 @@ _EXPORTS = {
     "LinkConfig": "spin.config", "NicConfig": "spin.config", "HostConfig": "spin.config",
     "SwitchConfig": "spin.config", "EngineConfig": "spin.config",
     "run_scenario": "spin.fabric", "OffloadComparison": "spin.compare",
+    "Endpoint": "spin.endpoint", "EndpointSpec": "spin.endpoint",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -75,6 +75,21 @@ def cmd_run(args: argparse.Namespace) -> int:
                   + (f" --key-file {args.key_file}" if args.key_file else ""), flush=True)
     elif args.bind != "127.0.0.1" or args.key_file:
         transport = dict(bind=args.bind, port=args.port, key_file=args.key_file)
+    if args.endpoint:
+        from .endpoint.spec import parse_endpoint_arg
+        options = options.with_endpoints(
+            [parse_endpoint_arg(e, args.endpoint_mode, args.key_file) for e in args.endpoint])
+    elif args.endpoint_mode:
+        raise SpinError("--endpoint-mode applies to --endpoint HOST=URL: give one too "
+                        "(endpoints of the scenario file set their mode in [[endpoint]])")
+    if options.endpoints:
+        from .endpoint.spec import attach_endpoints
+        attach_endpoints(scenario, options.endpoints)   # clear errors before anything starts
+        if not args.quiet:
+            for e in options.endpoints:
+                print(f"endpoint {e.host} ({e.mode}): waiting for a program at {e.url} "
+                      f"(spin.endpoint.Endpoint({e.url!r}), or examples/endpoint/"
+                      f"scapy_rdma_write.py --url {e.url})", flush=True)
     from .checks import parse_dump
     dumps = tuple(parse_dump(d, scenario.topology.hosts, scenario.host.memory_bytes)
                   for d in args.dump or ())
@@ -82,6 +97,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                      **transport)
     if not args.quiet:
         print(run_summary(run.result, options.name))
+        for e in run.result.endpoints:
+            print(f"endpoint {e.host} ({e.mode}): {e.frames_to_endpoint} frames "
+                  f"({e.bytes_to_endpoint} B) to the program, {e.frames_from_endpoint} frames "
+                  f"({e.bytes_from_endpoint} B) from it; refused: {e.dropped or 'none'}")
         if options.workload is not None:
             from .workloads.metrics import report_text
             print("\n" + report_text(options.workload, scenario, run.result))
@@ -301,6 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address the coordinator listens on (beyond loopback needs --key-file)")
     r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")
     r.add_argument("--key-file", metavar="F", help="CurveZMQ secret key file from 'spin keys'")
+    r.add_argument("--endpoint", action="append", metavar="HOST=tcp://ADDR:PORT",
+                   help="serve HOST to an external program that attaches at that address "
+                   "(spin.endpoint.Endpoint, or a scapy script); repeatable")
+    r.add_argument("--endpoint-mode", choices=("lockstep", "realtime"),
+                   help="for --endpoint: lockstep (deterministic, the default) or realtime "
+                   "(virtual time paced to the wall clock)")
 
     t = sub.add_parser("topo", help="inventory and bisection bandwidth of topologies",
                        description="Build topologies from the registry and print hosts, switches, "

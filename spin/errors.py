@@ -50,3 +50,8 @@ class DeterminismError(SpinError, AssertionError):
 
 class MissingExtraError(SpinError, ImportError):
     """An optional feature needs a package that is not installed: names the pip extra."""
+
+
+class EndpointError(SpinError):
+    """An external endpoint did not attach or answer in time, went away, or the emulation fell
+    behind the wall clock in real-time mode; names the endpoint's host and address."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .engine.codegen import cache_dir, engine_module_source
+from .errors import ConfigError
 from .results import RunResult
 from .simulation import Scenario, Simulation
 from .topology import Topology
@@ -41,18 +42,31 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
                  quiet: bool = True, partition: dict[str, int] | None = None,
                  timeout_s: float | None = None, bind: str = "127.0.0.1",
                  remote_workers: int = 0, key_file: str | None = None,
-                 port: int = 0, regions: tuple[tuple[int, int, int], ...] = ()) -> RunResult:
+                 port: int = 0, regions: tuple[tuple[int, int, int], ...] = (),
+                 endpoints=(), until_ps: int | None = None) -> RunResult:
     """Run ``scenario`` to completion and return its result.
 
     ``remote_workers`` of the ``workers`` are not spawned here: they join from other machines
     with ``spin worker --join tcp://HOST:PORT --key-file KEY``. Listening beyond loopback
     (``bind``) requires ``key_file`` (CurveZMQ; see ``spin keys``). Host-memory ``regions``
     (node, addr, nbytes) are returned in ``result.memory_regions`` as bytes, read with
-    ``result.read(node, addr, count, dtype)``.
+    ``result.read(node, addr, count, dtype)``; handler memory of every execution context with
+    ``result.handler_memory(ctx)``. ``endpoints`` (``spin.endpoint.EndpointSpec``) hand hosts
+    to external programs, which attach while the run waits for them; ``until_ps`` (one worker
+    only) stops the run at that virtual time.
     """
+    from .endpoint.spec import attach_endpoints
+    attached = attach_endpoints(scenario, endpoints)
+    if until_ps is not None and (workers != 1 or remote_workers):
+        raise ConfigError(f"until_ps with workers = {workers}: a time limit is only supported "
+                          f"with 1 worker")
     if workers == 1 and remote_workers == 0:
+        if attached:
+            from .fabric_workers import run_in_process
+            return run_in_process(scenario, pcap_dir=pcap_dir, regions=tuple(regions),
+                                  endpoints=attached, until_ps=until_ps)
         sim = Simulation(scenario, quiet=quiet)
-        result = sim.run(pcap_dir=pcap_dir, quiet=quiet)
+        result = sim.run(pcap_dir=pcap_dir, quiet=quiet, until_ps=until_ps)
         result.memory_regions = {(n, a, k): sim.host_memory(n)[a:a + k].tobytes()
                                  for n, a, k in regions}
         return result
@@ -61,4 +75,4 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,
                            partition=partition, timeout_s=timeout_s, bind=bind,
                            remote_workers=remote_workers, key_file=key_file, port=port,
-                           regions=regions)
+                           regions=regions, endpoints=attached)

@@ -15,6 +15,7 @@ from .engine.ports import inject_frames
 from .errors import ConfigError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
 from .fabric_partition import auto_partition, link_lookahead_ps
+from .parallel import codec
 from .parallel.batch import FrameBatch
 from .parallel.program import INF_PS, worker_factory
 from .results import RunResult
@@ -33,6 +34,9 @@ class PartitionedScenario:
     owner: tuple[int, ...]   # worker id of every device (hosts first, then switches)
     # host-memory regions (node, addr, nbytes) to bring back from the owning workers
     regions: tuple[tuple[int, int, int], ...] = ()
+    # hosts served by external programs (spin.endpoint): owned by the worker of their link's
+    # peer device, local to none
+    endpoints: tuple = ()
 
 
 def check_assign(scenario: Scenario, workers: int, assign: dict[str, int]) -> None:
@@ -134,7 +138,8 @@ class EngineWorker:
         self.worker_id = worker_id
         self.n_workers = n_workers
         self.owner = np.asarray(spec.owner, np.int64)
-        local = {d for d, w in enumerate(spec.owner) if w == worker_id}
+        attached = {e.node for e in spec.endpoints}
+        local = {d for d, w in enumerate(spec.owner) if w == worker_id and d not in attached}
         self.sim = Simulation(spec.scenario, local_devices=local)
         self.sim.start()
         topo = spec.scenario.topology
@@ -221,6 +226,7 @@ class EngineWorker:
         d["regions"] = [[node, addr, n, self.sim.host_memory(node)[addr:addr + n].tobytes().hex()]
                         for node, addr, n in self.spec.regions if node in self.sim.local]
         d["peer_batches_rejected"] = dict(self.check.rejected)
+        d["handler_memory"] = codec.encode(self.sim.local_handler_memories()).decode()
         if self.spec.scenario.tracing is not None:
             from .trace import Trace
             d["trace"] = Trace.pack(*self.sim.trace_records())
@@ -229,17 +235,31 @@ class EngineWorker:
 
 @worker_factory
 def make_worker(spec: PartitionedScenario, worker_id: int, n_workers: int) -> EngineWorker:
+    if any(spec.owner[e.node] == worker_id for e in spec.endpoints):
+        from .endpoint.worker import EndpointHostWorker
+        return EndpointHostWorker(spec, worker_id, n_workers)
     return EngineWorker(spec, worker_id, n_workers)
+
+
+def endpoint_owners(owner: tuple[int, ...], endpoints) -> tuple[int, ...]:
+    """Each attached host goes to the worker of its link's peer device: its frames then never
+    cross workers, and that worker's bridge is the program's only contact."""
+    out = list(owner)
+    for e in endpoints:
+        out[e.node] = out[e.peer_device]
+    return tuple(out)
 
 
 def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | None = None,
                     quiet: bool = True, partition: dict[str, int] | None = None,
                     timeout_s: float | None = None, bind: str = "127.0.0.1",
                     remote_workers: int = 0, key_file: str | None = None,
-                    port: int = 0, regions: tuple[tuple[int, int, int], ...] = ()) -> RunResult:
+                    port: int = 0, regions: tuple[tuple[int, int, int], ...] = (),
+                    endpoints: tuple = ()) -> RunResult:
     """Run on ``workers`` processes (``remote_workers`` of them joining from elsewhere) and
     merge their results. ``regions`` (node, addr, nbytes) of host memory come back in
-    ``result.memory_regions``."""
+    ``result.memory_regions``; ``endpoints`` (``spin.endpoint.AttachedEndpoint``) are served by
+    the workers next to them."""
     from .parallel.coordinator import Deferred, run_fabric
     if workers < 1:
         raise ConfigError(f"workers = {workers}; must be >= 1")
@@ -249,12 +269,54 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     def spec() -> PartitionedScenario:  # computed while the workers start
         owner = (explicit_partition(scenario, workers, partition) if partition
                  else auto_partition(scenario, workers))
-        return PartitionedScenario(scenario, owner, tuple(regions))
+        return PartitionedScenario(scenario, endpoint_owners(owner, endpoints), tuple(regions),
+                                   tuple(endpoints))
 
     outcome = run_fabric(FACTORY, Deferred(spec), workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
                          allow_remote=remote_workers, key_file=key_file, port=port)
-    parts, captured, memory, traces = [], [], {}, []
-    for d in outcome.results:
+    result = merge_worker_results(scenario, list(outcome.results), pcap_dir)
+    loop = outcome.loop_wall_s
+    result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,
+                   "events_per_s": result.events / loop if loop else 0.0,
+                   "frames_exchanged": outcome.transport.get("frames_sent", 0),
+                   # peer messages refused by reason (junk, bad batches), and the frames they held
+                   "peer_batches_rejected": outcome.transport.get("rejected", {}),
+                   "peer_frames_rejected": outcome.transport.get("rejected_frames", 0)}
+    return result
+
+
+def run_in_process(scenario: Scenario, *, pcap_dir: str | Path | None = None,
+                   regions: tuple[tuple[int, int, int], ...] = (), endpoints: tuple = (),
+                   until_ps: int | None = None) -> RunResult:
+    """One worker, in this process, through the worker protocol (no ZeroMQ between workers):
+    what a 1-worker run with endpoints needs, since the attached hosts are local to no engine."""
+    import time
+    from .endpoint.worker import EndpointHostWorker
+    from .parallel.sync import run_single
+    spec = PartitionedScenario(scenario, endpoint_owners((0,) * len(scenario.topology.device_names()),
+                                                         endpoints), tuple(regions), tuple(endpoints))
+    program = make_worker(spec, 0, 1)
+    try:
+        started = time.perf_counter()
+        outcome = run_single(program, until_ps)
+        wall = time.perf_counter() - started
+        part = program.result()
+    except BaseException as exc:
+        if isinstance(program, EndpointHostWorker):
+            program.close(f"the run failed: {type(exc).__name__}: {exc}")
+        raise
+    result = merge_worker_results(scenario, [part], pcap_dir)
+    result.wall = {"seconds": wall, "rounds": outcome.rounds,
+                   "events_per_s": result.events / wall if wall else 0.0}
+    return result
+
+
+def merge_worker_results(scenario: Scenario, results: list[dict],
+                         pcap_dir: str | Path | None = None) -> RunResult:
+    """One RunResult from the workers' ``result()`` dicts: captures (and pcaps), host-memory
+    regions, handler memory (tagged JSON, ``spin.parallel.codec``) and traces brought back."""
+    parts, captured, memory, traces, handler_memory = [], [], {}, [], {}
+    for d in results:
         if "trace" in d:
             from .trace import Trace
             traces.append(Trace.unpack(d.pop("trace")))
@@ -266,19 +328,15 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                                        frames.reshape(-1, c["slot_bytes"])))
         for node, addr, n, data in d.pop("regions"):
             memory[(int(node), int(addr), int(n))] = bytes.fromhex(data)
-        d.pop("peer_batches_rejected")  # also counted, with the transport's own refusals, below
+        handler_memory.update(codec.decode(d.pop("handler_memory")))
+        d.pop("peer_batches_rejected")  # also counted, with the transport's own refusals
         parts.append(RunResult.from_dict(d))
     result = RunResult.merge(parts)
-    loop = outcome.loop_wall_s
-    result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,
-                   "events_per_s": result.events / loop if loop else 0.0,
-                   "frames_exchanged": outcome.transport.get("frames_sent", 0),
-                   # peer messages refused by reason (junk, bad batches), and the frames they held
-                   "peer_batches_rejected": outcome.transport.get("rejected", {}),
-                   "peer_frames_rejected": outcome.transport.get("rejected_frames", 0)}
     if pcap_dir is not None:
         write_link_pcaps(scenario, CapturedFrames.concat(captured), pcap_dir)
     result.memory_regions = memory
+    result.handler_memories = dict(sorted(handler_memory.items()))
+    result.handler_contexts = tuple(scenario.contexts)
     if traces:   # every worker traced its own devices: one timeline, merged by time
         from .trace import Trace
         result.trace = Trace.build(scenario, np.concatenate([r for r, _ in traces]),

@@ -3,7 +3,8 @@ the ``wall`` section, which holds wall-clock figures and is never compared betwe
 
 Classes: ``RunResult`` (one run, merged over workers) made of ``MessageRecord`` (one delivered
 or NIC-handled message), ``LinkStats`` (one direction of a link), ``NicStats`` with its
-``HandlerCalls``, ``HostStats``, ``SwitchStats``; ``Totals`` sums them over the fabric.
+``HandlerCalls``, ``HostStats``, ``SwitchStats``, ``EndpointStats`` (a host served by an
+external program); ``Totals`` sums them over the fabric.
 
 Every per-device record is owned by exactly one worker, so merging workers is concatenation; a
 record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results travel as
@@ -19,6 +20,8 @@ from .errors import ConfigError, RunIncompleteError
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .handler import ExecutionContext
 
     from .tables import RunTables
     from .trace import Trace
@@ -161,6 +164,31 @@ class SwitchStats:
         return sw
 
 
+@dataclass
+class EndpointStats:
+    """One host served by an external program (``spin.endpoint``): frames each way and the
+    program's frames the fabric refused, by reason (``bad_length``, ``not_ipv4``,
+    ``bad_source``, ``bad_time``; ``undelivered``: frames for it after it detached)."""
+
+    host: str
+    node: int
+    mode: str                  # lockstep | realtime
+    frames_to_endpoint: int
+    bytes_to_endpoint: int
+    frames_from_endpoint: int  # accepted into the fabric
+    bytes_from_endpoint: int
+    dropped: dict[str, int] = field(default_factory=dict)
+    messages_rejected: dict[str, int] = field(default_factory=dict)   # protocol junk, by reason
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EndpointStats":
+        """Inverse of ``asdict``."""
+        ep = _record(cls, d)
+        ep.dropped = dict(d.get("dropped", {}))
+        ep.messages_rejected = dict(d.get("messages_rejected", {}))
+        return ep
+
+
 @dataclass(frozen=True)
 class Totals:
     """Fabric-wide sums: the figures an offload comparison starts from."""
@@ -201,6 +229,12 @@ class RunResult:
     # the run's timeline, when the scenario was traced (Scenario.trace); not part of to_dict()
     # or of equality, like the wall-clock figures it is too large to compare
     trace: Trace | None = field(default=None, repr=False, compare=False)
+    endpoints: list[EndpointStats] = field(default_factory=list)
+    # handler memory of every execution context after the run, by its index in
+    # scenario.contexts (read with handler_memory()); arrays, so not part of to_dict()
+    handler_memories: dict[int, np.ndarray] = field(default_factory=dict, repr=False,
+                                                    compare=False)
+    handler_contexts: tuple = field(default=(), repr=False, compare=False)
 
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
@@ -226,6 +260,20 @@ class RunResult:
                           f"({nbytes} B) was not brought back; regions of this run: "
                           f"{asked or 'none'} (ask with run_scenario(..., regions=((node, "
                           f"addr, nbytes), ...)))")
+
+    def handler_memory(self, ctx: "int | ExecutionContext") -> "np.ndarray":
+        """Handler memory of an execution context after the run, for any worker count: ``ctx``
+        is the context installed in the run's scenario (``Scenario.install`` returns it) or its
+        index in ``scenario.contexts``."""
+        i = ctx if isinstance(ctx, int) else next(
+            (k for k, c in enumerate(self.handler_contexts) if c is ctx), None)
+        if i is None:
+            raise ConfigError(f"execution context {ctx!r} is not installed in this run's "
+                              f"scenario; pass the object Scenario.install returned, or its index")
+        if i not in self.handler_memories:
+            raise ConfigError(f"execution context index {i} has no handler memory in this "
+                              f"result; contexts with one: {sorted(self.handler_memories)}")
+        return self.handler_memories[i]
 
     def nic(self, node: int) -> NicStats:
         """The stats of ``node``'s NIC."""
@@ -274,9 +322,9 @@ class RunResult:
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
         """Plain JSON-ready dict (int keys as strings), plus derived ``totals`` and ``tiers``."""
-        d = asdict(replace(self, trace=None))
-        d.pop("memory_regions")
-        d.pop("trace")
+        d = asdict(replace(self, trace=None, handler_memories={}, handler_contexts=()))
+        for key in ("memory_regions", "trace", "handler_memories", "handler_contexts"):
+            d.pop(key)
         d["totals"] = asdict(self.totals())
         d["tiers"] = [asdict(t) for t in self.tier_loads()]
         d["marks"] = {k: {str(n): t for n, t in v.items()} for k, v in self.marks.items()}
@@ -300,6 +348,7 @@ class RunResult:
         d["nics"] = [NicStats.from_dict(n) for n in d["nics"]]
         d["hosts"] = [_record(HostStats, h) for h in d["hosts"]]
         d["switches"] = [SwitchStats.from_dict(s) for s in d["switches"]]
+        d["endpoints"] = [EndpointStats.from_dict(e) for e in d.get("endpoints", [])]
         d["marks"] = {k: {int(n): t for n, t in v.items()} for k, v in d["marks"].items()}
         d["host_memory_sha256"] = {int(n): h for n, h in d.get("host_memory_sha256", {}).items()}
         d.setdefault("wall", {})
@@ -313,7 +362,9 @@ class RunResult:
         digests: dict[int, str] = {}
         posts: list[list[int]] = []
         regions: dict[tuple[int, int, int], bytes] = {}
+        memories: dict[int, np.ndarray] = {}
         for p in parts:
+            memories.update(p.handler_memories)
             posts += p.posts
             for k, v in p.drops.items():
                 drops[k] = drops.get(k, 0) + v
@@ -335,7 +386,10 @@ class RunResult:
             host_memory_sha256=dict(sorted(digests.items())), posts=posts,
             memory_regions=regions,
             queue_samples=[q for p in parts for q in p.queue_samples],
-            link_samples=[q for p in parts for q in p.link_samples])
+            link_samples=[q for p in parts for q in p.link_samples],
+            endpoints=[e for p in parts for e in p.endpoints],
+            handler_memories=dict(sorted(memories.items())),
+            handler_contexts=parts[0].handler_contexts if parts else ())
         merged.pair_posts()
         merged.canonicalize()
         return merged
@@ -362,6 +416,7 @@ class RunResult:
         self.switches.sort(key=lambda s: s.name)
         self.queue_samples.sort()
         self.link_samples.sort()
+        self.endpoints.sort(key=lambda e: e.node)
 
     def deterministic_digest(self) -> str:
         """Hash of everything except wall-clock figures: equal digests mean identical runs."""

@@ -121,6 +121,8 @@ def build_result(sim) -> RunResult:
                        nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
                        marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts,
                        queue_samples=queue_samples, link_samples=link_samples)
+    result.handler_memories = sim.local_handler_memories()
+    result.handler_contexts = tuple(scen.contexts)
     result.pair_posts()
     result.canonicalize()
     return result

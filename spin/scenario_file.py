@@ -44,6 +44,13 @@ class RunOptions:
     checks: tuple[Check, ...] = ()
     device_names: tuple[str, ...] = ()
     workload: Any = None          # the spin.workloads.Workload of a [workload] table
+    endpoints: tuple = ()         # spin.endpoint.EndpointSpec of [[endpoint]] (and --endpoint)
+
+    def with_endpoints(self, specs) -> "RunOptions":
+        """Add endpoints (``spin run --endpoint``); one for a host already declared replaces it."""
+        hosts = {e.host for e in specs}
+        return replace(self, endpoints=tuple(e for e in self.endpoints if e.host not in hosts)
+                       + tuple(specs))
 
     def with_workers(self, n: int) -> "RunOptions":
         if n < 1:
@@ -440,10 +447,30 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
                                f"(workers.count = {wk.count})")
     checks = tuple(build_check(c, f"check[{i}]", sc, lambda v, p: _node(ld, topo, v, p), ld.error,
                                base_dir) for i, c in enumerate(sections["check"]))
+    endpoints = _endpoints(ld, sc, sections["endpoint"], base_dir)
     options = RunOptions(name=doc.get("name", ""), source=Path(source) if base_dir else None,
                          workers=wk.count, partition=dict(wk.assign) if wk.assign else None,
-                         checks=checks, device_names=tuple(names), workload=workload)
+                         checks=checks, device_names=tuple(names), workload=workload,
+                         endpoints=endpoints)
     return sc, options
+
+
+def _endpoints(ld: _Loader, sc: Scenario, tables: list, base_dir: Path | None) -> tuple:
+    """``[[endpoint]]`` tables as EndpointSpecs, each checked against the scenario (the host
+    exists, has no program, one link); a relative ``key_file`` is next to the scenario file."""
+    from .endpoint.spec import EndpointSpec, attach_endpoints
+    specs = []
+    for i, t in enumerate(tables):
+        fields = t.model_dump()
+        if fields["key_file"] is not None and base_dir is not None:
+            fields["key_file"] = str(base_dir / fields["key_file"])
+        try:
+            spec = EndpointSpec(**fields)
+            attach_endpoints(sc, specs + [spec])
+        except ConfigError as exc:
+            raise ld.error(f"endpoint[{i}]", {"host": t.host, "url": t.url}, str(exc)) from None
+        specs.append(spec)
+    return tuple(specs)
 
 
 def load_scenario(path: str | Path) -> tuple[Scenario, RunOptions]:
@@ -486,14 +513,15 @@ def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | N
     from .simulation import Simulation
     if pcap_dir is not None and not scenario.capture_links:
         scenario.capture()
-    if options.workers > 1 or transport.get("remote_workers"):
-        if options.until_ps is not None:
+    if options.workers > 1 or transport.get("remote_workers") or options.endpoints:
+        if options.until_ps is not None and options.workers > 1:
             raise ConfigError(f"--until-us with workers = {options.workers}: a time limit is only "
                               f"supported with 1 worker")
         from .fabric import run_scenario
         regions = tuple(c.region for c in options.checks) + tuple(d.region for d in dumps)
         result = run_scenario(scenario, options.workers, pcap_dir=pcap_dir, quiet=quiet,
-                              partition=options.partition, regions=regions, **transport)
+                              partition=options.partition, regions=regions,
+                              endpoints=options.endpoints, until_ps=options.until_ps, **transport)
         pcaps = sorted(Path(pcap_dir).glob("*.pcap")) if pcap_dir else []
         run = LoadedRun(result, pcaps)
         for c in options.checks:

@@ -86,6 +86,14 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     iterations = 2                      # qp, fill, label; all_to_all: phases; incast: senders,
                                         # receiver; htsim_cm: file (relative to this file)
 
+    [[endpoint]]                        # a host served by an external program (spin.endpoint)
+    host = "h3"                         # a host without host program or execution context
+    url = "tcp://127.0.0.1:5600"        # the fabric listens there; the program connects
+    mode = "lockstep"                   # or "realtime": virtual time paced to the wall clock
+    # realtime_factor = 1e4             # wall s per virtual s; max_lag_ms = 500, on_lag =
+    #                                   # "error" | "warn"; attach_timeout_s, reply_timeout_s;
+    #                                   # key_file (CurveZMQ, required beyond loopback)
+
     [[check]]                           # verified after a single-worker run
     node = 0
     addr = 65536
@@ -261,6 +269,18 @@ class WorkersSpec(_Spec):
     assign: dict[str, int] | None = None
 
 
+class EndpointTableSpec(_Spec):
+    host: str
+    url: str
+    mode: Literal["lockstep", "realtime"] = "lockstep"
+    realtime_factor: float = Field(1e4, gt=0)
+    max_lag_ms: float = Field(500.0, gt=0)
+    on_lag: Literal["error", "warn"] = "error"
+    attach_timeout_s: float = Field(120.0, gt=0)
+    reply_timeout_s: float = Field(300.0, gt=0)
+    key_file: str | None = None
+
+
 class RegionSpec(_Spec):
     node: Node
     addr: int = Field(ge=0)
@@ -288,5 +308,6 @@ SECTIONS: dict[str, tuple[type[BaseModel], bool]] = {
     "capture": (CaptureSpec, False), "workers": (WorkersSpec, False), "check": (CheckSpec, True),
     "multicast": (MulticastSpec, True), "fault": (FaultSpec, True),
     "workload": (WorkloadSpec, False), "loadbalancing": (LoadBalancingSpec, False),
+    "endpoint": (EndpointTableSpec, True),
 }
 TOP_KEYS = ("name", "description") + tuple(SECTIONS)

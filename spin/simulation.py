@@ -437,10 +437,21 @@ class Simulation:
         return st.host_mem[off:off + int(st.dev[node, S.D_HOST_MEM_SIZE])].copy()
 
     def handler_memory(self, ctx: ExecutionContext) -> np.ndarray:
-        e = next(i for i, c in enumerate(self.ec_order) if c is ctx)
+        """A copy of ``ctx``'s handler memory, shaped as its program declared it."""
+        return self._ec_memory(next(i for i, c in enumerate(self.ec_order) if c is ctx))
+
+    def _ec_memory(self, e: int) -> np.ndarray:
         p = int(self.st.ec[e, S.EC_PROG])
         mem = self.hmems[p][int(self.st.ec[e, S.EC_INST])]
-        return mem[tuple(slice(0, n) for n in ctx.program.memory.shape)].copy()
+        return mem[tuple(slice(0, n) for n in self.ec_order[e].program.memory.shape)].copy()
+
+    def local_handler_memories(self) -> dict[int, np.ndarray]:
+        """Handler memory of every execution context on a device of this worker, by the
+        context's index in ``scenario.contexts`` (installation order)."""
+        index = {id(c): i for i, c in enumerate(self.scenario.contexts)}
+        names = self.device_names
+        return {index[id(c)]: self._ec_memory(e) for e, c in enumerate(self.ec_order)
+                if (names.index(c.node) if isinstance(c.node, str) else c.node) in self.local}
 
     def host_memory_digests(self) -> dict[int, str]:
         import hashlib

@@ -30,9 +30,14 @@ def test_single_worker_run_is_correct(single):
 @pytest.mark.parametrize("workers", [2, 3, 4])
 def test_any_worker_count_gives_identical_results(single, workers, tmp_path):
     _, ref, ref_pcap = single
-    result = run_scenario(eight_host_mix(), workers=workers, pcap_dir=tmp_path, timeout_s=240)
+    sc = eight_host_mix()
+    result = run_scenario(sc, workers=workers, pcap_dir=tmp_path, timeout_s=240)
     assert result.wall["rounds"] > 1
     assert result.to_dict(include_wall=False) == ref.to_dict(include_wall=False)
+    # handler memory comes back from whichever worker owns each context, identical
+    assert sorted(result.handler_memories) == sorted(ref.handler_memories) == [0, 1]
+    for i, ctx in enumerate(sc.contexts):
+        np.testing.assert_array_equal(result.handler_memory(ctx), ref.handler_memory(i))
     assert result.deterministic_digest() == ref.deterministic_digest()
     ref_files = sorted(p.name for p in ref_pcap.iterdir())
     assert ref_files == sorted(p.name for p in tmp_path.iterdir()) and ref_files
