@@ -160,6 +160,20 @@ def test_spraying_beats_colliding_ecmp(sprayed):
     assert sum(n.reorder_degree for n in sprayed["ecmp"].nics) == 0
 
 
+def test_sender_schemes_identical_for_1_2_4_workers():
+    """Spraying and REPS draw entropy values from per-connection generators and ACK echoes:
+    the same for any worker count (one fabric, half the hosts' NICs on each)."""
+    sc = with_scheme(_scenario(transport="ue"), "spray")
+    base = run_scenario(sc, workers=1)
+    assert len(base.messages) == 16 * MESSAGES
+    for workers in (2, 4):
+        r = run_scenario(sc, workers=workers, timeout_s=900)
+        assert r.to_dict(include_wall=False) == base.to_dict(include_wall=False), workers
+    reps = with_scheme(_scenario(transport="ue"), "reps")
+    assert run_scenario(reps, workers=2, timeout_s=900).to_dict(include_wall=False) \
+        == run_scenario(reps, workers=1).to_dict(include_wall=False)
+
+
 def test_spin_lb_prints_the_table(tmp_path):
     out = tmp_path / "lb.json"
     r = spin("lb", "--topology", "fat_tree:k=4", "--size", "64KiB", "--json", str(out),
