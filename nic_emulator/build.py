@@ -41,7 +41,7 @@ def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) ->
     st.dev[:n_hosts, S.D_TRANSPORT] = S.TRANSPORT_KINDS.index(tc.kind)
     st.dev[:n_hosts, S.D_ENTROPY] = S.ENTROPY_POLICIES.index(tc.entropy)
     window = tc.window_bytes or max(mtu, int(host_rate_gbps * 1000 * tc.base_rtt_us / 8))
-    p = st.trp
+    p = st.sc[S.SC_TRP:S.SC_TRP + S.TRP_N]   # a view: writes land in st.sc
     p[S.TRP_ACK_EVERY] = tc.ack_every_packets
     p[S.TRP_RTO_PS] = ns(tc.rto_us * 1000)
     p[S.TRP_CNP_INTERVAL_PS] = ns(tc.cnp_interval_us * 1000)

@@ -38,8 +38,8 @@ def _line_mbps(st, c):
 def dcqcn_advance(st, c, now):
     """Apply the alpha and rate-increase timer expiries up to ``now``."""
     row = st.conn[c]
-    k_ps = st.trp[S.TRP_TIMER_PS]
-    g = st.trp[S.TRP_G_SHIFT]
+    k_ps = st.sc[S.SC_TRP + S.TRP_TIMER_PS]
+    g = st.sc[S.SC_TRP + S.TRP_G_SHIFT]
     k = (now - row[S.C_T_ALPHA]) // k_ps
     if k > 0:
         a = row[S.C_ALPHA]
@@ -56,16 +56,16 @@ def dcqcn_advance(st, c, now):
     row[S.C_T_INC] += k * k_ps
     if row[S.C_RATE] >= line:
         return
-    f = st.trp[S.TRP_FR_STAGES]
+    f = st.sc[S.SC_TRP + S.TRP_FR_STAGES]
     rc = row[S.C_RATE]
     rt = row[S.C_TARGET]
     stage = row[S.C_STAGE]
     for _ in range(min(k, 4096)):
         stage += 1
         if stage > 2 * f:
-            rt += st.trp[S.TRP_HAI_MBPS]
+            rt += st.sc[S.SC_TRP + S.TRP_HAI_MBPS]
         elif stage > f:
-            rt += st.trp[S.TRP_AI_MBPS]
+            rt += st.sc[S.SC_TRP + S.TRP_AI_MBPS]
         rt = min(rt, line)
         rc = (rt + rc + 1) // 2
         if rc >= line:
@@ -83,15 +83,15 @@ def dcqcn_cut(st, dev, c, now):
     a = row[S.C_ALPHA]
     rc = row[S.C_RATE]
     row[S.C_TARGET] = rc
-    rc = max(st.trp[S.TRP_MIN_RATE_MBPS], rc - (rc * a) // (2 * S.ALPHA_ONE))
+    rc = max(st.sc[S.SC_TRP + S.TRP_MIN_RATE_MBPS], rc - (rc * a) // (2 * S.ALPHA_ONE))
     row[S.C_RATE] = rc
-    row[S.C_ALPHA] = a + ((S.ALPHA_ONE - a) >> st.trp[S.TRP_G_SHIFT])
+    row[S.C_ALPHA] = a + ((S.ALPHA_ONE - a) >> st.sc[S.SC_TRP + S.TRP_G_SHIFT])
     row[S.C_STAGE] = 0
     row[S.C_T_INC] = now
     row[S.C_T_ALPHA] = now
-    lo = st.ntr[dev, S.NT_MIN_RATE]
+    lo = st.dev[dev, S.D_NTR + S.NT_MIN_RATE]
     if lo == 0 or rc < lo:
-        st.ntr[dev, S.NT_MIN_RATE] = rc
+        st.dev[dev, S.D_NTR + S.NT_MIN_RATE] = rc
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -107,7 +107,7 @@ def pacing_gap_ps(st, c, wire_bytes):
 @nb.njit(cache=True, _nrt=False)
 def _clamp_cwnd(st, c, mtu):
     row = st.conn[c]
-    row[S.C_CWND] = min(max(row[S.C_CWND], mtu), st.trp[S.TRP_CWND_MAX])
+    row[S.C_CWND] = min(max(row[S.C_CWND], mtu), st.sc[S.SC_TRP + S.TRP_CWND_MAX])
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -86,4 +86,4 @@ def reps_on_ack(st, c, ev, marked):
 def reps_freeze(st, dev, c, now):
     """A trim or timeout: stop exploring for a while."""
     if st.dev[dev, S.D_ENTROPY] == S.ENT_REPS:
-        st.conn[c, S.C_FREEZE_UNTIL] = now + st.trp[S.TRP_FREEZE_PS]
+        st.conn[c, S.C_FREEZE_UNTIL] = now + st.sc[S.SC_TRP + S.TRP_FREEZE_PS]

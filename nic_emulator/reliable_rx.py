@@ -35,9 +35,9 @@ _ECN_CE = 3
 def _note_order(st, dev, c, psn):
     top = st.conn[c, S.C_MAX_PSN]
     if psn + 1 < top:
-        st.ntr[dev, S.NT_OOO] += 1
-        if top - 1 - psn > st.ntr[dev, S.NT_REORDER]:
-            st.ntr[dev, S.NT_REORDER] = top - 1 - psn
+        st.dev[dev, S.D_NTR + S.NT_OOO] += 1
+        if top - 1 - psn > st.dev[dev, S.D_NTR + S.NT_REORDER]:
+            st.dev[dev, S.D_NTR + S.NT_REORDER] = top - 1 - psn
     elif psn + 1 > top:
         st.conn[c, S.C_MAX_PSN] = psn + 1
 
@@ -47,7 +47,7 @@ def _rc_ack(st, dev, c, syndrome, psn, now):
     send_control(st, dev, c, WH.OP_RC_ACKNOWLEDGE, psn, syndrome, st.conn[c, S.C_MSN], 0, 0, 0,
                  0, 0, now)
     st.conn[c, S.C_UNACKED] = 0
-    st.ntr[dev, S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX] += 1
+    st.dev[dev, S.D_NTR + S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -65,7 +65,7 @@ def _ue_ack(st, dev, c, psn, syndrome, echo_ev, ecn, now):
                  WH.SACK_FLAG_ECN if ecn else 0, now)
     st.conn[c, S.C_UNACKED] = 0
     st.conn[c, S.C_ACK_ECN] = 0
-    st.ntr[dev, S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX] += 1
+    st.dev[dev, S.D_NTR + S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -78,7 +78,7 @@ def admit(st, dev, out, now):
     if st.dev[dev, S.D_TRANSPORT] == S.TR_RC:
         expected = row[S.C_RCV]
         if psn < expected:
-            st.ntr[dev, S.NT_DUPS] += 1
+            st.dev[dev, S.D_NTR + S.NT_DUPS] += 1
             _rc_ack(st, dev, c, WH.AETH_ACK, expected - 1, now)
             return -1, D.DUPLICATE
         _note_order(st, dev, c, psn)
@@ -89,7 +89,7 @@ def admit(st, dev, out, now):
             _rc_ack(st, dev, c, WH.AETH_NAK_PSN_SEQUENCE, expected, now)
         return -1, D.OUT_OF_SEQUENCE
     if psn < row[S.C_RCV] or (psn < row[S.C_RCV] + S.WIN_PKTS and bit_get(st, c, BITS_RCVD, psn)):
-        st.ntr[dev, S.NT_DUPS] += 1
+        st.dev[dev, S.D_NTR + S.NT_DUPS] += 1
         _ue_ack(st, dev, c, psn, WH.AETH_ACK, out[W.P_EV], out[W.P_ECN] == _ECN_CE, now)
         return -1, D.DUPLICATE
     if psn >= row[S.C_RCV] + S.WIN_PKTS:
@@ -105,17 +105,17 @@ def accepted(st, dev, c, psn, out, message_done, now):
     row = st.conn[c]
     ecn = out[W.P_ECN] == _ECN_CE
     row[S.C_UNACKED] += 1
-    due = row[S.C_UNACKED] >= st.trp[S.TRP_ACK_EVERY] or message_done
+    due = row[S.C_UNACKED] >= st.sc[S.SC_TRP + S.TRP_ACK_EVERY] or message_done
     if st.dev[dev, S.D_TRANSPORT] == S.TR_RC:
         row[S.C_RCV] = psn + 1
         row[S.C_NAK_SENT] = 0
         if message_done:
             row[S.C_MSN] += 1
         if ecn and (row[S.C_LAST_CNP] < 0
-                    or now - row[S.C_LAST_CNP] >= st.trp[S.TRP_CNP_INTERVAL_PS]):
+                    or now - row[S.C_LAST_CNP] >= st.sc[S.SC_TRP + S.TRP_CNP_INTERVAL_PS]):
             row[S.C_LAST_CNP] = now
             send_control(st, dev, c, WH.OP_CNP, 0, 0, 0, 0, 0, 0, 0, 0, now)
-            st.ntr[dev, S.NT_CNPS_TX] += 1
+            st.dev[dev, S.D_NTR + S.NT_CNPS_TX] += 1
         if due or out[W.P_ACK_REQ] != 0:
             _rc_ack(st, dev, c, WH.AETH_ACK, psn, now)
         return

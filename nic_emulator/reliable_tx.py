@@ -120,17 +120,17 @@ def reliable_tx_step(st, dev, now):
         bit_clear(st, c, BITS_RTX, psn)
         st.conn[c, S.C_RTX_N] -= 1
         st.dev[dev, S.D_RTX_PENDING] -= 1
-        st.ntr[dev, S.NT_RETX] += 1
+        st.dev[dev, S.D_NTR + S.NT_RETX] += 1
     else:
         st.txm[sel, S.T_NEXT] = idx + 1
         if psn < st.conn[c, S.C_HIGH]:
-            st.ntr[dev, S.NT_RETX] += 1    # go-back-N resends
+            st.dev[dev, S.D_NTR + S.NT_RETX] += 1    # go-back-N resends
         else:
             st.conn[c, S.C_HIGH] = psn + 1
     if ue:
         st.conn[c, S.C_INFLIGHT] += 1
     if st.conn[c, S.C_RTO_PENDING] == 0:
-        st.conn[c, S.C_RTO_AT] = now + st.trp[S.TRP_RTO_PS]
+        st.conn[c, S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
         st.conn[c, S.C_RTO_PENDING] = 1
         push_event(st, st.conn[c, S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
     st.dev[dev, S.D_NIC_TX_SCHED] = 1
@@ -238,7 +238,7 @@ def _advance_una(st, dev, c, new_una, now):
         else:
             newly += _acked(st, dev, c, p)
     row[S.C_UNA] = new_una
-    row[S.C_RTO_AT] = now + st.trp[S.TRP_RTO_PS]
+    row[S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
     return newly
 
 
@@ -252,7 +252,7 @@ def on_control(st, dev, out, frame, now):
         return D.TRANSPORT_MISMATCH
     tr = st.dev[dev, S.D_TRANSPORT]
     if op == WH.OP_CNP:
-        st.ntr[dev, S.NT_CNPS_RX] += 1
+        st.dev[dev, S.D_NTR + S.NT_CNPS_RX] += 1
         if tr == S.TR_RC:
             dcqcn_cut(st, dev, c, now)
         return D.OK
@@ -263,9 +263,9 @@ def on_control(st, dev, out, frame, now):
     row = st.conn[c]
     psn = unwrap(out[W.P_PSN], row[S.C_UNA])
     if nak:
-        st.ntr[dev, S.NT_NAKS_RX] += 1
+        st.dev[dev, S.D_NTR + S.NT_NAKS_RX] += 1
     else:
-        st.ntr[dev, S.NT_ACKS_RX] += 1
+        st.dev[dev, S.D_NTR + S.NT_ACKS_RX] += 1
     if tr == S.TR_RC:
         if nak:
             _advance_una(st, dev, c, psn, now)
@@ -315,7 +315,7 @@ def rto_fired(st, dev, c, now):
         row[S.C_RTO_PENDING] = 1
         push_event(st, row[S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
         return False   # only moved on: nothing happened now
-    st.ntr[dev, S.NT_TIMEOUTS] += 1
+    st.dev[dev, S.D_NTR + S.NT_TIMEOUTS] += 1
     if st.dev[dev, S.D_TRANSPORT] == S.TR_RC:
         go_back(st, dev, c, row[S.C_UNA])
     else:
@@ -323,7 +323,7 @@ def rto_fired(st, dev, c, now):
             _mark_lost(st, dev, c, p)
         window_on_timeout(st, c, st.sc[S.SC_MTU])
         reps_freeze(st, dev, c, now)
-    row[S.C_RTO_AT] = now + st.trp[S.TRP_RTO_PS]
+    row[S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
     row[S.C_RTO_PENDING] = 1
     push_event(st, row[S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
     kick_tx(st, dev, now)

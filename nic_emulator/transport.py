@@ -86,7 +86,7 @@ def connection(st, dev, peer, qp, role):
     ev = flow_entropy(me, peer, qp) if role == ROLE_TX else flow_entropy(me, peer, qp + 1)
     row[S.C_EV] = ev
     row[S.C_PRNG] = (ev * 2654435761 + 1) & 0xFFFFFFFF
-    row[S.C_CWND] = st.trp[S.TRP_CWND_INIT]
+    row[S.C_CWND] = st.sc[S.SC_TRP + S.TRP_CWND_INIT]
     row[S.C_ALPHA] = S.ALPHA_ONE       # DCQCN and DCTCP both start from alpha = 1
     rate = st.port[st.dev[dev, S.D_PORT0], S.PT_RATE_GBPS] * 1000
     row[S.C_RATE] = rate

@@ -34,7 +34,7 @@ _TRANSPORT_COUNTERS = {"retransmissions": S.NT_RETX, "timeouts": S.NT_TIMEOUTS,
 
 
 def _transport_counters(st, d: int) -> dict[str, int]:
-    return {name: int(st.ntr[d, col]) for name, col in _TRANSPORT_COUNTERS.items()}
+    return {name: int(st.dev[d, S.D_NTR + col]) for name, col in _TRANSPORT_COUNTERS.items()}
 
 
 def build_result(sim) -> RunResult:

@@ -131,8 +131,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
             st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
             st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
             if link.config.loss_rate > 0:
-                st.port_loss[src, 0] = max(1, int(link.config.loss_rate * 2**32))
-                st.port_loss[src, 1] = loss_prng_seed(link.config.loss_seed, i, int(src == pb))
+                st.port[src, S.PT_LOSS_THRESHOLD] = max(1, int(link.config.loss_rate * 2**32))
+                st.port[src, S.PT_LOSS_STATE] = loss_prng_seed(link.config.loss_seed, i, int(src == pb))
         if i in sc.capture_links:
             st.port[pa, S.PT_CAPTURE] = 1
             st.port[pb, S.PT_CAPTURE] = 1

@@ -36,7 +36,7 @@ HandlerContext = namedtuple("HandlerContext", (
     "ctl", "pend", "stage", "host_mem", "msg_state", "frame",
 ))
 
-# columns of ``ctl`` (st.hctl): the invocation's counters
+# columns of ``ctl`` (the row after the command rows of st.pend): the invocation's counters
 HC_EXTRA_CYCLES = 0   # spin_add_cycles
 HC_PEND_N = 1         # commands in ``pend``
 HC_STAGE_N = 2        # bytes used in ``stage``
@@ -47,10 +47,18 @@ BTH_QP_LIMIT = 1 << 24   # destination QPs are 24-bit BTH fields
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
+def staging_area(st):
+    """Where ``spin_send_packet`` copies a packet's payload until the handler ends: room for a
+    full frame per command, after every host's memory (no array of its own: each array of the
+    engine state costs every engine call, see ``spin.engine.state``)."""
+    return st.host_mem[st.host_mem.shape[0] - S.MAX_PENDING_ACTIONS * st.pool.shape[1]:]
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
 def handler_context(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len):
     """The context of one invocation (``m``: its message row; ``slot``: its frame, -1 in a
     completion handler). Resets the invocation's counters."""
-    ctl = st.hctl
+    ctl = st.pend[S.MAX_PENDING_ACTIONS]
     ctl[HC_EXTRA_CYCLES] = 0
     ctl[HC_PEND_N] = 0
     ctl[HC_STAGE_N] = 0
@@ -71,7 +79,8 @@ def handler_context(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_l
         st.msg[m, S.M_SRC], st.msg[m, S.M_QP], np.int64(psn), np.int64(msg_offset),
         st.msg[m, S.M_LEN], st.msg[m, S.M_VA], st.msg[m, S.M_RKEY], st.sc[S.SC_MTU],
         st.sc[S.SC_N_NODES], st.dev[dev, S.D_NPORTS],
-        ctl, st.pend, st.stage, host_mem, st.msg_state[m], frame)
+        ctl, st.pend[:S.MAX_PENDING_ACTIONS], staging_area(st), host_mem, st.msg_state[m],
+        frame)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -80,12 +89,12 @@ def close_context(st):
     (the handler could write ``ctl`` directly). An ICRC that ``spin_frame`` wrote is not trusted
     further: the handler may have rewritten the packet after reading it, so a frame still pending
     gets its ICRC when next observed."""
-    ctl = st.hctl
+    ctl = st.pend[S.MAX_PENDING_ACTIONS]
     extra = ctl[HC_EXTRA_CYCLES]
     if extra < 0:
         raise ValueError("spin_add_cycles: the handler charged a negative number of cycles")
     n = ctl[HC_PEND_N]
-    if n < 0 or n > st.pend.shape[0]:
+    if n < 0 or n > S.MAX_PENDING_ACTIONS:
         raise ValueError("spin: the handler's command count was overwritten (issue commands "
                          "with the spin_* calls)")
     return extra, n
@@ -107,7 +116,7 @@ def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_ad
     if dest_qp < 0 or dest_qp >= BTH_QP_LIMIT:
         raise ValueError("spin_send_packet: destination QP outside 0 .. 2^24-1")
     if nbytes < 0 or nbytes > st.sc[S.SC_MTU] or stage_off < 0 \
-            or stage_off + nbytes > st.hctl[HC_STAGE_N]:
+            or stage_off + nbytes > st.pend[S.MAX_PENDING_ACTIONS, HC_STAGE_N]:
         raise ValueError("spin_send_packet: the command names bytes the handler did not stage")
     me = st.dev[dev, S.D_NODE]
     slot = alloc_slot(st)
@@ -116,7 +125,7 @@ def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_ad
     off = write_roce_headers(frame, me, dst_node, flow_entropy(me, dst_node, dest_qp),
                              OPC_WRITE_ONLY, dest_qp, psn, 0, remote_addr, 0, nbytes, nbytes,
                              psn & 0xFFFF)
-    copy_bytes(frame, off, st.stage, stage_off, nbytes)
+    copy_bytes(frame, off, staging_area(st), stage_off, nbytes)
     st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, nbytes)
     st.slot_trusted[slot] = ICRC_PENDING
     return slot
@@ -126,5 +135,5 @@ def sample_context(st) -> HandlerContext:
     """A context with the types the engine passes (for compiling a handler alone)."""
     i64 = np.int64(0)
     return HandlerContext(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
-                          i64, st.hctl, st.pend, st.stage, st.host_mem[:1], st.msg_state[0],
-                          st.pool[0][:1])
+                          i64, st.pend[S.MAX_PENDING_ACTIONS], st.pend[:S.MAX_PENDING_ACTIONS],
+                          st.host_mem[:1], st.host_mem[:1], st.msg_state[0], st.pool[0][:1])

@@ -209,7 +209,7 @@ def tx_done(st, gp, gen, now):
     st.port[gp, S.PT_TX_BYTES] += length
     peer = st.port[gp, S.PT_PEER]
     dev = st.port[gp, S.PT_DEV]
-    if st.port_loss[gp, 0] > 0 and _lost(st, gp):
+    if st.port[gp, S.PT_LOSS_THRESHOLD] > 0 and _lost(st, gp):
         st.drops[dev, D.RANDOM_LOSS] += 1
         st.port[gp, S.PT_DROPS] += 1
         free_slot(st, slot)
@@ -238,12 +238,12 @@ def tx_done(st, gp, gen, now):
 def _lost(st, gp):
     """Random loss on the link out of ``gp`` (``LinkConfig.loss_rate``): a xorshift32 draw
     from the port's own generator against a threshold of loss_rate * 2^32."""
-    x = st.port_loss[gp, 1]
+    x = st.port[gp, S.PT_LOSS_STATE]
     x ^= (x << 13) & 0xFFFFFFFF
     x ^= x >> 17
     x ^= (x << 5) & 0xFFFFFFFF
-    st.port_loss[gp, 1] = x
-    return x < st.port_loss[gp, 0]
+    st.port[gp, S.PT_LOSS_STATE] = x
+    return x < st.port[gp, S.PT_LOSS_THRESHOLD]
 
 
 # --- priority flow control (IEEE 802.1Qbb) ------------------------------------------------------

@@ -50,7 +50,8 @@ SC_SAMPLE_PS = 34       # queue-occupancy sampling interval (0: off)
 SC_SAMPLE_PENDING = 35  # a sampling event is scheduled
 SC_QS_N = 36            # rows used in st.qsamples
 SC_CONN_N = 37          # rows used in st.conn (reliable-transport connections)
-NUM_SC = 48
+SC_TRP = 48             # transport parameters: SC_TRP + TRP_* (from TransportConfig)
+NUM_SC = 64
 
 # event keys of fabric-wide control events (faults): a creator id no device has, so they never
 # shift a device's own sequence numbers and sort identically in every worker
@@ -108,7 +109,7 @@ DEV_SWITCH = 1
 
 # --- pending handler actions (finalised at handler end) ---------------------------------------
 ACT_DMA_TO_HOST = 1      # a=nbytes, b=generate_event
-ACT_SEND_PACKET = 2      # a=dst node, b=dest QP, c=offset in st.stage, d=nbytes, e=remote VA
+ACT_SEND_PACKET = 2      # a=dst node, b=dest QP, c=staged offset, d=nbytes, e=remote VA
 ACT_HOST_EVENT = 3       # a=value
 ACT_PUT_FROM_HOST = 4    # a=dst, b=qp, c=host_addr, d=nbytes, e=remote_va
 ACT_HOST_WRITE = 5       # a=nbytes (8)
@@ -202,7 +203,8 @@ D_RTX_PENDING = 55      # UE: packets marked for retransmission over all the NIC
 D_SW_RNG = 60           # load balancing: the switch's PRNG state (xorshift64, never 0)
 D_SW_FLOWLET_GAP_PS = 61  # load balancing: idle gap after which a flow may change path
 D_SW_FLOWLETS = 62      # load balancing: flowlets started (a path chosen for a flow afresh)
-DEV_COLS = 72
+D_NTR = 72              # NIC transport counters: D_NTR + NT_* (NicStats)
+DEV_COLS = 84
 
 # columns of st.port
 PT_DEV = 0
@@ -239,6 +241,8 @@ PT_LOCAL_IDX = 30       # index of the port on its device
 PT_RESUME_SCHED = 31    # a resume event is pending
 PT_GEN = 32             # bumped when the link goes down: stale tx-done events are ignored
 PT_SAMPLED_BUSY_PS = 33  # PT_BUSY_PS at the last queue sample (utilisation over time)
+PT_LOSS_THRESHOLD = 34  # random loss: a draw below this (of 2^32) loses the frame (0: off)
+PT_LOSS_STATE = 35      # random loss: the port's xorshift32 state
 PORT_COLS = 40
 
 # columns of st.msg
@@ -332,7 +336,7 @@ C_REPS0 = 33         # REPS_SLOTS columns: the EV buffer
 CONN_COLS = 41
 ALPHA_ONE = 1 << 20
 
-# st.trp: transport parameters, one vector for the fabric (from TransportConfig)
+# transport parameters, one vector for the fabric (from TransportConfig), at st.sc[SC_TRP + TRP_*]
 TRP_ACK_EVERY = 0
 TRP_RTO_PS = 1
 TRP_CNP_INTERVAL_PS = 2
@@ -347,7 +351,7 @@ TRP_CWND_MAX = 10
 TRP_FREEZE_PS = 11
 TRP_N = 16
 
-# columns of st.ntr: per-NIC transport counters (NicStats)
+# per-NIC transport counters (NicStats), at st.dev[dev, D_NTR + NT_*]
 NT_RETX = 0          # packets sent again
 NT_TIMEOUTS = 1
 NT_ACKS_TX = 2
@@ -435,12 +439,17 @@ FIELDS = (
     "txm", "txm_free", "tx_keys", "tx_vals",
     "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
     "port_pq", "qsamples", "lb_table",
-    "conn", "conn_bits", "conn_keys", "conn_vals", "trp", "ntr", "port_loss",
-    "msglog", "txlog", "pend", "hctl", "stage",   # a handler's commands, counters, sent bytes
+    "conn", "conn_bits", "conn_keys", "conn_vals",
+    "msglog", "txlog", "pend",   # a handler's commands (+ its counters row)
     "cap", "cap_frames", "out", "out_frames",
     "trace",
 )
 
+# Keep this tuple short: every jitted engine function takes the state as an argument, and past
+# about 55 arrays the compiled event loop slows down abruptly (the 128-host fat-tree permutation
+# of bench/bench_fattree.py: 0.32 s per run with 55 arrays, 1.02 s with 57, same code otherwise).
+# New per-device, per-port or fabric-wide values go into columns of dev, port or sc instead.
+MAX_STATE_ARRAYS = 54
 EngineState = namedtuple("EngineState", FIELDS)
 
 
@@ -506,7 +515,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         marks=np.full((d, max(z.n_marks, 1)), -1, i64),
         txq=np.zeros((d, z.txq_cap), i32),
         host_ops=np.zeros((max(z.n_host_ops, 1), HOST_OP_WIDTH), i64),
-        host_mem=np.zeros(max(z.host_mem_total, 8), u8),
+        # every host's memory, then the bytes a handler invocation sends (handler_context)
+        host_mem=np.zeros(max(z.host_mem_total, 8) + MAX_PENDING_ACTIONS * z.slot_bytes, u8),
         port=np.zeros((p, PORT_COLS), i64),
         port_q=np.zeros((p, z.queue_frames), i32),
         pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_len=np.zeros(z.n_slots, i32),
@@ -536,9 +546,6 @@ def allocate_state(z: StateSizes) -> EngineState:
         conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
         conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
         conn_vals=np.zeros(_hash_cap(max(z.n_conns, 1)), i64),
-        trp=np.zeros(TRP_N, i64),
-        ntr=np.zeros((d, NTR_COLS), i64),
-        port_loss=np.zeros((p, 2), i64),              # loss threshold (of 2^32), PRNG state
         # time, global port, queued bytes, busy ps since the previous sample
         qsamples=np.zeros((z.n_qsamples, 4), i64),
         # per-switch memory of the port-selection scheme (switch_emulator.lb), LB_WORDS words
@@ -546,9 +553,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         lb_table=np.zeros((max(z.lb_rows, 1), max(z.lb_entries, 1), LB_WORDS), i64),
         msglog=np.zeros((z.msglog_cap, MSGLOG_WIDTH), i64),
         txlog=np.zeros((z.txlog_cap, TXLOG_WIDTH), i64),
-        pend=np.zeros((MAX_PENDING_ACTIONS, 8), i64),
-        hctl=np.zeros(8, i64),                        # see spin.engine.handler_context
-        stage=np.zeros(MAX_PENDING_ACTIONS * z.slot_bytes, u8),
+        # MAX_PENDING_ACTIONS command rows, then the invoking handler's counters (one row)
+        pend=np.zeros((MAX_PENDING_ACTIONS + 1, 8), i64),
         cap=np.zeros((z.capture_frames, CAP_COLS), i64),
         cap_frames=np.zeros((z.capture_frames, z.slot_bytes), u8),
         out=np.zeros((z.outbox_frames, OUT_COLS), i64),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 # Counters of NicStats that a reliable transport adds; summed over NICs when present.
 RETRANSMISSIONS = "retransmissions"
-REORDER_DEGREE = "max_reorder_degree"
+REORDER_DEGREE = "reorder_degree"
 
 
 @dataclass(frozen=True)
