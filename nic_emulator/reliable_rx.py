@@ -47,7 +47,8 @@ def _rc_ack(st, dev, c, syndrome, psn, now):
     send_control(st, dev, c, WH.OP_RC_ACKNOWLEDGE, psn, syndrome, st.conn[c, S.C_MSN], 0, 0, 0,
                  0, 0, now)
     st.conn[c, S.C_UNACKED] = 0
-    st.dev[dev, S.D_NTR + S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX] += 1
+    sent = S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX
+    st.dev[dev, S.D_NTR + sent] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -65,7 +66,8 @@ def _ue_ack(st, dev, c, psn, syndrome, echo_ev, ecn, now):
                  WH.SACK_FLAG_ECN if ecn else 0, now)
     st.conn[c, S.C_UNACKED] = 0
     st.conn[c, S.C_ACK_ECN] = 0
-    st.dev[dev, S.D_NTR + S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX] += 1
+    sent = S.NT_NAKS_TX if syndrome == WH.AETH_NAK_PSN_SEQUENCE else S.NT_ACKS_TX
+    st.dev[dev, S.D_NTR + sent] += 1
 
 
 @nb.njit(cache=True, _nrt=False)
