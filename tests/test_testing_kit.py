@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import spin.runs as runs
 import spin.testing as kit
 from examples.max_reduce import max_reduce_program
 from spin import ExecutionContext, Scenario, Topology
@@ -108,7 +109,7 @@ def test_run_both_agrees_and_reports_mismatches(monkeypatch):
         r = real_run(scenario, 1, **kw)
         r.end_time_ps += workers - 1
         return r
-    monkeypatch.setattr(kit, "run", skewed)
+    monkeypatch.setattr(runs, "run", skewed)           # run_both looks run up in spin.runs
     with pytest.raises(DeterminismError, match=r"1 and 2 workers differ in \['end_time_ps'\]"):
         kit.run_both(_pair_reduce(True), 2)
 

@@ -153,7 +153,7 @@ def evaluate(result, plan, inputs) -> AllreduceMeasurement:
 def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, workers: int = 1,
             seed: int = 0, topology=None, **configs) -> AllreduceMeasurement:
     """Run allreduce ``name`` of ``nbytes`` per rank on ``n_hosts`` and evaluate it."""
-    from ..testing import run
+    from ..runs import run
     w = itemsize(dtype)
     if nbytes < w or nbytes % w:
         raise ConfigError(f"allreduce size={nbytes} B: must be a positive multiple of the "
