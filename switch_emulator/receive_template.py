@@ -24,6 +24,7 @@ from spin.engine.ports import enqueue_frame, hold_ingress
 from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK
 from spin.wire import headers as WH
 from spin.wire.ip_edit import decrement_ttl, is_ipv4
+from spin.wire.transport_frames import get_be as _be
 from switch_emulator.actions import send_out
 from switch_emulator.routing import routed_port
 
@@ -34,14 +35,6 @@ _BTH = WH.BTH_OFF
 _PAYLOAD_UDP = WH.UDP_OFF + WH.UDP_BYTES
 _PAYLOAD_BTH = WH.BTH_OFF + WH.BTH_BYTES
 _PAYLOAD_RETH = WH.RETH_OFF + WH.RETH_BYTES
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _be(frame, off, n):
-    v = np.int64(0)
-    for i in range(n):
-        v = (v << 8) | np.int64(frame[off + i])
-    return v
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)

@@ -5,6 +5,7 @@ import numba as nb
 import numpy as np
 
 from spin.engine import state as S
+from spin.wire.transport_frames import get_be
 
 _IP_SRC = 26
 _IP_DST = 30
@@ -23,19 +24,13 @@ def _mix32(h):
     return h
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _be32(frame, off):
-    return (np.int64(frame[off]) << 24) | (np.int64(frame[off + 1]) << 16) \
-        | (np.int64(frame[off + 2]) << 8) | np.int64(frame[off + 3])
-
-
 @nb.njit(cache=True, _nrt=False)
 def flow_hash(frame, seed):
     """Hash of (source IP, destination IP, protocol, source port, destination port) with a
     per-switch seed, so that tiers do not all pick the same index (ECMP polarisation)."""
-    h = _mix32((seed ^ _be32(frame, _IP_SRC)) & 0xFFFFFFFF)
-    h = _mix32(h ^ _be32(frame, _IP_DST))
-    h = _mix32(h ^ _be32(frame, _L4) ^ (np.int64(frame[_IP_PROTO]) << 8))
+    h = _mix32((seed ^ get_be(frame, _IP_SRC, 4)) & 0xFFFFFFFF)
+    h = _mix32(h ^ get_be(frame, _IP_DST, 4))
+    h = _mix32(h ^ get_be(frame, _L4, 4) ^ (np.int64(frame[_IP_PROTO]) << 8))
     return h
 
 
