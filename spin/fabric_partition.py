@@ -56,10 +56,16 @@ def _demand(scenario, n_devices: int) -> dict[int, np.ndarray]:
     """Bytes each source host sends to each destination host: {dst: bytes by source device}."""
     out: dict[int, np.ndarray] = {}
     for node, prog in scenario.host_programs.items():
-        for op in prog.ops:
-            if op[0] == S.OP_SEND and 0 <= op[1] < scenario.n_hosts and op[1] != node:
-                vec = out.setdefault(int(op[1]), np.zeros(n_devices))
-                vec[node] += op[3]
+        ops = prog.op_array()
+        if not len(ops):
+            continue
+        sends = ops[(ops[:, 0] == S.OP_SEND) & (ops[:, 1] >= 0) & (ops[:, 1] < scenario.n_hosts)
+                    & (ops[:, 1] != node)]
+        dsts, where = np.unique(sends[:, 1], return_inverse=True)
+        totals = np.bincount(where, weights=sends[:, 3], minlength=len(dsts))
+        for dst, nbytes in zip(dsts.tolist(), totals.tolist()):
+            vec = out.setdefault(int(dst), np.zeros(n_devices))
+            vec[node] += nbytes
     return out
 
 

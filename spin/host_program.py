@@ -2,6 +2,7 @@
 compute, reduce in host memory, mark a time). Built in Python, executed by the engine."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -14,6 +15,18 @@ from .units import ns as ns_to_ps
 
 # dtypes a function operator may reduce beyond the engine's own (16-bit floats, bfloat16 bits)
 FUNCTION_DTYPES = (*S.DTYPE_CODES, "float16", "uint16")
+
+
+@functools.lru_cache(maxsize=64)
+def _dtype_name(dtype) -> str:
+    """numpy's name of ``dtype``, cached: a ring of 1024 ranks adds a million reduce ops."""
+    return np.dtype(dtype).name
+
+
+@functools.lru_cache(maxsize=1)
+def _reduce_ops():
+    from nic_emulator.host_reduce import BITWISE_OPS, REDUCE_OPS
+    return BITWISE_OPS, REDUCE_OPS
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,18 @@ class HostProgram:
     _expected_events: int = 0
     _mark_index: dict[str, int] | None = None
     _callbacks: list | None = None
+    _array: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_array": None}     # workers rebuild it; do not ship it twice
+
+    def op_array(self) -> np.ndarray:
+        """The ops as the engine's int64 rows (kept until the next op is added: a 1024-rank
+        ring has six thousand ops per host, converted once for checks, partitioning and the
+        engine state)."""
+        if self._array is None or len(self._array) != len(self.ops):
+            self._array = np.asarray(self.ops, np.int64).reshape(len(self.ops), S.HOST_OP_WIDTH)
+        return self._array
 
     def _qp(self, qp: int) -> int:
         if not 0 <= qp < self.n_qps:
@@ -143,13 +168,13 @@ class HostProgram:
         per input byte; or a module-level function ``op(dst, src) -> new dst`` on numpy arrays,
         run through ``call`` and charged the declared ``ps_per_byte``; a function may also take
         16-bit types (float16, or bfloat16 stored as uint16), which the engine has no code for."""
-        name = np.dtype(dtype).name
+        name = _dtype_name(dtype)
         if callable(op) and name in FUNCTION_DTYPES:
             return self._reduce_with(op, dst_addr, src_addr, count, name, ps_per_byte)
         if name not in S.DTYPE_CODES:
             raise ConfigError(f"host {self.node}: reduce dtype={name!r}; valid choices: "
                               f"{', '.join(S.DTYPE_CODES)} (functions also: float16, uint16)")
-        from nic_emulator.host_reduce import BITWISE_OPS, REDUCE_OPS
+        BITWISE_OPS, REDUCE_OPS = _reduce_ops()
         if op not in REDUCE_OPS:
             raise ConfigError(f"host {self.node}: reduce op={op!r}; valid choices: "
                               f"{', '.join(REDUCE_OPS)} or a function op(dst, src) -> dst")

@@ -151,11 +151,11 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
     k = 0
     for node in sorted(sc.host_programs):
-        ops = sc.host_programs[node].ops
+        ops = sc.host_programs[node].op_array()
         st.dev[node, S.D_HOST_OP_FIRST] = k
         st.dev[node, S.D_HOST_OP_COUNT] = len(ops)
-        if ops:
-            st.host_ops[k:k + len(ops)] = np.asarray(ops, np.int64)
+        if len(ops):
+            st.host_ops[k:k + len(ops)] = ops
             st.dev[node, S.D_HOST_STATE] = S.HOST_RUNNING
         k += len(ops)
     # execution contexts, grouped per device in installation order
