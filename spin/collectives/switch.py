@@ -156,6 +156,23 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
 DTYPES = ("int32", "float32")   # what the switch adds natively (16-bit types are refused)
 
 
+def run_configs(n: int, window: int = DEFAULT_WINDOW) -> dict:
+    """Engine room for ``n`` ranks streaming ``window`` packets each: every packet in flight is
+    a transmit message at its NIC, a frame in the buffer pool, pending events, and a message
+    held by a switch until its handler finished (a switch holds at most its children's windows;
+    the widest switch of a k = 16 fat tree has 16 children). Sized from n so that small jobs keep
+    the defaults and 1024 ranks fit (about 2.2 GB of frame buffers at MTU 4 KiB)."""
+    from ..config import EngineConfig, SwitchConfig
+    base, base_sw = EngineConfig(), SwitchConfig()
+    packets = n * window
+    return {"engine": EngineConfig(max_tx_messages=max(base.max_tx_messages, 2 * packets),
+                                   max_rx_messages=max(base.max_rx_messages, 2 * packets),
+                                   buffer_slots=max(base.buffer_slots, 4 * packets),
+                                   max_events_pending=max(base.max_events_pending, 8 * packets)),
+            "switch": SwitchConfig(max_inflight_messages=max(base_sw.max_inflight_messages,
+                                                             2 * min(n, 64) * window))}
+
+
 def programs() -> list:
     """The handler programs a switch allreduce installs (the engine is compiled for these)."""
     from handlers.switchml import switchml_switch_program
