@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from . import nic, rabenseifner, recursive_doubling, ring, switch
-from .common import DTYPES, AllreducePlan
+from .common import DTYPES, AllreducePlan, reliable_transport
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm", "register"]
 
@@ -35,6 +35,9 @@ class Algorithm:
     input_density: float = 1.0       # fraction of non-zero input elements measure() uses
     dtypes: tuple[str, ...] = tuple(DTYPES)          # element types it takes
     configs: Callable[[int], dict] | None = None     # n -> Scenario configs its runs need
+    # (n, bytes per rank) -> (Scenario configs, build options) with which it survives random
+    # frame loss on the links; None: it needs nothing more (it recovers by itself)
+    recovery: Callable[[int, int], tuple[dict, dict]] | None = None
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
@@ -56,17 +59,19 @@ def algorithm(name: str) -> Algorithm:
     return ALGORITHMS[key]
 
 
-register(Algorithm("ring", "ring (reduce-scatter + allgather)", ring.build, ring.plan_memory))
+register(Algorithm("ring", "ring (reduce-scatter + allgather)", ring.build, ring.plan_memory,
+                   recovery=reliable_transport))
 register(Algorithm("rd", "recursive doubling", recursive_doubling.build,
-                   recursive_doubling.plan_memory))
+                   recursive_doubling.plan_memory, recovery=reliable_transport))
 register(Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
-                   rabenseifner.plan_memory))
+                   rabenseifner.plan_memory, recovery=reliable_transport))
 for _name, _mode in nic.VARIANTS.items():
     register(Algorithm(_name, f"NIC ring ({_mode}; sPIN handlers)", nic.builder(_name),
                        nic.plan_memory, programs=nic.programs,
                        check=nic.check_int8 if _mode == "int8" else None,
                        input_density=nic.SPARSE_DENSITY if _mode.startswith("sparse") else 1.0,
-                       dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs))
+                       dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs,
+                       recovery=nic.loss_recovery))
 register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
                    switch.plan_memory, programs=switch.programs, dtypes=switch.DTYPES,
                    configs=switch.run_configs))

@@ -204,6 +204,13 @@ class Fold:
         return 2 * new + 1 if new < self.extra else new + self.extra
 
 
+def reliable_transport(n: int, nbytes: int) -> tuple[dict, dict]:
+    """Loss recovery of the host algorithms: their messages ride the RoCEv2 reliable
+    connection (``TransportConfig(kind="rc")``: ACK/NAK, go-back-N, timeouts)."""
+    from ..config import NicConfig, TransportConfig
+    return {"nic": NicConfig(transport=TransportConfig(kind="rc"))}, {}
+
+
 def check_args(scenario, count: int, dtype: str, hosts) -> tuple[int, ...]:
     """The ranks' hosts (default: every host), after checking dtype, hosts and count."""
     check_dtype(dtype)

@@ -101,13 +101,16 @@ def check_result(inputs: np.ndarray, results: list[np.ndarray], dtype: str) -> t
 
 
 def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float32", *,
-                       seed: int = 0, topology=None, **configs):
+                       seed: int = 0, topology=None, recover_loss: bool = False, **configs):
     """A Scenario on ``topology`` (default: a star of ``n_hosts``) with host memory sized for
     the layout; returns (scenario, plan, inputs). ``configs`` are Scenario fields (nic, host,
     switch, engine, engine_programs); ``host.memory_bytes`` is raised to what the algorithm
     needs, the algorithm's own configs (``Algorithm.configs``) apply unless given, and the
     engine is compiled for the algorithm's handler programs unless ``engine_programs`` names
-    others (a superset lets several algorithms share one engine)."""
+    others (a superset lets several algorithms share one engine). ``recover_loss`` adds what
+    the algorithm needs to survive random frame loss on the topology's links
+    (``Algorithm.recovery``: the reliable transport for host algorithms, reposts for the NIC
+    ring; switch aggregation retransmits by itself)."""
     from ..config import HostConfig
     from ..simulation import Scenario
     from ..topology import Topology
@@ -119,14 +122,32 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     need = -(-alg.plan_memory(n_hosts, count, dtype) // PAGE_BYTES) * PAGE_BYTES
     if host.memory_bytes < need:
         host = HostConfig.make(**{**host.model_dump(), "memory_bytes": need})
+    build_options: dict = {}
+    if recover_loss and alg.recovery is not None:
+        needed, build_options = alg.recovery(n_hosts, count * itemsize(dtype))
+        for key, value in needed.items():
+            configs.setdefault(key, value)
     for key, value in (alg.configs(n_hosts) if alg.configs is not None else {}).items():
         configs.setdefault(key, value)          # what the algorithm needs, unless given
+    configs["switch"] = lossless(configs.get("switch"))
     if "engine_programs" not in configs and alg.programs is not None:
         configs["engine_programs"] = alg.programs()
     sc = Scenario(topo, host=host, **configs)
     inputs = make_inputs(n_hosts, count, dtype, seed, alg.input_density)
-    plan = alg.build(sc, count, dtype, hosts=range(n_hosts), inputs=inputs)
+    plan = alg.build(sc, count, dtype, hosts=range(n_hosts), inputs=inputs, **build_options)
     return sc, plan, inputs
+
+
+def lossless(switch=None):
+    """``switch`` (default ``SwitchConfig()``) with PFC on unless it says otherwise: RDMA
+    fabrics run lossless, and an incast (the fold of recursive doubling for n not a power of
+    two sends two vectors to one rank at once) would otherwise tail-drop frames that the
+    open-loop transport never resends."""
+    from ..config import SwitchConfig
+    switch = switch if switch is not None else SwitchConfig()
+    if "pfc" in switch.model_fields_set or switch.pfc:
+        return switch
+    return SwitchConfig.make(**{**switch.model_dump(), "pfc": True})
 
 
 def evaluate(result, plan, inputs) -> AllreduceMeasurement:
@@ -151,7 +172,8 @@ def evaluate(result, plan, inputs) -> AllreduceMeasurement:
 
 
 def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, workers: int = 1,
-            seed: int = 0, topology=None, **configs) -> AllreduceMeasurement:
+            seed: int = 0, topology=None, recover_loss: bool = False,
+            **configs) -> AllreduceMeasurement:
     """Run allreduce ``name`` of ``nbytes`` per rank on ``n_hosts`` and evaluate it."""
     from ..runs import run
     w = itemsize(dtype)
@@ -159,7 +181,8 @@ def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, wor
         raise ConfigError(f"allreduce size={nbytes} B: must be a positive multiple of the "
                           f"{w} B {dtype} element")
     sc, plan, inputs = allreduce_scenario(name, n_hosts, nbytes // w, dtype, seed=seed,
-                                          topology=topology, **configs)
+                                          topology=topology, recover_loss=recover_loss,
+                                          **configs)
     result = run(sc, workers, read=plan.reads())
     return evaluate(result, plan, inputs)
 

@@ -38,6 +38,7 @@ SPARSE_DENSITY = 0.01     # fraction of non-zeros in the inputs measure() gives 
 HASH_SLOTS = 64           # per HPU: 512 B of keys and values (Flare's hash storage)
 INFLIGHT_MESSAGES = 8192  # NicConfig.max_inflight_messages of measured runs (see run_configs)
 CHUNK_PACKETS = 32        # the host's vector is read into handler memory 32 packets at a time
+REPOSTS = 8               # reposts of each block in lossy runs (loss_recovery)
 
 
 def run_configs(n: int) -> dict:
@@ -48,6 +49,19 @@ def run_configs(n: int) -> dict:
     from ..config import EngineConfig, NicConfig
     return {"nic": NicConfig(max_inflight_messages=INFLIGHT_MESSAGES),
             "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n))}
+
+
+def loss_recovery(n: int, nbytes: int) -> tuple[dict, dict]:
+    """Loss recovery of the NIC variants: hosts repost their blocks (the handlers skip what
+    they already did and regenerate what went downstream). The first repost comes after a few
+    times the lossless run's length at 100 Gb/s (2 S of ring traffic plus 2 us per hop), the
+    next ones at the same spacing: REPOSTS reposts survive REPOSTS - 1 losses of one block's
+    chain. Reposts are sent whether or not anything was lost, and a host waits for its result
+    after the last one (only the block's origin can regenerate it, and it cannot tell that a
+    rank downstream lost it): a lossy run's time includes the whole schedule."""
+    interval_ns = 4 * (2 * nbytes * 8 / 100 + 2_000 * n) + 20_000
+    return {}, {"repost_after_ns": tuple(interval_ns * k
+                                                     for k in range(1, REPOSTS + 1))}
 
 
 def plan_memory(n: int, count: int, dtype: str) -> int:
