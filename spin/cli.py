@@ -342,11 +342,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_topo)
 
     a = sub.add_parser("allreduce", help="allreduce algorithms side by side (nccl-tests table)",
-                       description="Run allreduce algorithms on a star of HOSTS hosts and print, per "
-                       "size and algorithm: time (µs), algbw and busbw (GB/s, nccl-tests "
-                       "definitions), host CPU per rank (µs), link bytes (B), speedup over ring (x) "
-                       "and whether every rank's result equals numpy's. Exit 1 if one does not.")
-    a.add_argument("--hosts", type=int, default=8, help="ranks, one per host (default 8)")
+                       description="Run allreduce algorithms on a topology (default: a star of "
+                       "HOSTS hosts) and print, per size and algorithm: time (µs), algbw and "
+                       "busbw (GB/s, nccl-tests definitions), host CPU per rank (µs), link bytes "
+                       "(B), speedup over ring (x) and whether every rank's result equals "
+                       "numpy's. Exit 1 if one does not.")
+    a.add_argument("--hosts", type=int, default=None,
+                   help="ranks, one per host: the first HOSTS hosts of the topology (default 8 "
+                   "on the star, every host on other topologies)")
+    a.add_argument("--topology", default="star", metavar="NAME[:k=v,...]",
+                   help="registered topology (spin topo --list), e.g. fat_tree:k=4, "
+                   "leaf_spine:leaves=4,spines=2 or hamming_mesh; default star")
+    a.add_argument("--loss", type=float, default=0.0, metavar="RATE",
+                   help="drop this fraction of the frames on every link at random (e.g. 0.01) "
+                   "and run each algorithm with its loss recovery: host algorithms over the RC "
+                   "transport, the NIC ring with block reposts on a fixed schedule (its time "
+                   "then includes the whole schedule), switch aggregation with its timeouts")
+    a.add_argument("--loss-seed", type=int, default=1, metavar="N",
+                   help="seed of the loss generators (default 1)")
     a.add_argument("--size", default="1MiB", metavar="S[,S...]",
                    help="bytes per rank, e.g. 4KiB,1MiB,64MiB (default 1MiB)")
     a.add_argument("--algo", default="ring,rd,rabenseifner,nic", metavar="A[,A...]",

@@ -76,6 +76,23 @@ def shared_programs(algs) -> list:
     return out
 
 
+def allreduce_topology(args):
+    """(topology, its description for the table title) from ``--topology``, ``--hosts`` and
+    ``--loss``: a star is built for HOSTS hosts; lossy links get ``LinkConfig.loss_rate``."""
+    from ..config import LinkConfig
+    from ..topologies import build_topology
+    from ..topologies.report import label, parse_spec
+    if not 0 <= args.loss < 1:
+        raise ConfigError(f"--loss {args.loss}: a fraction of frames in [0, 1)")
+    name, params = parse_spec(args.topology)
+    if name == "star":
+        params.setdefault("hosts", args.hosts if args.hosts is not None else 8)
+    link = LinkConfig(loss_rate=args.loss, loss_seed=args.loss_seed) if args.loss else None
+    topo = build_topology(name, link=link, **params)
+    where = label(name, params) + (f", {args.loss:g} of frames lost" if args.loss else "")
+    return topo, where
+
+
 def run_allreduce_cli(args) -> int:
     """Run every (size, algorithm) of ``args``, print the table (and plot it with ``--plot``);
     1 if any result is wrong."""
@@ -83,10 +100,12 @@ def run_allreduce_cli(args) -> int:
     from pathlib import Path
 
     from ..scenario_limits import check_writable
-    from ..topology import Topology
     from .measure import measure, with_speedup
-    if args.hosts < 2:
-        raise ConfigError(f"--hosts {args.hosts}: an allreduce needs at least 2 hosts")
+    topo, where = allreduce_topology(args)
+    hosts = args.hosts if args.hosts is not None else len(topo.hosts)
+    if not 2 <= hosts <= len(topo.hosts):
+        raise ConfigError(f"--hosts {hosts}: an allreduce needs 2..{len(topo.hosts)} hosts on "
+                          f"{where}")
     algs = selected_algorithms(args.algo, args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)
@@ -99,14 +118,13 @@ def run_allreduce_cli(args) -> int:
     for nbytes in sizes:
         for alg in algs:
             extra = {"engine_programs": programs} if alg.programs is not None else {}
-            results.append(measure(alg.name, args.hosts, nbytes, args.dtype,
-                                   workers=args.workers, topology=Topology.star(args.hosts),
-                                   **extra))
+            results.append(measure(alg.name, hosts, nbytes, args.dtype, workers=args.workers,
+                                   topology=topo, recover_loss=args.loss > 0, **extra))
     rows = with_speedup(results)
-    print(allreduce_table(rows, args.hosts, "star, one switch"))
+    print(allreduce_table(rows, hosts, where))
     if plot:
         from .plot import plot_allreduce
-        plot_allreduce(rows, plot, f"allreduce on {args.hosts} hosts ({args.dtype}, star)")
+        plot_allreduce(rows, plot, f"allreduce on {hosts} hosts ({args.dtype}, {where})")
         print(f"\nplot written to {plot}")
     if args.json:
         p = Path(args.json)
