@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..wire import switchml as SW
 from .common import AllreducePlan, align, check_args, check_memory, write_inputs
+from .hamming_mesh_allreduce import add_row_column_steps, resolve_scheme
 
 NAME = "switch"
 DEFAULT_WINDOW = 128          # slots per worker (SwitchML: 256 outstanding packets per worker)
@@ -64,10 +65,15 @@ class SwitchMLSetup:
 
     def start(self, prog, job: SwitchMLJob) -> None:
         """Host-program steps of one rank for ``job``: post the start, wait for the result."""
+        self.post(prog, job)
+        prog.wait_event()
+
+    def post(self, prog, job: SwitchMLJob) -> None:
+        """Post the start of ``job`` without waiting: jobs posted together run at once, and
+        ``prog.wait_event(count)`` waits for their ``count`` results."""
         parts = -(-min(job.window, self.chunks(job)) // PART_SLOTS)
         prog.send(prog.node, parts * self.mtu, qp=self.qp, local_addr=job.kick_addr,
                   remote_addr=SW.pack(SW.MSG_CONTROL, job.job, SW.CONTROL_KICK, 0))
-        prog.wait_event()
 
     def chunks(self, job: SwitchMLJob) -> int:
         """Packets each rank sends for ``job`` (k = MTU/4 elements each, the last may be short)."""
@@ -92,13 +98,15 @@ def _check_job(sc, job: SwitchMLJob) -> None:
 
 
 def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float = 0.0,
-                 drop_ppm: int = 0, drop_result_ppm: int = 0, seed: int = 1) -> SwitchMLSetup:
+                 drop_ppm: int = 0, drop_result_ppm: int = 0, seed: int = 1,
+                 aggregators=None) -> SwitchMLSetup:
     """Install the switch and worker programs for ``jobs`` on scenario ``sc`` (jobs may share
     switches and hosts: each switch holds every job that crosses it, in disjoint slot ranges).
     ``timeout_us`` > 0 runs the workers' retransmission timer; ``drop_ppm`` and
     ``drop_result_ppm`` make every switch drop contributions / results (parts per million),
-    as SwitchML's drop simulator. Returns the setup; call ``setup.start(prog, job)`` in each
-    rank's host program."""
+    as SwitchML's drop simulator. ``aggregators`` (switch names; default all) are the switches
+    the trees may aggregate in (``switch_tree.aggregation_tree``). Returns the setup; call
+    ``setup.start(prog, job)`` in each rank's host program."""
     from handlers.switchml import switch_memory, switchml_switch_program
     from handlers.switchml_worker import worker_memory, switchml_worker_program
     from ..handler import ExecutionContext
@@ -126,19 +134,23 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     equal_cost = topo.equal_cost_ports() if len(topo.switches) > 1 else None
     for job in jobs:
         _check_job(sc, job)
-        root, nodes = aggregation_tree(topo, job.hosts, equal_cost)
+        root, nodes = aggregation_tree(topo, job.hosts, equal_cost, aggregators)
         setup.roots[job.job], setup.trees[job.job] = root, nodes
+        entry = {}
         for s, node in nodes.items():
             group = sc.multicast_group(s, node.host_ports) if node.host_ports else -1
+            children = [("switch" if kind == "relay" else kind, node_id, under)
+                        for kind, node_id, under in node.children]     # relayed: unicast
             per_switch.setdefault(s, []).append({
-                "job": job.job, "slots": job.window, "k": k, "children": node.children,
+                "job": job.job, "slots": job.window, "k": k, "children": children,
                 "parent_port": node.parent_port, "parent_node": node.parent_node,
                 "group": group})
+            entry.update(node.entry)
         for h in job.hosts:
             per_host.setdefault(h, []).append({
                 "job": job.job, "op": job.op, "window": job.window, "slot_base": 0, "k": k,
                 "count": job.count, "input_addr": job.addr, "output_addr": job.addr,
-                "dst": job.hosts[0]})
+                "dst": entry.get(h, job.hosts[0])})
     n_hosts = len(topo.hosts)
     for i, s in enumerate(sorted(per_switch, key=topo.switches.index)):
         mem = switch_memory(per_switch[s], n_hosts, drop_ppm=drop_ppm,
@@ -174,12 +186,13 @@ def plan_memory(n: int, count: int, dtype: str, mode: str = "native",
 
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None, qp: int = 0,
           mode: str = "native", window: int = DEFAULT_WINDOW, job: int = 0,
-          timeout_us: float = DEFAULT_TIMEOUT_US, drop_ppm: int = 0, drop_result_ppm: int = 0
-          ) -> AllreducePlan:
+          timeout_us: float = DEFAULT_TIMEOUT_US, drop_ppm: int = 0, drop_result_ppm: int = 0,
+          scheme: str = "auto") -> AllreducePlan:
     """Add an in-switch allreduce of ``count`` elements per rank to ``scenario``: int32 or
     float32 (``mode`` "native": the switch adds float32; "quantized": SwitchML's block-exponent
     int32). The retransmission and drop options are ``install_jobs``'s; the timer runs by
-    default (``DEFAULT_TIMEOUT_US``).
+    default (``DEFAULT_TIMEOUT_US``). ``scheme``: ``hamming_mesh_allreduce.SCHEMES``; ``auto``
+    reduces along rows then columns on a HammingMesh and runs one tree elsewhere.
 
     Large fabrics need engine room for a window of packets per rank: ``EngineConfig``
     ``max_tx_messages`` and ``buffer_slots`` above ranks x window, and ``SwitchConfig``
@@ -192,6 +205,7 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     if mode not in MODES:
         raise ConfigError(f"switch allreduce mode={mode!r}; valid choices: {', '.join(MODES)}")
     quantized = mode == "quantized" and dtype == "float32"
+    scheme = resolve_scheme(scenario.topology, scheme, hosts, quantized)
     data = 0
     kick = align(4 * count)
     extra = align(kick + kick_bytes(window))
@@ -209,10 +223,14 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
         add_quantized_steps(scenario, progs, hosts, count, data, kick, extra, job, window, opts)
     else:
         op = SW.MSG_SUM_INT32 if dtype == "int32" else SW.MSG_SUM_FLOAT32
-        spec = SwitchMLJob(job, hosts, count, data, kick, op, window)
-        setup = install_jobs(scenario, [spec], **opts)
-        for p in progs:
-            setup.start(p, spec)
+        if scheme != "tree":
+            add_row_column_steps(scenario, progs, hosts, count, data, kick, op, window, job,
+                                 scheme == "row-column-split", opts)
+        else:
+            spec = SwitchMLJob(job, hosts, count, data, kick, op, window)
+            setup = install_jobs(scenario, [spec], **opts)
+            for p in progs:
+                setup.start(p, spec)
     for p in progs:
         p.mark(plan.end_mark)
     if inputs is not None:
