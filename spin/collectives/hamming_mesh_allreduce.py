@@ -14,12 +14,15 @@ Schemes (``build(..., scheme=...)`` of ``spin.collectives.switch``):
 
 * ``row-column``: the whole vector goes rows then columns. In each phase one of an
   accelerator's two networks carries the whole vector (S up and S down its network port) while
-  the other idles: about 2 S/B.
+  the other idles: 2 S/B for link payload rate B.
 * ``row-column-split`` (what ``auto`` picks on a HammingMesh): half A goes rows then columns
   while half B goes columns then rows, so both networks carry half a vector in each phase:
-  about S/B, as one switch joining every rank. The NIC's own link carries the whole vector in
-  each phase either way (both halves), which the fast internal link absorbs.
-* ``tree``: one tree for all ranks over every switch, accelerators' routers included.
+  S/B on the network ports, as one switch joining every rank. In both schemes the NIC reads
+  the whole vector from host memory and writes it back in each phase (phase 2 reads phase 1's
+  result), 2 S per direction over PCIe: 2 S/B_pcie bounds the split (25 GB/s at the default
+  50 GB/s).
+* ``tree``: one tree for all ranks over every switch, accelerators' routers included: S/B and
+  one PCIe pass, but a deep tree needs a deep window (``bench/bench_hamming_allreduce.py``).
 
 ``auto`` picks ``row-column-split`` when the topology is a HammingMesh (``topology.kind``) of at
 least 2 x 2 boards (a row network joining a single board would lose to the board mesh's

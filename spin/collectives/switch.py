@@ -12,7 +12,9 @@ crosses); ``install_jobs`` sets up any number of them on one scenario, sharing t
 memory, and returns per job the host-program steps to call. ``build`` is the registry's
 builder (one job over all ranks): int32 sums exactly; float32 is summed natively in the switch
 (as SHARP and Flare do) or, with ``mode="quantized"``, converted to int32 at the workers with
-SwitchML's block exponents (``spin.collectives.quantize``).
+SwitchML's block exponents (``spin.collectives.quantize``). On a HammingMesh ``build`` runs
+the paper's row then column reductions instead of one tree (``hamming_mesh_allreduce``; its
+``scheme`` argument picks).
 
 Host memory (same on every rank): ``[0, S)`` data, in and out; then one MTU per 128 slots of
 window for the start message; quantized mode adds the block exponents and the int32 copy.
