@@ -47,6 +47,33 @@ def row_column_possible(topo, hosts, quantized: bool) -> str:
         return "every host must be a rank"
     if quantized:
         return "quantized mode runs on one tree"
+    return _switch_limits(topo, hosts)
+
+
+def _switch_limits(topo, hosts) -> str:
+    """Why the lines' trees would not fit the switch program's tables ('' if they do): at
+    most MAX_CHILDREN children per switch and job, MAX_JOBS jobs (two per line) per switch."""
+    from handlers.switchml import MAX_CHILDREN, MAX_JOBS
+    from ..errors import TopologyError
+    from .switch_tree import aggregation_tree
+    lines = accelerator_lines(topo, hosts)
+    equal_cost = topo.equal_cost_ports()
+    jobs: dict[str, int] = {}
+    for kind, line in [(kind, line) for kind in ("row", "column") for line in lines[kind]]:
+        try:
+            _root, nodes = aggregation_tree(topo, line, equal_cost,
+                                            network_switches(topo, kind))
+        except TopologyError as exc:
+            return str(exc)
+        for s, node in nodes.items():
+            if len(node.children) > MAX_CHILDREN:
+                return (f"{s} would take {len(node.children)} children of one job, more than "
+                        f"the switch program's {MAX_CHILDREN}")
+            jobs[s] = jobs.get(s, 0) + 2
+    busy = max(jobs, key=jobs.get)
+    if jobs[busy] > MAX_JOBS:
+        return (f"{busy} would hold {jobs[busy]} jobs (two per line it joins), more than the "
+                f"switch program's {MAX_JOBS}")
     return ""
 
 
@@ -77,9 +104,12 @@ def accelerator_lines(topo, hosts) -> dict[str, list[tuple[int, ...]]]:
             "column": [tuple(cols[key]) for key in sorted(cols)]}
 
 
-def network_switches(topo) -> list[str]:
-    """The switches that may aggregate: every one but the accelerators' routers."""
-    return [s for s in topo.switches if topo.roles[s] != "accelerator"]
+def network_switches(topo, kind: str) -> tuple[str, ...]:
+    """The switches a ``kind`` ("row" or "column") job aggregates in: its kind of network's
+    (roles ``row-switch``, ``row-leaf``, ``row-spine``, ...), never an accelerator's router.
+    A route may still cross the other kind's network (with ``share_networks`` a column's
+    accelerators on one board reach each other through the shared row network): it relays."""
+    return tuple(s for s in topo.switches if topo.roles[s].startswith(f"{kind}-"))
 
 
 def add_row_column_steps(sc, progs, hosts, count: int, addr: int, kick: int, op: int,
@@ -97,13 +127,13 @@ def add_row_column_steps(sc, progs, hosts, count: int, addr: int, kick: int, op:
     for at, n, order in halves:
         for phase, kind in enumerate(order):
             for line in lines[kind]:
-                phases[phase].append(SwitchMLJob(number, line, n, at, kick, op, window))
+                phases[phase].append(SwitchMLJob(number, line, n, at, kick, op, window,
+                                                 network_switches(sc.topology, kind)))
                 number += 1
     if not 0 <= job or number - 1 > MAX_JOB:
         raise ConfigError(f"switch allreduce job={job}: the row/column scheme numbers "
                           f"{number - job} jobs from it, past SwitchML's {MAX_JOB}")
-    setup = install_jobs(sc, phases[0] + phases[1], aggregators=network_switches(sc.topology),
-                         **opts)
+    setup = install_jobs(sc, phases[0] + phases[1], **opts)
     for p in progs:
         for phase in phases:
             mine = [spec for spec in phase if p.node in spec.hosts]

@@ -44,7 +44,8 @@ MODES = ("native", "quantized")
 @dataclass(frozen=True)
 class SwitchMLJob:
     """One aggregation: ``count`` elements at ``addr`` (in and out) on every host of ``hosts``,
-    summed (or max'ed) in the switches. ``job`` is SwitchML's job number (0..255)."""
+    summed (or max'ed) in the switches. ``job`` is SwitchML's job number (0..255);
+    ``aggregators`` names the switches its tree may aggregate in (default: every switch)."""
 
     job: int
     hosts: tuple[int, ...]
@@ -53,6 +54,7 @@ class SwitchMLJob:
     kick_addr: int
     op: int = SW.MSG_SUM_INT32
     window: int = DEFAULT_WINDOW
+    aggregators: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -100,15 +102,13 @@ def _check_job(sc, job: SwitchMLJob) -> None:
 
 
 def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float = 0.0,
-                 drop_ppm: int = 0, drop_result_ppm: int = 0, seed: int = 1,
-                 aggregators=None) -> SwitchMLSetup:
+                 drop_ppm: int = 0, drop_result_ppm: int = 0, seed: int = 1) -> SwitchMLSetup:
     """Install the switch and worker programs for ``jobs`` on scenario ``sc`` (jobs may share
     switches and hosts: each switch holds every job that crosses it, in disjoint slot ranges).
     ``timeout_us`` > 0 runs the workers' retransmission timer; ``drop_ppm`` and
     ``drop_result_ppm`` make every switch drop contributions / results (parts per million),
-    as SwitchML's drop simulator. ``aggregators`` (switch names; default all) are the switches
-    the trees may aggregate in (``switch_tree.aggregation_tree``). Returns the setup; call
-    ``setup.start(prog, job)`` in each rank's host program."""
+    as SwitchML's drop simulator. Returns the setup; call ``setup.start(prog, job)`` in each
+    rank's host program."""
     from handlers.switchml import switch_memory, switchml_switch_program
     from handlers.switchml_worker import worker_memory, switchml_worker_program
     from ..handler import ExecutionContext
@@ -136,7 +136,7 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     equal_cost = topo.equal_cost_ports() if len(topo.switches) > 1 else None
     for job in jobs:
         _check_job(sc, job)
-        root, nodes = aggregation_tree(topo, job.hosts, equal_cost, aggregators)
+        root, nodes = aggregation_tree(topo, job.hosts, equal_cost, job.aggregators)
         setup.roots[job.job], setup.trees[job.job] = root, nodes
         entry = {}
         for s, node in nodes.items():

@@ -26,6 +26,8 @@ MESHES = {
     "boards": dict(board_rows=2, board_cols=2, rows=2, cols=2),
     "shared": dict(board_rows=2, board_cols=2, rows=2, cols=2, share_networks=True),
     "fat-tree rows": dict(board_rows=1, board_cols=2, rows=2, cols=4, switch_radix=4),
+    # a column's middle accelerators reach the column network through the shared row network
+    "tall shared": dict(board_rows=5, board_cols=1, rows=2, cols=2, share_networks=True),
 }
 
 
@@ -51,7 +53,8 @@ def _results(sim, plan) -> np.ndarray:
 @pytest.mark.parametrize("mesh,scheme", [("boards", "row-column-split"),
                                          ("boards", "row-column"),
                                          ("shared", "row-column-split"),
-                                         ("fat-tree rows", "row-column-split")])
+                                         ("fat-tree rows", "row-column-split"),
+                                         ("tall shared", "row-column-split")])
 def test_int32_is_exact_and_aggregated_in_the_networks(mesh: str, scheme: str) -> None:
     sc, plan, inputs = _scenario(mesh, "int32", scheme)
     topo = sc.topology
@@ -71,8 +74,11 @@ def test_int32_is_exact_and_aggregated_in_the_networks(mesh: str, scheme: str) -
     lines = accelerator_lines(topo, plan.hosts)
     halves = [COUNT] if scheme == "row-column" else [(COUNT + 1) // 2, COUNT // 2]
     chunks = sum(-(-n // K) for n in halves)       # packets per rank and line, both halves
-    trees = [aggregation_tree(topo, line, None, network_switches(topo))[1]
+    trees = [aggregation_tree(topo, line, None, network_switches(topo, kind))[1]
              for kind in ("row", "column") for line in lines[kind]]
+    kinds = [kind for kind in ("row", "column") for _ in lines[kind]]
+    assert all(topo.roles[s].startswith(kind + "-") for kind, tree in zip(kinds, trees)
+               for s in tree)                      # a row's job only in its row network
     mems = {s: sim.handler_memory(c) for s, c in contexts.items()}
     # every line's job completes each chunk once at its root, and every tree node takes one
     # contribution per child and chunk: the hosts' at the switch they relay to, the partials
@@ -105,6 +111,14 @@ def test_the_scheme_is_chosen_by_topology_and_refused_by_name() -> None:
     one_row = build_topology("hamming_mesh", rows=1, cols=2)
     with pytest.raises(ConfigError, match="2 x 2 boards"):
         resolve_scheme(one_row, "row-column-split", range(8), False)
+    long_rows = build_topology("hamming_mesh", board_rows=1, board_cols=4, rows=2, cols=8)
+    assert resolve_scheme(long_rows, "auto", range(64), False) == "tree"   # 32 in a row
+    with pytest.raises(ConfigError, match="row0 would take 32 children of one job"):
+        resolve_scheme(long_rows, "row-column", range(64), False)
+    shared = build_topology("hamming_mesh", board_rows=9, board_cols=1, rows=2, cols=2,
+                            share_networks=True)
+    with pytest.raises(ConfigError, match="row0 would hold 18 jobs"):
+        resolve_scheme(shared, "row-column", range(36), False)
     with pytest.raises(ConfigError, match="valid choices: auto, tree, row-column"):
         resolve_scheme(mesh, "rows", range(n), False)
     with pytest.raises(ConfigError, match="job=250"):
