@@ -52,7 +52,8 @@ def row_column_possible(topo, hosts, quantized: bool) -> str:
 
 def _switch_limits(topo, hosts) -> str:
     """Why the lines' trees would not fit the switch program's tables ('' if they do): at
-    most MAX_CHILDREN children per switch and job, MAX_JOBS jobs (two per line) per switch."""
+    most MAX_CHILDREN children per switch and job, MAX_JOBS jobs per switch (two per line it
+    serves, one per half of the split)."""
     from handlers.switchml import MAX_CHILDREN, MAX_JOBS
     from ..errors import TopologyError
     from .switch_tree import aggregation_tree
@@ -130,7 +131,7 @@ def add_row_column_steps(sc, progs, hosts, count: int, addr: int, kick: int, op:
                 phases[phase].append(SwitchMLJob(number, line, n, at, kick, op, window,
                                                  network_switches(sc.topology, kind)))
                 number += 1
-    if not 0 <= job or number - 1 > MAX_JOB:
+    if job < 0 or number - 1 > MAX_JOB:
         raise ConfigError(f"switch allreduce job={job}: the row/column scheme numbers "
                           f"{number - job} jobs from it, past SwitchML's {MAX_JOB}")
     setup = install_jobs(sc, phases[0] + phases[1], **opts)
