@@ -12,7 +12,9 @@ crosses); ``install_jobs`` sets up any number of them on one scenario, sharing t
 memory, and returns per job the host-program steps to call. ``build`` is the registry's
 builder (one job over all ranks): int32 sums exactly; float32 is summed natively in the switch
 (as SHARP and Flare do) or, with ``mode="quantized"``, converted to int32 at the workers with
-SwitchML's block exponents (``spin.collectives.quantize``).
+SwitchML's block exponents (``spin.collectives.quantize``). On a HammingMesh ``build`` runs
+the paper's row then column reductions instead of one tree (``hamming_mesh_allreduce``; its
+``scheme`` argument picks).
 
 Host memory (same on every rank): ``[0, S)`` data, in and out; then one MTU per 128 slots of
 window for the start message; quantized mode adds the block exponents and the int32 copy.
@@ -26,6 +28,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..wire import switchml as SW
 from .common import AllreducePlan, align, check_args, check_memory, write_inputs
+from .hamming_mesh_allreduce import add_row_column_steps, resolve_scheme
 
 NAME = "switch"
 DEFAULT_WINDOW = 128          # slots per worker (SwitchML: 256 outstanding packets per worker)
@@ -41,7 +44,8 @@ MODES = ("native", "quantized")
 @dataclass(frozen=True)
 class SwitchMLJob:
     """One aggregation: ``count`` elements at ``addr`` (in and out) on every host of ``hosts``,
-    summed (or max'ed) in the switches. ``job`` is SwitchML's job number (0..255)."""
+    summed (or max'ed) in the switches. ``job`` is SwitchML's job number (0..255);
+    ``aggregators`` names the switches its tree may aggregate in (default: every switch)."""
 
     job: int
     hosts: tuple[int, ...]
@@ -50,6 +54,7 @@ class SwitchMLJob:
     kick_addr: int
     op: int = SW.MSG_SUM_INT32
     window: int = DEFAULT_WINDOW
+    aggregators: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -64,10 +69,15 @@ class SwitchMLSetup:
 
     def start(self, prog, job: SwitchMLJob) -> None:
         """Host-program steps of one rank for ``job``: post the start, wait for the result."""
+        self.post(prog, job)
+        prog.wait_event()
+
+    def post(self, prog, job: SwitchMLJob) -> None:
+        """Post the start of ``job`` without waiting: jobs posted together run at once, and
+        ``prog.wait_event(count)`` waits for their ``count`` results."""
         parts = -(-min(job.window, self.chunks(job)) // PART_SLOTS)
         prog.send(prog.node, parts * self.mtu, qp=self.qp, local_addr=job.kick_addr,
                   remote_addr=SW.pack(SW.MSG_CONTROL, job.job, SW.CONTROL_KICK, 0))
-        prog.wait_event()
 
     def chunks(self, job: SwitchMLJob) -> int:
         """Packets each rank sends for ``job`` (k = MTU/4 elements each, the last may be short)."""
@@ -126,19 +136,23 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     equal_cost = topo.equal_cost_ports() if len(topo.switches) > 1 else None
     for job in jobs:
         _check_job(sc, job)
-        root, nodes = aggregation_tree(topo, job.hosts, equal_cost)
+        root, nodes = aggregation_tree(topo, job.hosts, equal_cost, job.aggregators)
         setup.roots[job.job], setup.trees[job.job] = root, nodes
+        entry = {}
         for s, node in nodes.items():
             group = sc.multicast_group(s, node.host_ports) if node.host_ports else -1
+            children = [("switch" if kind == "relay" else kind, node_id, under)
+                        for kind, node_id, under in node.children]     # relayed: unicast
             per_switch.setdefault(s, []).append({
-                "job": job.job, "slots": job.window, "k": k, "children": node.children,
+                "job": job.job, "slots": job.window, "k": k, "children": children,
                 "parent_port": node.parent_port, "parent_node": node.parent_node,
                 "group": group})
+            entry.update(node.entry)
         for h in job.hosts:
             per_host.setdefault(h, []).append({
                 "job": job.job, "op": job.op, "window": job.window, "slot_base": 0, "k": k,
                 "count": job.count, "input_addr": job.addr, "output_addr": job.addr,
-                "dst": job.hosts[0]})
+                "dst": entry.get(h, job.hosts[0])})
     n_hosts = len(topo.hosts)
     for i, s in enumerate(sorted(per_switch, key=topo.switches.index)):
         mem = switch_memory(per_switch[s], n_hosts, drop_ppm=drop_ppm,
@@ -191,12 +205,13 @@ def plan_memory(n: int, count: int, dtype: str, mode: str = "native",
 
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None, qp: int = 0,
           mode: str = "native", window: int = DEFAULT_WINDOW, job: int = 0,
-          timeout_us: float = DEFAULT_TIMEOUT_US, drop_ppm: int = 0, drop_result_ppm: int = 0
-          ) -> AllreducePlan:
+          timeout_us: float = DEFAULT_TIMEOUT_US, drop_ppm: int = 0, drop_result_ppm: int = 0,
+          scheme: str = "auto") -> AllreducePlan:
     """Add an in-switch allreduce of ``count`` elements per rank to ``scenario``: int32 or
     float32 (``mode`` "native": the switch adds float32; "quantized": SwitchML's block-exponent
     int32). The retransmission and drop options are ``install_jobs``'s; the timer runs by
-    default (``DEFAULT_TIMEOUT_US``).
+    default (``DEFAULT_TIMEOUT_US``). ``scheme``: ``hamming_mesh_allreduce.SCHEMES``; ``auto``
+    reduces along rows then columns on a HammingMesh and runs one tree elsewhere.
 
     Large fabrics need engine room for a window of packets per rank: ``EngineConfig``
     ``max_tx_messages`` and ``buffer_slots`` above ranks x window, and ``SwitchConfig``
@@ -209,6 +224,7 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     if mode not in MODES:
         raise ConfigError(f"switch allreduce mode={mode!r}; valid choices: {', '.join(MODES)}")
     quantized = mode == "quantized" and dtype == "float32"
+    scheme = resolve_scheme(scenario.topology, scheme, hosts, quantized)
     data = 0
     kick = align(4 * count)
     extra = align(kick + kick_bytes(window))
@@ -226,10 +242,14 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
         add_quantized_steps(scenario, progs, hosts, count, data, kick, extra, job, window, opts)
     else:
         op = SW.MSG_SUM_INT32 if dtype == "int32" else SW.MSG_SUM_FLOAT32
-        spec = SwitchMLJob(job, hosts, count, data, kick, op, window)
-        setup = install_jobs(scenario, [spec], **opts)
-        for p in progs:
-            setup.start(p, spec)
+        if scheme != "tree":
+            add_row_column_steps(scenario, progs, hosts, count, data, kick, op, window, job,
+                                 scheme == "row-column-split", opts)
+        else:
+            spec = SwitchMLJob(job, hosts, count, data, kick, op, window)
+            setup = install_jobs(scenario, [spec], **opts)
+            for p in progs:
+                setup.start(p, spec)
     for p in progs:
         p.mark(plan.end_mark)
     if inputs is not None:
