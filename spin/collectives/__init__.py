@@ -68,4 +68,5 @@ for _name, _mode in nic.VARIANTS.items():
                        input_density=nic.SPARSE_DENSITY if _mode.startswith("sparse") else 1.0,
                        dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs))
 register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
-                   switch.plan_memory, programs=switch.programs, dtypes=switch.DTYPES))
+                   switch.plan_memory, programs=switch.programs, check=switch.check_result,
+                   dtypes=switch.DTYPES))
