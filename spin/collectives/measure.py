@@ -8,6 +8,8 @@ bit for bit. Floating-point sums depend on the order of additions, which differs
 so floats are compared with the exact (float64) sum within the worst-case error of n-1
 rounded additions: |err| <= (n-1) u sum|x_i| (Higham, Accuracy and Stability, ch. 4), u =
 2^-24 (float32), 2^-11 (float16), 2^-8 (bfloat16). Every rank must also hold the same bits.
+An algorithm that rounds differently registers its own bound (the switch's 16-bit sums:
+``switch.native_float_bound``).
 """
 from __future__ import annotations
 
