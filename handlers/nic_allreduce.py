@@ -53,6 +53,7 @@ import math
 import numba as nb
 import numpy as np
 
+from handlers.half_floats import bf16_bits, f16_bits, f16_value
 from spin.api import (SUCCESS, spin_add_cycles, spin_dma_from_host, spin_dma_to_host,
                       spin_host_event, spin_hpu, spin_msg_addr, spin_msg_offset, spin_now_ps,
                       spin_send_packet)
@@ -81,56 +82,6 @@ SPARSE_HEADER = 4
 
 # --- 16-bit floats: add in float32, round once (as spin.collectives.common.sum_float16/bf16) ---
 @nb.njit(cache=True, _nrt=False)
-def _f16_value(h):
-    ex = (h >> 10) & 0x1F
-    man = h & 0x3FF
-    if ex == 0:
-        v = man * 2.0 ** -24
-    elif ex == 31:
-        v = math.inf if man == 0 else math.nan
-    else:
-        v = (1024 + man) * 2.0 ** (ex - 25)
-    return -v if (h & 0x8000) else v
-
-
-@nb.njit(cache=True, _nrt=False)
-def _f16_bits(b):
-    """float32 bits -> IEEE binary16 bits, round to nearest even."""
-    sign = (b >> 16) & 0x8000
-    ex = (b >> 23) & 0xFF
-    man = b & 0x7FFFFF
-    if ex == 0xFF:
-        return sign | 0x7C00 | (0x200 if man != 0 else 0)
-    e = ex - 112
-    if e >= 31:
-        return sign | 0x7C00
-    if e <= 0:
-        if e < -10:
-            return sign
-        m = man | 0x800000
-        shift = 14 - e
-        r = m >> shift
-        rem = m & ((1 << shift) - 1)
-        half = 1 << (shift - 1)
-        if rem > half or (rem == half and (r & 1) != 0):
-            r += 1
-        return sign | r
-    r = (e << 10) | (man >> 13)
-    rem = man & 0x1FFF
-    if rem > 0x1000 or (rem == 0x1000 and (r & 1) != 0):
-        r += 1
-    return sign | r
-
-
-@nb.njit(cache=True, _nrt=False)
-def _bf16_bits(b):
-    """float32 bits -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN."""
-    if (b & 0x7FFFFFFF) > 0x7F800000:
-        return 0x7FC0
-    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
-
-
-@nb.njit(cache=True, _nrt=False)
 def _add16(dst, src, m, is_bf16, cell):
     """dst[i] = round16(float32(dst[i]) + float32(src[i])); ``cell`` is 4 scratch bytes."""
     cf = cell.view(np.float32)
@@ -142,10 +93,10 @@ def _add16(dst, src, m, is_bf16, cell):
             cu[0] = np.uint32(src[i]) << 16
             s = a + cf[0]
         else:
-            s = np.float32(_f16_value(np.int64(dst[i]))) + np.float32(_f16_value(np.int64(src[i])))
+            s = np.float32(f16_value(np.int64(dst[i]))) + np.float32(f16_value(np.int64(src[i])))
         cf[0] = s
         b = np.int64(cu[0])
-        dst[i] = np.uint16(_bf16_bits(b) if is_bf16 else _f16_bits(b))
+        dst[i] = np.uint16(bf16_bits(b) if is_bf16 else f16_bits(b))
 
 
 @nb.njit(cache=True, _nrt=False)

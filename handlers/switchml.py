@@ -22,14 +22,25 @@ maps workers by address); a child switch is sent results at a host of its subtre
 routes reach through it. ``drop_ppm``/``drop_result_ppm`` emulate SwitchML's drop simulator
 (contributions lost on the way in, results lost on the way out), from a deterministic generator.
 
+16-bit floats (float16, bfloat16; 2-byte elements, so a packet carries twice the elements of a
+float32 one): each contribution is widened exactly to float32 and added in float32 (as SHARP
+and Flare add natively); the completing contribution rounds the slot once to the 16-bit type
+(nearest even, ``handlers.half_floats``), packed into the slot's first half, and that is what
+goes on: the partial up (a parent takes a child switch's partial as any contribution, so every
+switch with two or more children rounds once) or the result down, and what a retransmission
+is answered from. Float sums depend on the order contributions arrive in (as native float32):
+identical for any worker count, and under loss whenever the float32 sums are exact.
+
 Handler memory (int32; offsets below): globals and counters, a job index (job number ->
 descriptor), descriptors, per job a child-of table over host ids, then the slots: per slot and
-set ``[bitmap, count, state, tsi, values[k]]``; state 0 aggregating, 1 partial sent up, 2
-result known. At most 31 children per switch (the bitmap is one int32 word).
+set ``[bitmap, count, state, tsi, values[k]]`` (int32 or float32 words; a 16-bit result packed
+two per word); state 0 aggregating, 1 partial sent up, 2 result known. At most 31 children per
+switch (the bitmap is one int32 word).
 """
 import numba as nb
 import numpy as np
 
+from handlers.half_floats import bf16_bits, f16_bits, f16_value
 from spin.api import (DROP, PROCEED, SUCCESS, spin_add_cycles, spin_forward, spin_msg_addr,
                       spin_multicast, spin_qp, spin_send_packet, spin_source)
 from spin.handler import HandlerProgram, handler
@@ -38,6 +49,7 @@ from spin.handler import HandlerProgram, handler
 G_DROP_PPM, G_DROP_RESULT_PPM, G_RNG = 0, 1, 2
 G_CONTRIBUTIONS, G_COMPLETED, G_ANSWERED, G_IGNORED, G_DROPPED = 3, 4, 5, 6, 7
 G_PASSED, G_PARTIALS, G_PARENT_RESULTS, G_N_HOSTS, G_MALFORMED = 8, 9, 10, 11, 12
+G_SCRATCH = 13                      # one word to reinterpret float32 bits as a value
 JOB_INDEX = 16                      # 256 words: job number -> descriptor index, -1 unknown
 MAX_JOBS = 16
 MAX_CHILDREN = 31
@@ -53,6 +65,7 @@ S_BITMAP, S_COUNT, S_STATE, S_TSI, S_VALUES = 0, 1, 2, 3, 4
 AGGREGATING, PARTIAL_SENT, RESULT_KNOWN = 0, 1, 2
 
 MSG_SUM_INT32, MSG_SUM_FLOAT32, MSG_MAX_INT32 = 1, 2, 3     # as spin.wire.switchml
+MSG_SUM_FLOAT16, MSG_SUM_BFLOAT16 = 4, 5
 
 
 def _draw(mem):
@@ -62,9 +75,30 @@ def _draw(mem):
     return (r >> 8) % 1000000
 
 
+def element_bytes(op):
+    """Bytes per element of a packet of type ``op`` (the worker NICs use it too)."""
+    return 2 if op == MSG_SUM_FLOAT16 or op == MSG_SUM_BFLOAT16 else 4
+
+
+def _widen(mem, h, bf16):
+    """A 16-bit float (bits ``h``) as float32, exactly."""
+    if bf16:
+        mem.view(np.uint32)[G_SCRATCH] = np.uint32(h) << 16
+        return mem.view(np.float32)[G_SCRATCH]
+    return np.float32(f16_value(np.int64(h)))
+
+
 def _combine(mem, at, pkt, n, op, first):
-    """Slot values at ``at`` = packet values (first) or values OP packet values."""
-    if first:
+    """Slot values at ``at`` = packet values (first) or values OP packet values; 16-bit
+    packet values are widened to float32 first."""
+    if op == MSG_SUM_FLOAT16 or op == MSG_SUM_BFLOAT16:
+        vf = mem.view(np.float32)
+        ph = pkt.view(np.uint16)
+        bf16 = op == MSG_SUM_BFLOAT16
+        for i in range(n):
+            x = _widen(mem, ph[i], bf16)
+            vf[at + i] = x if first else vf[at + i] + x
+    elif first:
         src = pkt.view(np.int32)
         for i in range(n):
             mem[at + i] = src[i]
@@ -85,13 +119,31 @@ def _combine(mem, at, pkt, n, op, first):
             mem[at + i] = s - 0x100000000 if s >= 0x80000000 else s
 
 
-def _to_packet(mem, at, pkt, n):
-    dst = pkt.view(np.int32)
+def _round16(mem, at, n, op):
+    """The float32 sums at ``at`` rounded to the 16-bit type, packed over the first half (word
+    at + i/2 is read before 16-bit element i overwrites half of it)."""
+    bits = mem.view(np.uint32)
+    out = mem.view(np.uint16)
     for i in range(n):
-        dst[i] = mem[at + i]
+        b = np.int64(bits[at + i])
+        out[2 * at + i] = bf16_bits(b) if op == MSG_SUM_BFLOAT16 else f16_bits(b)
 
 
-def _send_down(ctx, mem, d, at, n, va, skip_child):
+def _to_packet(mem, at, pkt, nbytes):
+    """The slot's values (as they travel) into the packet."""
+    raw = mem.view(np.uint8)
+    for i in range(nbytes):
+        pkt[i] = raw[4 * at + i]
+
+
+def _from_packet(mem, at, pkt, nbytes):
+    """A result from the parent, stored as it travels."""
+    raw = mem.view(np.uint8)
+    for i in range(nbytes):
+        raw[4 * at + i] = pkt[i]
+
+
+def _send_down(ctx, mem, d, at, nbytes, va, skip_child):
     """The result (slot values at ``at``, already in the packet) to every child: multicast to
     the host children, a packet built from the slot to each switch child."""
     if mem[G_DROP_RESULT_PPM] > 0 and _draw(mem) < mem[G_DROP_RESULT_PPM]:
@@ -104,33 +156,39 @@ def _send_down(ctx, mem, d, at, n, va, skip_child):
         raw = mem.view(np.uint8)
         for c in range(mem[d + D_NCHILD]):
             if (switches >> c) & 1 and c != skip_child:
-                spin_send_packet(ctx, mem[d + D_REP + c], spin_qp(ctx), raw, 4 * at, 4 * n, va)
+                spin_send_packet(ctx, mem[d + D_REP + c], spin_qp(ctx), raw, 4 * at, nbytes, va)
                 spin_add_cycles(ctx, 20)
 
 
-def _answer(ctx, mem, d, at, n, va, c):
+def _answer(ctx, mem, d, at, nbytes, va, c):
     """A retransmission from child ``c`` of a completed slot: unicast from the shadow copy."""
-    spin_send_packet(ctx, mem[d + D_REP + c], spin_qp(ctx), mem.view(np.uint8), 4 * at, 4 * n,
+    spin_send_packet(ctx, mem[d + D_REP + c], spin_qp(ctx), mem.view(np.uint8), 4 * at, nbytes,
                      va)
     spin_add_cycles(ctx, 20)
     mem[G_ANSWERED] += 1
 
 
 _draw = nb.njit(_nrt=False)(_draw)          # handlers are built without NRT
+element_bytes = nb.njit(_nrt=False)(element_bytes)
+_widen = nb.njit(_nrt=False)(_widen)
 _combine = nb.njit(_nrt=False)(_combine)
+_round16 = nb.njit(_nrt=False)(_round16)
 _to_packet = nb.njit(_nrt=False)(_to_packet)
+_from_packet = nb.njit(_nrt=False)(_from_packet)
 _send_down = nb.njit(_nrt=False)(_send_down)
 _answer = nb.njit(_nrt=False)(_answer)
 
 
 # One load, add and store per int32 (0.25 cycle/byte, as the reduce handler) plus the header
-# decode, the bitmap update and issuing a command: a PsPIN-class core per packet.
+# decode, the bitmap update and issuing a command: a PsPIN-class core per packet. A 16-bit
+# element costs what an int32 one does (the widening folds into the load: RISC-V Zfh's
+# fcvt.s.h), charged below, and rounding a completed slot one cycle per element.
 @handler(cycles=60, cycles_per_byte=0.25)
 def switchml_payload(ctx, pkt, mem):
     va = spin_msg_addr(ctx)
     op = (va >> 60) & 0xF
     job = (va >> 48) & 0xFF
-    if op < MSG_SUM_INT32 or op > MSG_MAX_INT32 or mem[JOB_INDEX + job] < 0:
+    if op < MSG_SUM_INT32 or op > MSG_SUM_BFLOAT16 or mem[JOB_INDEX + job] < 0:
         mem[G_PASSED] += 1
         return PROCEED                          # control packets, other jobs, other traffic
     d = DESC + DESC_WORDS * mem[JOB_INDEX + job]
@@ -139,19 +197,20 @@ def switchml_payload(ctx, pkt, mem):
     s = pool >> 15
     k = mem[d + D_K]
     nbytes = pkt.shape[0]
-    if slot >= mem[d + D_NSLOTS] or nbytes > 4 * k or nbytes % 4 != 0 or nbytes == 0:
+    width = element_bytes(op)
+    n = nbytes // width
+    if slot >= mem[d + D_NSLOTS] or n > k or nbytes % width != 0 or n == 0:
         mem[G_MALFORMED] += 1
         return DROP
-    n = nbytes // 4
     words = 4 + k
     base = mem[d + D_SLOTS] + (2 * slot + s) * words
     at = base + S_VALUES
     src = spin_source(ctx)
     if src == mem[d + D_PARENT_NODE]:           # the result, from the parent switch
         mem[G_PARENT_RESULTS] += 1
-        _combine(mem, at, pkt, n, op, True)
+        _from_packet(mem, at, pkt, nbytes)
         mem[base + S_STATE] = RESULT_KNOWN
-        _send_down(ctx, mem, d, at, n, va, -1)
+        _send_down(ctx, mem, d, at, nbytes, va, -1)
         return SUCCESS
     if src < 0 or src >= mem[G_N_HOSTS] or mem[mem[d + D_CHILD_OF] + src] < 0:
         mem[G_PASSED] += 1
@@ -167,6 +226,8 @@ def switchml_payload(ctx, pkt, mem):
     if bitmap & bit == 0:
         first = bitmap == 0
         _combine(mem, at, pkt, n, op, first)
+        if width == 2:
+            spin_add_cycles(ctx, n // 2)
         if first:
             mem[base + S_COUNT] = 1
             mem[base + S_STATE] = AGGREGATING
@@ -176,11 +237,14 @@ def switchml_payload(ctx, pkt, mem):
         mem[base + S_BITMAP] = bitmap | bit
         mem[G_CONTRIBUTIONS] += 1
         if mem[base + S_COUNT] == mem[d + D_NCHILD]:
-            _to_packet(mem, at, pkt, n)
+            if width == 2:
+                _round16(mem, at, n, op)
+                spin_add_cycles(ctx, n)
+            _to_packet(mem, at, pkt, nbytes)
             if mem[d + D_PARENT_PORT] < 0:
                 mem[base + S_STATE] = RESULT_KNOWN
                 mem[G_COMPLETED] += 1
-                _send_down(ctx, mem, d, at, n, va, -1)
+                _send_down(ctx, mem, d, at, nbytes, va, -1)
             else:
                 mem[base + S_STATE] = PARTIAL_SENT
                 mem[G_PARTIALS] += 1
@@ -188,9 +252,9 @@ def switchml_payload(ctx, pkt, mem):
         return SUCCESS
     state = mem[base + S_STATE]                 # a retransmission
     if state == RESULT_KNOWN:
-        _answer(ctx, mem, d, at, n, va, c)
+        _answer(ctx, mem, d, at, nbytes, va, c)
     elif state == PARTIAL_SENT:
-        _to_packet(mem, at, pkt, n)
+        _to_packet(mem, at, pkt, nbytes)
         spin_forward(ctx, mem[d + D_PARENT_PORT])
         mem[G_PARTIALS] += 1
     else:

@@ -4,7 +4,8 @@ The host starts a job with one self-addressed control message (a KICK: the engin
 host-to-NIC doorbell for handlers, so it takes one trip to the first switch and back); its
 packet p makes the NIC send the first chunks of window part p (128 slots per part), each one
 RDMA WRITE ONLY read straight from host memory with the SwitchML header in the RETH VA
-(``spin.wire.switchml``). When a slot's result comes back, the NIC writes it to host memory
+(``spin.wire.switchml``; k elements of 4 bytes, or 2 for the 16-bit floats, as they are
+stored in host memory). When a slot's result comes back, the NIC writes it to host memory
 and reuses the slot for the chunk ``window`` chunks further, in the other set. A result for
 a chunk the slot no longer waits for (a duplicate, e.g. an answered retransmission that
 crossed the multicast) is ignored. With the last chunk's result the NIC raises one host event.
@@ -23,6 +24,7 @@ Handler memory (int64): globals, up to 4 job descriptors, then per job and windo
 import numba as nb
 import numpy as np
 
+from handlers.switchml import element_bytes
 from spin.api import (DROP, SUCCESS, spin_add_cycles, spin_dma_to_host, spin_msg_addr,
                       spin_msg_offset, spin_now_ps, spin_put_from_host, spin_qp, spin_send_packet)
 from spin.handler import HandlerProgram, handler
@@ -51,7 +53,8 @@ def _send_chunk(ctx, mem, j, w, s, tsi, now):
     n = min(k, mem[j + J_COUNT] - tsi)
     at = mem[j + J_STATE] + SLOT_WORDS * w
     mem[at], mem[at + 1], mem[at + 2] = tsi, s, now
-    spin_put_from_host(ctx, mem[j + J_DST], spin_qp(ctx), mem[j + J_IN] + 4 * tsi, 4 * n,
+    width = element_bytes(mem[j + J_OP])
+    spin_put_from_host(ctx, mem[j + J_DST], spin_qp(ctx), mem[j + J_IN] + width * tsi, width * n,
                        _header(mem[j + J_OP], mem[j + J_JOB], mem[j + J_SLOT_BASE] + w, s, tsi))
 
 
@@ -135,7 +138,8 @@ def switchml_worker_payload(ctx, pkt, mem):
         return SUCCESS
     mem[j + J_DONE] += 1
     last = mem[j + J_DONE] == mem[j + J_CHUNKS]
-    spin_dma_to_host(ctx, mem[j + J_OUT] + 4 * tsi, pkt, 0, pkt.shape[0], last)
+    spin_dma_to_host(ctx, mem[j + J_OUT] + element_bytes(mem[j + J_OP]) * tsi, pkt, 0,
+                     pkt.shape[0], last)
     nxt = tsi + window * k
     if nxt < mem[j + J_COUNT]:
         _send_chunk(ctx, mem, j, w, 1 - s, nxt, now)

@@ -73,5 +73,5 @@ for _name, _mode in nic.VARIANTS.items():
                        dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs,
                        recovery=nic.loss_recovery))
 register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
-                   switch.plan_memory, programs=switch.programs, dtypes=switch.DTYPES,
-                   configs=switch.run_configs))
+                   switch.plan_memory, programs=switch.programs, check=switch.check_result,
+                   dtypes=switch.DTYPES, configs=switch.run_configs))

@@ -31,6 +31,7 @@ shorter routes) with every host a rank and native sums, and ``tree`` otherwise.
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..wire import switchml as SW
 from .switch_tree import attachment
 
 SCHEMES = ("auto", "tree", "row-column", "row-column-split")
@@ -122,7 +123,7 @@ def add_row_column_steps(sc, progs, hosts, count: int, addr: int, kick: int, op:
     first = (count + 1) // 2 if split else count
     halves = [(addr, first, ("row", "column"))]
     if split and count > first:
-        halves.append((addr + 4 * first, count - first, ("column", "row")))
+        halves.append((addr + SW.element_bytes(op) * first, count - first, ("column", "row")))
     phases: list[list[SwitchMLJob]] = [[], []]
     number = job
     for at, n, order in halves:

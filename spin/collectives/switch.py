@@ -1,20 +1,24 @@
 """Allreduce by aggregation in the switches, with SwitchML's semantics (``handlers/switchml.py``
 in the switches, ``handlers/switchml_worker.py`` on the workers' NICs).
 
-Each rank's NIC streams its vector through a window of switch slots, one packet of k = MTU/4
-elements per slot (header in the RETH VA, ``spin.wire.switchml``); the switches of the job's
-tree (``switch_tree``) add the children's packets and send one partial up; the root multicasts
-the sum down; each NIC writes it over its input (in place, as MPI_IN_PLACE) and raises one host
-event at the end. The host only posts the start and waits: host CPU is two message overheads.
+Each rank's NIC streams its vector through a window of switch slots, one packet of k = MTU/w
+elements of w bytes per slot (header in the RETH VA, ``spin.wire.switchml``); the switches of
+the job's tree (``switch_tree``) add the children's packets and send one partial up; the root
+multicasts the sum down; each NIC writes it over its input (in place, as MPI_IN_PLACE) and
+raises one host event at the end. The host only posts the start and waits: host CPU is two
+message overheads.
 
 Jobs: ``SwitchMLJob`` describes one (its number selects its slot range in every switch it
 crosses); ``install_jobs`` sets up any number of them on one scenario, sharing the switches'
 memory, and returns per job the host-program steps to call. ``build`` is the registry's
 builder (one job over all ranks): int32 sums exactly; float32 is summed natively in the switch
 (as SHARP and Flare do) or, with ``mode="quantized"``, converted to int32 at the workers with
-SwitchML's block exponents (``spin.collectives.quantize``). On a HammingMesh ``build`` runs
-the paper's row then column reductions instead of one tree (``hamming_mesh_allreduce``; its
-``scheme`` argument picks).
+SwitchML's block exponents (``spin.collectives.quantize``); float16 and bfloat16 travel as
+16-bit elements (twice the elements per packet, half the wire bytes of float32 for a count),
+are summed in float32 in the switches and rounded to 16 bits once per switch that adds (the
+partials go up the tree as 16-bit too: ``switch_result_bound``). On a HammingMesh ``build``
+runs the paper's row then column reductions instead of one tree (``hamming_mesh_allreduce``;
+its ``scheme`` argument picks).
 
 Host memory (same on every rank): ``[0, S)`` data, in and out; then one MTU per 128 slots of
 window for the start message; quantized mode adds the block exponents and the int32 copy.
@@ -27,7 +31,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..wire import switchml as SW
-from .common import AllreducePlan, align, check_args, check_memory, write_inputs
+from .common import AllreducePlan, align, check_args, check_memory, itemsize, write_inputs
 from .hamming_mesh_allreduce import add_row_column_steps, resolve_scheme
 
 NAME = "switch"
@@ -80,8 +84,8 @@ class SwitchMLSetup:
                   remote_addr=SW.pack(SW.MSG_CONTROL, job.job, SW.CONTROL_KICK, 0))
 
     def chunks(self, job: SwitchMLJob) -> int:
-        """Packets each rank sends for ``job`` (k = MTU/4 elements each, the last may be short)."""
-        return -(-job.count // (self.mtu // 4))
+        """Packets each rank sends for ``job`` (k = MTU/w elements each, the last may be short)."""
+        return -(-job.count // (self.mtu // SW.element_bytes(job.op)))
 
 
 def kick_bytes(window: int, mtu: int = MAX_MTU) -> int:
@@ -128,7 +132,6 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     if len(set(numbers)) != len(numbers):
         raise ConfigError(f"SwitchML jobs {numbers}: job numbers must differ")
     mtu = sc.engine.mtu_bytes
-    k = mtu // 4
     topo = sc.topology
     setup = SwitchMLSetup(mtu=mtu, qp=qp)
     per_switch: dict[str, list[dict]] = {}
@@ -136,6 +139,7 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     equal_cost = topo.equal_cost_ports() if len(topo.switches) > 1 else None
     for job in jobs:
         _check_job(sc, job)
+        k = mtu // SW.element_bytes(job.op)
         root, nodes = aggregation_tree(topo, job.hosts, equal_cost, job.aggregators)
         setup.roots[job.job], setup.trees[job.job] = root, nodes
         entry = {}
@@ -167,7 +171,7 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     return setup
 
 
-DTYPES = ("int32", "float32")   # what the switch adds natively (16-bit types are refused)
+DTYPES = tuple(SW.SUM_TYPES)    # int32, float32, float16, bfloat16: what the switch adds
 
 
 def run_configs(n: int, window: int = DEFAULT_WINDOW) -> dict:
@@ -199,7 +203,7 @@ def plan_memory(n: int, count: int, dtype: str, mode: str = "native",
     """Host bytes the layout needs: data, the start message, and in quantized mode the block
     exponents and the int32 copy."""
     from .quantize import quantized_bytes
-    base = align(4 * count) + align(kick_bytes(window))
+    base = align(itemsize(dtype) * count) + align(kick_bytes(window))
     return base + (quantized_bytes(count, MIN_MTU // 4) if mode == "quantized" else 0)
 
 
@@ -207,10 +211,11 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
           mode: str = "native", window: int = DEFAULT_WINDOW, job: int = 0,
           timeout_us: float = DEFAULT_TIMEOUT_US, drop_ppm: int = 0, drop_result_ppm: int = 0,
           scheme: str = "auto") -> AllreducePlan:
-    """Add an in-switch allreduce of ``count`` elements per rank to ``scenario``: int32 or
+    """Add an in-switch allreduce of ``count`` elements per rank to ``scenario``: int32,
     float32 (``mode`` "native": the switch adds float32; "quantized": SwitchML's block-exponent
-    int32). The retransmission and drop options are ``install_jobs``'s; the timer runs by
-    default (``DEFAULT_TIMEOUT_US``). ``scheme``: ``hamming_mesh_allreduce.SCHEMES``; ``auto``
+    int32), float16 or bfloat16 (16 bits on the wire, added in float32 in the switch). The
+    retransmission and drop options are ``install_jobs``'s; the timer runs by default
+    (``DEFAULT_TIMEOUT_US``). ``scheme``: ``hamming_mesh_allreduce.SCHEMES``; ``auto``
     reduces along rows then columns on a HammingMesh and runs one tree elsewhere.
 
     Large fabrics need engine room for a window of packets per rank: ``EngineConfig``
@@ -218,15 +223,15 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     ``max_inflight_messages`` above what a switch holds at once (every contribution is a
     message until its handler finished), else frames are dropped and retransmitted."""
     hosts = check_args(scenario, count, dtype, hosts)
-    if dtype not in DTYPES:
-        raise ConfigError(f"switch allreduce dtype={dtype!r}; valid choices: int32, float32 "
-                          f"(the switch sums 32-bit words; 16-bit data would travel as int32)")
     if mode not in MODES:
         raise ConfigError(f"switch allreduce mode={mode!r}; valid choices: {', '.join(MODES)}")
+    if mode == "quantized" and dtype not in ("float32", "int32"):
+        raise ConfigError(f"switch allreduce mode='quantized' with dtype={dtype!r}: quantized "
+                          f"mode converts float32 only (16-bit floats are summed natively)")
     quantized = mode == "quantized" and dtype == "float32"
     scheme = resolve_scheme(scenario.topology, scheme, hosts, quantized)
     data = 0
-    kick = align(4 * count)
+    kick = align(itemsize(dtype) * count)
     extra = align(kick + kick_bytes(window))
     plan = AllreducePlan(NAME if not quantized else f"{NAME}-quantized", hosts, count, dtype,
                          data, data, kick,
@@ -241,7 +246,7 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
         from .quantize import add_quantized_steps
         add_quantized_steps(scenario, progs, hosts, count, data, kick, extra, job, window, opts)
     else:
-        op = SW.MSG_SUM_INT32 if dtype == "int32" else SW.MSG_SUM_FLOAT32
+        op = SW.SUM_TYPES[dtype]
         if scheme != "tree":
             add_row_column_steps(scenario, progs, hosts, count, data, kick, op, window, job,
                                  scheme == "row-column-split", opts)
@@ -257,16 +262,61 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     return plan
 
 
-def switch_result_bound(inputs: np.ndarray, dtype: str, mode: str, k: int) -> np.ndarray:
-    """Largest error per element the switch allreduce may make against the exact sum: 0 for
-    int32; native float32 as any order of n-1 rounded additions (``measure.check_result``);
-    quantized as ``quantize.error_bound`` with blocks of ``k`` elements."""
-    from .measure import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF
+def switch_result_bound(inputs: np.ndarray, dtype: str, mode: str = "native", k: int = 0,
+                        levels: int | None = None) -> np.ndarray:
+    """Largest error per element the switch allreduce may make against the exact sum, for the
+    inputs as stored (bfloat16 as bits): 0 for int32; quantized as ``quantize.error_bound``
+    with blocks of ``k`` elements; native floats as ``native_float_bound`` with ``levels``
+    (``rounding_levels`` of the job's tree; default n-1, the most any tree has)."""
+    from .measure import as_float64
     if dtype == "int32":
         return np.zeros(inputs.shape[1])
     if mode == "quantized":
         from .quantize import error_bound
         return error_bound(inputs, k)
-    x = np.asarray(inputs, np.float64)
-    return ((x.shape[0] - 1) * UNIT_ROUNDOFF["float32"] * np.abs(x).sum(axis=0)
-            + x.shape[0] * SMALLEST_SUBNORMAL["float32"])
+    return native_float_bound(as_float64(inputs, dtype), dtype, levels)
+
+
+def native_float_bound(x: np.ndarray, dtype: str, levels: int | None = None) -> np.ndarray:
+    """Error bound of the switch's float sum of ``x`` (float64, one row per rank).
+
+    float32: any order of n-1 rounded additions, (n-1) u A + n s (``measure.check_result``),
+    with A = sum |x_i| and s the smallest subnormal.
+
+    float16 / bfloat16: widening to float32 is exact; a switch adds its c children in float32
+    (c-1 additions, relative error u32 = 2^-24 each; additions in float32's subnormal range are
+    exact) and rounds the sum once to 16 bits (relative u16, 2^-11 / 2^-8, or absolute s/2 in
+    the subnormal range; exact at a one-child switch). Summed over the tree: the float32
+    additions number n-1 in all, and each input passes through at most L roundings (L =
+    ``levels``), so |err| <= g (g32 + L u16) A + n s, with g32 = (n-1) u32 / (1 - (n-1) u32)
+    and g = (1 + u16)^L (1 + g32) the growth of the partials' magnitudes (Higham, ch. 3-4).
+    Overflow to infinity (float16 beyond 65504) is not bounded."""
+    from .measure import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF
+    n = x.shape[0]
+    size = np.abs(x).sum(axis=0)
+    tiny = n * SMALLEST_SUBNORMAL[dtype]
+    u32 = UNIT_ROUNDOFF["float32"]
+    if dtype == "float32":
+        return (n - 1) * u32 * size + tiny
+    rounds = n - 1 if levels is None else levels
+    u = UNIT_ROUNDOFF[dtype]
+    g32 = (n - 1) * u32 / (1 - (n - 1) * u32)
+    return (1 + u) ** rounds * (1 + g32) * (g32 + rounds * u) * size + tiny
+
+
+def rounding_levels(tree: dict) -> int:
+    """Most 16-bit roundings on a rank's way to the result in ``tree`` (``SwitchMLSetup.trees``):
+    the switches with two or more children above it (a one-child switch rounds exactly)."""
+    per_host: dict[int, int] = {}
+    for node in tree.values():
+        if len(node.children) >= 2:
+            for _kind, _node, hosts in node.children:
+                for h in hosts:
+                    per_host[h] = per_host.get(h, 0) + 1
+    return max(per_host.values(), default=0)
+
+
+def check_result(inputs: np.ndarray, results: list[np.ndarray], dtype: str) -> tuple[bool, float]:
+    """``measure.check_result`` with the switch's float bound (any tree: L = n-1)."""
+    from .measure import check_result as check
+    return check(inputs, results, dtype, bound=native_float_bound)

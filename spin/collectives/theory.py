@@ -101,8 +101,8 @@ def ring_model(scenario) -> RingModel:
 
 
 def switch_framing_efficiency(mtu_bytes: int) -> float:
-    """eta of in-switch aggregation: every packet is an RDMA WRITE ONLY carrying k = MTU/4
-    elements and its SwitchML header in a RETH (``spin.wire.switchml``)."""
+    """eta of in-switch aggregation: every packet is an RDMA WRITE ONLY carrying k = MTU/w
+    elements of w bytes and its SwitchML header in a RETH (``spin.wire.switchml``)."""
     return mtu_bytes / (mtu_bytes + ROCE_HEADER_BYTES + RETH_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
 
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from scapy.contrib.roce import AETH, BTH
-from scapy.fields import (BitField, ByteField, IntField, ShortField, XIntField, XLongField,
-                          XShortField)
+from scapy.fields import (BitEnumField, BitField, ByteField, IntField, ShortField, XIntField,
+                          XLongField, XShortField)
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
 from spin.errors import WireError
 from spin.wire import headers as H
+from spin.wire import switchml as SW
 from spin.wire.roce import node_ip, node_mac
 
 
@@ -66,7 +67,7 @@ class SwitchML(Packet):
 
     name = "SwitchML"
     fields_desc = [
-        BitField("msg_type", 0, 4),
+        BitEnumField("msg_type", 0, 4, SW.MSG_NAMES),
         BitField("unused", 0, 4),
         ByteField("job", 0),
         ShortField("pool_index", 0),

@@ -4,12 +4,15 @@ SwitchML's UDP variant puts an 8-byte ``switchml_h`` (msg_type, size, job_number
 pool_index) between UDP and the data; its RDMA variant runs over RoCEv2 UC and keeps the slot
 metadata in RoCE header fields. spin's NICs speak RoCEv2 only, so spin follows the RDMA
 variant: every contribution is one RDMA WRITE ONLY packet whose RETH ``va`` field holds this
-header and whose payload is the data alone (k int32 or float32, big part of the frame). That
+header and whose payload is the data alone (k = MTU/w elements of w bytes: int32 and float32
+w = 4, float16 and bfloat16 w = 2, the big part of the frame). That
 lets a worker's NIC send a chunk straight from host memory (``spin_put_from_host``, no copy
 through NIC memory), and lets a switch read the header without touching the frame
 (``spin_msg_addr``). Fields, most significant first (the VA is big-endian on the wire):
 
-    msg_type:4   1 sum of int32, 2 sum of float32, 3 max of int32, 7 control (worker NICs only)
+    msg_type:4   1 sum of int32, 2 sum of float32, 3 max of int32, 4 sum of float16,
+                 5 sum of bfloat16 (both summed in float32 in the switch), 7 control (worker
+                 NICs only)
     unused:4
     job:8        SwitchML's job_number: selects the job's slot range and tree in a switch
     pool_index:16  slot; the MSB selects the shadow set, as SwitchML's client does
@@ -34,8 +37,21 @@ SWITCHML = HeaderFormat("SWITCHML", [
 MSG_SUM_INT32 = 1
 MSG_SUM_FLOAT32 = 2
 MSG_MAX_INT32 = 3
+MSG_SUM_FLOAT16 = 4
+MSG_SUM_BFLOAT16 = 5
 MSG_CONTROL = 7
-AGGREGATING_TYPES = (MSG_SUM_INT32, MSG_SUM_FLOAT32, MSG_MAX_INT32)
+AGGREGATING_TYPES = (MSG_SUM_INT32, MSG_SUM_FLOAT32, MSG_MAX_INT32, MSG_SUM_FLOAT16,
+                     MSG_SUM_BFLOAT16)
+MSG_NAMES = {MSG_SUM_INT32: "sum_int32", MSG_SUM_FLOAT32: "sum_float32",
+             MSG_MAX_INT32: "max_int32", MSG_SUM_FLOAT16: "sum_float16",
+             MSG_SUM_BFLOAT16: "sum_bfloat16", MSG_CONTROL: "control"}
+SUM_TYPES = {"int32": MSG_SUM_INT32, "float32": MSG_SUM_FLOAT32, "float16": MSG_SUM_FLOAT16,
+             "bfloat16": MSG_SUM_BFLOAT16}      # allreduce dtype -> msg_type
+
+
+def element_bytes(msg_type: int) -> int:
+    """Bytes per element a packet of ``msg_type`` carries (2 for the 16-bit floats, else 4)."""
+    return 2 if msg_type in (MSG_SUM_FLOAT16, MSG_SUM_BFLOAT16) else 4
 
 SET_BIT = 0x8000          # pool_index MSB: the shadow set
 MAX_SLOTS = 0x8000        # slots addressable per job (15 bits)

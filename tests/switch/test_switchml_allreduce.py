@@ -180,8 +180,8 @@ def test_bad_setups_are_refused_by_name() -> None:
     install_jobs(sc, [job])
     with pytest.raises(ConfigError, match="already installed on 0, 1, s0"):
         install_jobs(sc, [SwitchMLJob(1, (0, 1), 10, 0, 4096)])
-    with pytest.raises(ConfigError, match="valid choices: int32, float32"):
-        SWC.build(Scenario(build_topology("star", hosts=2)), 10, "float16")
+    with pytest.raises(ConfigError, match="quantized mode converts float32 only"):
+        SWC.build(Scenario(build_topology("star", hosts=2)), 10, "float16", mode="quantized")
     with pytest.raises(ConfigError, match="job numbers must differ"):
         install_jobs(Scenario(build_topology("star", hosts=2)), [job, job], qp=1)
 
