@@ -4,7 +4,8 @@ one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and
 
 Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
 handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``.
-In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``).
+In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``; floats
+added natively) and ``switch-quantized`` (SwitchML's own float mode: block-exponent int32).
 Another variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario,
 count, dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs;
 optionally the handler programs it installs (so one engine is compiled for every algorithm of a
@@ -75,3 +76,8 @@ for _name, _mode in nic.VARIANTS.items():
 register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
                    switch.plan_memory, programs=switch.programs, check=switch.check_result,
                    dtypes=switch.DTYPES, configs=switch.run_configs))
+register(Algorithm("switch-quantized", "in-switch aggregation, SwitchML's float->int32 "
+                   "block-exponent quantization", switch.build_quantized,
+                   switch.plan_memory_quantized, programs=switch.programs,
+                   check=switch.check_quantized, dtypes=("float32",),
+                   configs=switch.run_configs))

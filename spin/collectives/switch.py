@@ -316,6 +316,27 @@ def rounding_levels(tree: dict) -> int:
     return max(per_host.values(), default=0)
 
 
+def build_quantized(scenario, count: int, dtype: str = "float32", **options) -> AllreducePlan:
+    """``build`` in SwitchML's own float mode (the registry's ``switch-quantized``)."""
+    return build(scenario, count, dtype, mode="quantized", **options)
+
+
+def plan_memory_quantized(n: int, count: int, dtype: str) -> int:
+    return plan_memory(n, count, dtype, "quantized")
+
+
+def check_quantized(inputs: np.ndarray, results: list[np.ndarray],
+                    dtype: str) -> tuple[bool, float]:
+    """Every rank the same bits, within ``quantize.error_bound`` of the exact sum for blocks of
+    the largest packet (MAX_MTU/4 elements: a block exponent over more elements is coarser,
+    so the bound holds for any MTU)."""
+    first = results[0]
+    same = all(np.array_equal(r.view(np.uint8), first.view(np.uint8)) for r in results)
+    err = np.abs(first.astype(np.float64) - inputs.astype(np.float64).sum(axis=0))
+    bound = switch_result_bound(inputs, dtype, "quantized", MAX_MTU // 4)
+    return same and bool(np.all(err <= bound)), float(err.max(initial=0))
+
+
 def check_result(inputs: np.ndarray, results: list[np.ndarray], dtype: str) -> tuple[bool, float]:
     """``measure.check_result`` with the switch's float bound (any tree: L = n-1)."""
     from .measure import check_result as check
