@@ -129,10 +129,9 @@ def test_loss_is_recovered_from_the_shadow_copies() -> None:
 
 
 def test_random_link_loss_is_recovered() -> None:
-    """1% of the frames on every link lost at random (LinkConfig.loss_rate): contributions,
-    results and timer ticks alike. Workers time out and resend, the switch answers completed
-    slots from the shadow copy, and the sum is exact. (The one-off start message of a job is
-    not retransmitted: the seed is one where it gets through.)"""
+    """1% of the frames on every link lost at random (LinkConfig.loss_rate): contributions and
+    results alike. Workers time out and resend, the switch answers completed slots from the
+    shadow copy, and the sum is exact."""
     n, count = 4, 64 * K
     topo = build_topology("star", hosts=n, link=LinkConfig(loss_rate=0.01, loss_seed=7))
     sc = Scenario(topo, engine_programs=SWITCH_LIBRARY, host=HostConfig(memory_bytes=1 << 20))
@@ -151,6 +150,34 @@ def test_random_link_loss_is_recovered() -> None:
     for h in range(n):
         assert np.array_equal(sim.host_memory(h)[:4 * count].view(np.int32), want), h
     assert sum(sim.handler_memory(setup.contexts[h])[G_RETRANSMITS] for h in range(n)) > 0
+
+
+@pytest.mark.parametrize("seed,workers", [(1, 2), (2, 1), (4, 1), (6, 1)])
+def test_five_percent_loss_cannot_stall_a_job(seed: int, workers: int) -> None:
+    """5% loss on every link, host links included. With these seeds every host hung when the
+    start message and the timer ticks still crossed the switch (a lost start message never
+    starts its rank; a lost tick stopped a timer until a result came). Now both stay in the
+    NIC (loopback, handler timer), so only contributions and results are lost and resent: the
+    sum is exact, identically on 1 and 2 workers."""
+    n, count = 4, 8 * K
+    topo = build_topology("star", hosts=n, link=LinkConfig(loss_rate=0.05, loss_seed=seed))
+    sc = Scenario(topo, engine_programs=SWITCH_LIBRARY, host=HostConfig(memory_bytes=1 << 20))
+    inputs = np.random.default_rng(seed).integers(-2**31, 2**31, (n, count)).astype(np.int32)
+    for h in range(n):
+        sc.write_host_memory(h, 0, inputs[h])
+    job = SwitchMLJob(1, tuple(range(n)), count, 0, 4 * count, SW.MSG_SUM_INT32, window=32)
+    setup = install_jobs(sc, [job], timeout_us=15.0)
+    for h in range(n):
+        setup.start(sc.host_program(h), job)
+    reads = [(h, 0, count, "int32") for h in range(n)]
+    result = run_both(sc, workers, read=reads) if workers > 1 else run(sc, 1, read=reads)
+    result.require_finished()
+    assert result.drops.get("random_loss", 0) > 0
+    want = inputs.sum(axis=0, dtype=np.int32)
+    for h in range(n):
+        assert np.array_equal(result.read(h, 0, count, "int32"), want), h
+    assert sum(result.nic(h).loopback_frames for h in range(n)) == n      # the start messages
+    assert all(result.nic(h).timers >= 1 for h in range(n))
 
 
 def test_speedup_over_ring_meets_the_framing_corrected_bound() -> None:
