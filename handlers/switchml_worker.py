@@ -1,8 +1,8 @@
 """The worker side of SwitchML, on the NIC: stream a vector through a window of switch slots.
 
-The host starts a job with one self-addressed control message (a KICK: the engine has no
-host-to-NIC doorbell for handlers, so it takes one trip to the first switch and back); its
-packet p makes the NIC send the first chunks of window part p (128 slots per part), each one
+The host starts a job with one control message to its own node (a KICK), which the NIC turns
+around through its loopback: it crosses no link, so no loss can stall the job. Its packet p
+makes the NIC send the first chunks of window part p (128 slots per part), each one
 RDMA WRITE ONLY read straight from host memory with the SwitchML header in the RETH VA
 (``spin.wire.switchml``; k elements of 4 bytes, or 2 for the 16-bit floats, as they are
 stored in host memory). When a slot's result comes back, the NIC writes it to host memory
@@ -10,13 +10,12 @@ and reuses the slot for the chunk ``window`` chunks further, in the other set. A
 a chunk the slot no longer waits for (a duplicate, e.g. an answered retransmission that
 crossed the multicast) is ignored. With the last chunk's result the NIC raises one host event.
 
-Retransmission: with ``timeout_ps > 0`` the NIC keeps a timer running while a job streams, as
-a TICK control packet it sends to itself (a round trip through the first switch: the engine
-has no NIC-side timer). Each tick resends every chunk whose result is overdue, in the same
-slot and set (SwitchML's worker timeout). Ticks carry a generation: a result that finds no tick
-seen for a whole timeout starts a new generation (a tick lost on a lossy link would otherwise
-stop the timer), and ticks of older generations die out. ``timeout_ps`` must exceed the tick's
-round trip (a few µs).
+Retransmission: with ``timeout_ps > 0`` one handler timer (``spin_set_timer``, a TICK packet
+the NIC gives itself) runs while a job has chunks outstanding. It expires at the earliest
+deadline of an outstanding chunk (sent time plus ``timeout_ps``); each expiry resends every
+chunk whose result is overdue, in the same slot and set (SwitchML's worker timeout), and sets
+the timer again for the next deadline, until no chunk is outstanding. A local timer cannot be
+lost, so one is armed at a time and nothing has to restart it.
 
 Handler memory (int64): globals, up to 4 job descriptors, then per job and window slot
 ``[tsi (-1: idle), set, sent_ps]``.
@@ -26,11 +25,10 @@ import numpy as np
 
 from handlers.switchml import element_bytes
 from spin.api import (DROP, SUCCESS, spin_add_cycles, spin_dma_to_host, spin_msg_addr,
-                      spin_msg_offset, spin_now_ps, spin_put_from_host, spin_qp, spin_send_packet)
+                      spin_msg_offset, spin_now_ps, spin_put_from_host, spin_qp, spin_set_timer)
 from spin.handler import HandlerProgram, handler
 
-G_N_JOBS, G_TIMEOUT_PS, G_SELF, G_TICKING, G_RETRANSMITS, G_DUPLICATES, G_TICKS = range(7)
-G_TICK_GEN, G_LAST_TICK_PS = 7, 8
+G_N_JOBS, G_TIMEOUT_PS, G_SELF, G_ARMED, G_RETRANSMITS, G_DUPLICATES, G_TICKS = range(7)
 JOBS = 16
 MAX_JOBS = 4
 JOB_WORDS = 16
@@ -38,7 +36,7 @@ J_JOB, J_OP, J_WINDOW, J_SLOT_BASE, J_K, J_COUNT, J_IN, J_OUT, J_DST = range(9)
 J_CHUNKS, J_DONE, J_STATE = 9, 10, 11
 SLOT_WORDS = 3
 PART_SLOTS = 128                     # slots started per KICK packet (commands per handler)
-RESEND_LIMIT = 200                   # resends per tick (a handler issues at most 256 commands)
+RESEND_LIMIT = 200                   # resends per expiry (a handler issues at most 256 commands)
 MSG_CONTROL, CONTROL_KICK, CONTROL_TICK = 7, 1, 2      # as spin.wire.switchml
 
 
@@ -58,41 +56,40 @@ def _send_chunk(ctx, mem, j, w, s, tsi, now):
                        _header(mem[j + J_OP], mem[j + J_JOB], mem[j + J_SLOT_BASE] + w, s, tsi))
 
 
-def _arm(ctx, mem, now):
-    """Start a new generation of timer ticks."""
-    mem[G_TICKING] = 1
-    mem[G_TICK_GEN] += 1
-    mem[G_LAST_TICK_PS] = now
-    spin_send_packet(ctx, mem[G_SELF], spin_qp(ctx), mem.view(np.uint8), 0, 8,
-                     _header(MSG_CONTROL, 0, CONTROL_TICK, 0, mem[G_TICK_GEN] & 0xFFFFFFFF))
+def _arm(ctx, mem, delay_ps):
+    """Set the retransmission timer (a TICK to this NIC's own handler)."""
+    mem[G_ARMED] = 1
+    spin_set_timer(ctx, max(delay_ps, 1), spin_qp(ctx), mem.view(np.uint8), 0, 0,
+                   _header(MSG_CONTROL, 0, CONTROL_TICK, 0, 0))
 
 
-def _tick(ctx, mem, gen):
-    """Resend overdue chunks; keep ticking while a job streams."""
+def _tick(ctx, mem):
+    """The timer expired: resend overdue chunks, then set it for the next deadline while any
+    chunk is outstanding."""
     now = spin_now_ps(ctx)
-    if gen != mem[G_TICK_GEN] & 0xFFFFFFFF:
-        return                                  # a tick of an older generation: let it die
-    busy = False
+    timeout = mem[G_TIMEOUT_PS]
     sent = 0
+    nxt = -1                                    # earliest deadline after the resends
     for i in range(mem[G_N_JOBS]):
         j = JOBS + JOB_WORDS * i
         if mem[j + J_DONE] >= mem[j + J_CHUNKS]:
             continue
-        busy = True
         for w in range(mem[j + J_WINDOW]):
             at = mem[j + J_STATE] + SLOT_WORDS * w
-            if mem[at] >= 0 and now - mem[at + 2] >= mem[G_TIMEOUT_PS] and sent < RESEND_LIMIT:
+            if mem[at] < 0:
+                continue
+            if now - mem[at + 2] >= timeout and sent < RESEND_LIMIT:
                 _send_chunk(ctx, mem, j, w, mem[at + 1], mem[at], now)
                 mem[G_RETRANSMITS] += 1
                 sent += 1
+            if nxt < 0 or mem[at + 2] + timeout < nxt:
+                nxt = mem[at + 2] + timeout
         spin_add_cycles(ctx, 2 * mem[j + J_WINDOW])
     mem[G_TICKS] += 1
-    mem[G_LAST_TICK_PS] = now
-    if busy:
-        spin_send_packet(ctx, mem[G_SELF], spin_qp(ctx), mem.view(np.uint8), 0, 8,
-                         _header(MSG_CONTROL, 0, CONTROL_TICK, 0, gen))
+    if nxt >= 0:
+        _arm(ctx, mem, nxt - now)
     else:
-        mem[G_TICKING] = 0
+        mem[G_ARMED] = 0
 
 
 _header = nb.njit(_nrt=False)(_header)        # handlers are built without NRT
@@ -109,7 +106,7 @@ def switchml_worker_payload(ctx, pkt, mem):
     pool = (va >> 32) & 0xFFFF
     tsi = va & 0xFFFFFFFF
     if op == MSG_CONTROL and pool == CONTROL_TICK:
-        _tick(ctx, mem, tsi)
+        _tick(ctx, mem)
         return SUCCESS
     j = -1
     for i in range(mem[G_N_JOBS]):
@@ -125,14 +122,12 @@ def switchml_worker_payload(ctx, pkt, mem):
         for w in range(p * PART_SLOTS, min(window, (p + 1) * PART_SLOTS)):
             if w * k < mem[j + J_COUNT]:
                 _send_chunk(ctx, mem, j, w, 0, w * k, now)
-        if mem[G_TIMEOUT_PS] > 0 and mem[G_TICKING] == 0:
-            _arm(ctx, mem, now)
+        if mem[G_TIMEOUT_PS] > 0 and mem[G_ARMED] == 0:
+            _arm(ctx, mem, mem[G_TIMEOUT_PS])
         return SUCCESS
     w = (pool & 0x7FFF) - mem[j + J_SLOT_BASE]
     s = pool >> 15
     at = mem[j + J_STATE] + SLOT_WORDS * w
-    if mem[G_TICKING] != 0 and now - mem[G_LAST_TICK_PS] > mem[G_TIMEOUT_PS]:
-        _arm(ctx, mem, now)                     # the tick was lost: restart the timer
     if w < 0 or w >= window or mem[at] != tsi or mem[at + 1] != s:
         mem[G_DUPLICATES] += 1
         return SUCCESS
@@ -152,9 +147,13 @@ def worker_memory(node: int, jobs: list[dict], timeout_ps: int = 0) -> np.ndarra
     """Handler memory of worker ``node``'s NIC: ``jobs`` are dicts with ``job``, ``op``
     (msg_type), ``window`` (slots), ``slot_base``, ``k`` (elements per packet), ``count``
     (elements), ``input_addr``, ``output_addr`` (host memory) and ``dst`` (the host the
-    contributions are addressed to; switches take them on the way)."""
+    contributions are addressed to; switches take them on the way; never ``node`` itself,
+    whose frames would stay in the NIC's loopback)."""
     if not 1 <= len(jobs) <= MAX_JOBS:
         raise ValueError(f"{len(jobs)} SwitchML jobs on node {node}; 1..{MAX_JOBS}")
+    if any(job["dst"] == node for job in jobs):
+        raise ValueError(f"SwitchML worker on node {node}: contributions addressed to itself "
+                         f"would never leave its NIC (loopback); address another host")
     total = JOBS + JOB_WORDS * MAX_JOBS + sum(SLOT_WORDS * j["window"] for j in jobs)
     mem = np.zeros(total, np.int64)
     mem[G_N_JOBS], mem[G_TIMEOUT_PS], mem[G_SELF] = len(jobs), timeout_ps, node

@@ -1,12 +1,13 @@
 """The NIC's action sink: what the commands a handler issued do on a NIC (PCIe writes and reads,
-host events, packets out of the NIC's port, puts from host memory), timed from the handler's
-end."""
+host events, packets out of the NIC's port or through its loopback, puts from host memory,
+timers), timed from the handler's end (a timer from its start: ``spin_set_timer``)."""
 import numba as nb
 
 from spin.engine import state as S
-from spin.engine.handler_context import build_staged_packet, check_host_bytes
+from spin.engine.handler_context import build_staged_packet, check_host_bytes, schedule_timer
 from spin.engine.heap import push_event
 
+from .loopback import loop_back
 from .pcie import CQE_BYTES, pcie_read, pcie_write
 from .tx import post_message
 
@@ -34,7 +35,12 @@ def nic_finalize_actions(st, dev, m, n, end):
                            dev, 0, 0)
         elif kind == S.ACT_SEND_PACKET:
             slot = build_staged_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
-            push_event(st, end, dev, S.EV_ENQUEUE, dev, gp, slot)
+            if p[1] == st.dev[dev, S.D_NODE]:
+                loop_back(st, dev, slot, end)
+            else:
+                push_event(st, end, dev, S.EV_ENQUEUE, dev, gp, slot)
+        elif kind == S.ACT_TIMER:
+            schedule_timer(st, dev, p)
         elif kind == S.ACT_HOST_EVENT:
             # an event is a small posted write behind the handler's data writes: it never
             # reaches the host before the data it announces

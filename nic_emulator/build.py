@@ -17,6 +17,7 @@ def configure_nic(st, d: int, nic, host, host_mem_offset: int) -> None:
     dev[S.D_PCIE_MPS_PER_BYTE] = int(round(1_000_000 / nic.pcie_rate_gbytes_per_s))
     dev[S.D_MAX_MSGS] = nic.max_inflight_messages
     dev[S.D_NIC_TX_WINDOW] = nic.tx_window_frames
+    dev[S.D_LOOPBACK_PS] = ns(nic.loopback_latency_ns)
     dev[S.D_HOST_MEM_OFF] = host_mem_offset
     dev[S.D_HOST_MEM_SIZE] = host.memory_bytes
     dev[S.D_HOST_O_SEND_PS] = ns(host.send_overhead_ns)

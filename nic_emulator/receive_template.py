@@ -41,7 +41,10 @@ def _ue_message_key(dev, src, qp, msg_psn):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def nic_receive(st, hmems, dev, slot, now):
+def nic_receive(st, hmems, dev, slot, now, timer):
+    """A frame for this NIC (``timer``: the packet of an expired handler timer, which belongs to
+    no connection: the transport neither sequences nor acknowledges it, and it never replaces a
+    message open on its QP)."""
     frame = st.pool[slot]
     flen = st.slot_len[slot]
     out = st.parsed
@@ -59,7 +62,7 @@ def nic_receive(st, hmems, dev, slot, now):
         # no device has that address: a spoofed or corrupted source a handler must not answer
         _nic_drop(st, dev, slot, D.UNKNOWN_SOURCE)
         return
-    tr = st.dev[dev, S.D_TRANSPORT]
+    tr = S.TR_NONE if timer else st.dev[dev, S.D_TRANSPORT]
     opcode = out[W.P_OPCODE]
     if opcode == WH.OP_RC_ACKNOWLEDGE or opcode == WH.OP_CNP or opcode == WH.OP_UE_ACK:
         reason = D.TRANSPORT_MISMATCH if tr == S.TR_NONE else on_control(st, dev, out, frame, now)
@@ -119,7 +122,8 @@ def nic_receive(st, hmems, dev, slot, now):
             t_ready = now + st.dev[dev, S.D_MATCH_PKT_CYCLES] * cyc
         ue_idx = psn_abs - msg_psn
     elif is_first:
-        if not make_room_for(st, dev, key, now):
+        room = has_message_room(st, dev, now) if timer else make_room_for(st, dev, key, now)
+        if not room:
             _nic_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
             return
         t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
@@ -129,9 +133,10 @@ def nic_receive(st, hmems, dev, slot, now):
         ec = match_ec(st, dev, src, st.dev[dev, S.D_NODE], qp, out[W.P_RETH_RKEY],
                       WH.ROCE_UDP_PORT, -1)
         m = new_message(st, dev, src, qp, psn, npkts, out[W.P_RETH_VA], out[W.P_RETH_RKEY],
-                        dma_len, ec, t_ready, key)
+                        dma_len, ec, t_ready, np.int64(-1) if timer else key)
         st.msg[m, S.M_T_FIRST] = now
-        map_put(st.rx_keys, st.rx_vals, key, m)
+        if not timer:   # a timer packet is a whole message: never looked up again
+            map_put(st.rx_keys, st.rx_vals, key, m)
     else:
         m = map_get(st.rx_keys, st.rx_vals, key)
         if m < 0:
@@ -173,7 +178,8 @@ def nic_receive(st, hmems, dev, slot, now):
         accepted(st, dev, c, psn_abs, out, done, now)
     free_slot(st, slot)
     if done:
-        map_delete(st.rx_keys, st.rx_vals, key)
+        if not timer:
+            map_delete(st.rx_keys, st.rx_vals, key)
         t_c = max(st.msg[m, S.M_HDR_END], st.msg[m, S.M_PL_END], st.msg[m, S.M_LAST_READY])
         push_event(st, t_c, dev, S.EV_COMPLETION, dev, m, 0)
 

@@ -22,7 +22,7 @@ from spin.engine import state as S
 from spin.engine.freelist import give_free
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes
-from spin.engine.ports import WIRE_OVERHEAD, enqueue_frame
+from spin.engine.ports import WIRE_OVERHEAD
 from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE, OPC_WRITE_ONLY,
                               PSN_MASK)
 from spin.wire import headers as WH
@@ -33,6 +33,7 @@ from spin.wire.transport_frames import get_be, write_ue_write_headers
 from .congestion import (dcqcn_advance, dcqcn_cut, pacing_gap_ps, window_on_ack, window_on_timeout,
                          window_on_trim)
 from .entropy import packet_ev, reps_freeze, reps_on_ack
+from .loopback import emit_frame
 from .pcie import pcie_read
 from .transport import (BITS_RTX, BITS_SACKED, ROLE_TX, bit_clear, bit_get, bit_set,
                         find_connection, kick_tx, unwrap)
@@ -115,7 +116,7 @@ def reliable_tx_step(st, dev, now):
             st.dev[dev, S.D_NIC_TX_SCHED] = 1
             push_event(st, st.conn[c, S.C_NEXT_SEND], dev, S.EV_TXM, dev, 0, 0)
             return
-    t_emit = _emit(st, dev, sel, idx, c, psn, resend, now, gp)
+    t_emit = _emit(st, dev, sel, idx, c, psn, resend, now)
     if resend:
         bit_clear(st, c, BITS_RTX, psn)
         st.conn[c, S.C_RTX_N] -= 1
@@ -138,7 +139,7 @@ def reliable_tx_step(st, dev, now):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _emit(st, dev, m, idx, c, psn, resend, now, gp):
+def _emit(st, dev, m, idx, c, psn, resend, now):
     """Build packet ``idx`` of message ``m`` (PSN ``psn``) and queue it; returns when its data
     left host memory."""
     mtu = st.sc[S.SC_MTU]
@@ -178,10 +179,7 @@ def _emit(st, dev, m, idx, c, psn, resend, now, gp):
         gap = pacing_gap_ps(st, c, length + WIRE_OVERHEAD)
         if gap > 0:
             st.conn[c, S.C_NEXT_SEND] = max(st.conn[c, S.C_NEXT_SEND], t_emit) + gap
-    if t_emit <= now:
-        enqueue_frame(st, gp, slot, now)
-    else:
-        push_event(st, t_emit, dev, S.EV_ENQUEUE, dev, gp, slot)
+    emit_frame(st, dev, st.txm[m, S.T_DST], slot, t_emit, now)
     return t_emit
 
 

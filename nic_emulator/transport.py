@@ -18,9 +18,10 @@ from spin.engine import state as S
 from spin.engine.hashmap import map_get, map_put
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot
-from spin.engine.ports import enqueue_frame
 from spin.engine.rdma import PSN_MASK, conn_key, flow_entropy
 from spin.wire.transport_frames import write_control_frame
+
+from .loopback import emit_frame
 
 ROLE_TX = 0
 ROLE_RX = 1
@@ -127,5 +128,5 @@ def send_control(st, dev, c, opcode, psn, syndrome, msn, cum_psn, sack_psn, bitm
                             echo_ev, flags)
     st.slot_len[slot] = n
     st.slot_trusted[slot] = ICRC_PENDING
-    enqueue_frame(st, st.dev[dev, S.D_PORT0], slot, now)
+    emit_frame(st, dev, st.conn[c, S.C_PEER], slot, now, now)   # to itself: loopback
 

@@ -11,12 +11,12 @@ from spin.engine import state as S
 from spin.engine.freelist import give_free, take_free
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes
-from spin.engine.ports import enqueue_frame
 from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE, OPC_WRITE_ONLY,
                               PSN_MASK, flow_entropy, take_psns)
 from spin.wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
 
 from .entropy import spray_ev
+from .loopback import emit_frame
 from .pcie import pcie_read
 from .reliable_tx import reliable_tx_step
 from .transport import ROLE_TX, connection, kick_tx, wake_tx  # noqa: F401  (wake_tx: re-export)
@@ -119,10 +119,7 @@ def tx_step(st, dev, now):
     copy_bytes(frame, off, st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + st.txm[m, S.T_HOST_ADDR] + sent, chunk)
     st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, chunk)
     st.slot_trusted[slot] = ICRC_PENDING
-    if t_emit <= now:
-        enqueue_frame(st, gp, slot, now)   # data already in NIC memory: no event needed
-    else:
-        push_event(st, t_emit, dev, S.EV_ENQUEUE, dev, gp, slot)
+    emit_frame(st, dev, st.txm[m, S.T_DST], slot, t_emit, now)
     st.txm[m, S.T_SENT] = sent + chunk
     if last:
         st.dev[dev, S.D_TXQ_HEAD] = (head + 1) % cap

@@ -115,13 +115,26 @@ def spin_host_event(ctx, value):
     return SPIN_OK
 
 
-# --- sending ----------------------------------------------------------------------------------
+# --- sending ---------------------------------------------------------------------------------
+@nb.njit(cache=True, _nrt=False)
+def _stage(ctx, src, src_offset, nbytes):
+    """Copy a packet's payload to the invocation's staging area; returns its offset there."""
+    ctl = ctx.ctl
+    off = ctl[HC_STAGE_N]
+    if off < 0 or off + nbytes > ctx.stage.shape[0]:
+        raise IndexError("spin: too many bytes sent by one handler invocation "
+                         "(spin_send_packet, spin_set_timer)")
+    copy_bytes(ctx.stage, off, src, src_offset, nbytes)
+    ctl[HC_STAGE_N] = off + nbytes
+    return off
+
+
 @nb.njit(cache=True, _nrt=False)
 def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_addr):
     """Send ``nbytes`` from NIC memory as one RDMA WRITE ONLY packet to ``dst_node``/``dest_qp``,
     landing at ``remote_addr`` in the destination's host memory (unless a handler there
     consumes it). ``nbytes`` must fit the MTU. The bytes are copied now; the packet leaves
-    when the handler ends."""
+    when the handler ends. A NIC's packet to its own node takes the NIC's loopback (no link)."""
     if src.itemsize != 1:
         raise TypeError("spin_send_packet: the buffer must be a uint8 array (view it with .view(np.uint8))")
     if nbytes < 0 or nbytes > ctx.mtu:
@@ -130,13 +143,38 @@ def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_add
         raise IndexError("spin_send_packet: source range outside the given buffer")
     if dst_node < 0 or dst_node >= ctx.n_nodes:
         raise ValueError("spin_send_packet: unknown destination node")
-    ctl = ctx.ctl
-    off = ctl[HC_STAGE_N]
-    if off < 0 or off + nbytes > ctx.stage.shape[0]:
-        raise IndexError("spin_send_packet: too many bytes sent by one handler invocation")
-    copy_bytes(ctx.stage, off, src, src_offset, nbytes)
-    ctl[HC_STAGE_N] = off + nbytes
+    off = _stage(ctx, src, src_offset, nbytes)
     _push_action(ctx, S.ACT_SEND_PACKET, dst_node, dest_qp, off, nbytes, remote_addr)
+    return SPIN_OK
+
+
+MAX_TIMER_DELAY_PS = S.MAX_TIMER_DELAY_PS   # 1 s
+
+
+@nb.njit(cache=True, _nrt=False)
+def spin_set_timer(ctx, delay_ps, dest_qp, src, src_offset, nbytes, remote_addr):
+    """Set a one-shot timer: ``delay_ps`` after this handler started (at virtual time
+    ``spin_now_ps(ctx) + delay_ps``), a packet reaches this same device's receive path without
+    crossing any link, so no loss, fault or switch can touch it. It is built like
+    ``spin_send_packet``'s (``nbytes`` of ``src`` copied now, at most the MTU, an RDMA WRITE
+    ONLY to ``dest_qp`` with ``remote_addr`` as its RETH address) and comes from the device's
+    own node, so it matches execution contexts as any packet does and a handler tells its
+    timer apart by its address (``spin_msg_addr``) or by ``spin_source(ctx) == spin_node(ctx)``.
+    It belongs to no connection: the NIC's transport neither sequences nor acknowledges it.
+    On a NIC, a timer no execution context takes goes down the default path to host memory;
+    on a switch it is dropped (counted as ``no_route``). ``delay_ps``: 1 ps to 1 s. There is
+    no cancel: a handler ignores a timer it no longer needs (e.g. by a generation number in
+    ``remote_addr``)."""
+    if delay_ps < 1 or delay_ps > MAX_TIMER_DELAY_PS:
+        raise ValueError("spin_set_timer: delay_ps outside 1 .. 10**12 (1 ps .. 1 s)")
+    if src.itemsize != 1:
+        raise TypeError("spin_set_timer: the buffer must be a uint8 array (view it with .view(np.uint8))")
+    if nbytes < 0 or nbytes > ctx.mtu:
+        raise ValueError("spin_set_timer: length exceeds the MTU")
+    if src_offset < 0 or src_offset + nbytes > src.shape[0]:
+        raise IndexError("spin_set_timer: source range outside the given buffer")
+    off = _stage(ctx, src, src_offset, nbytes)
+    _push_action(ctx, S.ACT_TIMER, delay_ps, dest_qp, off, nbytes, remote_addr)
     return SPIN_OK
 
 

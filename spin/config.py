@@ -126,6 +126,11 @@ class NicConfig(_Frozen):
     max_inflight_messages: int = Field(256, ge=1)
     # Frames the transmit engine may queue at the egress port before it waits.
     tx_window_frames: int = Field(8, ge=1)
+    # A frame to the NIC's own node is turned around inside the NIC, as RDMA devices handle
+    # loopback messages (no packet on the port: Barak, "Loopback messages in RDMA", rdmamojo,
+    # 2018). 50 ns stands for one pass through on-chip transmit and receive logic instead of
+    # MAC, PHY and link: an estimate of that order, not a measured figure.
+    loopback_latency_ns: float = Field(50.0, ge=0, allow_inf_nan=False)
     # Reliability, congestion control and entropy of the NIC's sends (default: open loop).
     transport: TransportConfig = Field(default_factory=TransportConfig)
 

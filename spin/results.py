@@ -104,6 +104,8 @@ class NicStats:
     handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
     messages_abandoned: int = 0   # replaced by a new message on their QP before completing
     messages_expired: int = 0     # incomplete, evicted after EngineConfig.message_timeout_ns
+    loopback_frames: int = 0      # frames sent to its own node, turned around in the NIC
+    timers: int = 0               # handler timers that expired (spin_set_timer)
     # reliable transports (NicConfig.transport; all 0 with kind "none")
     retransmissions: int = 0      # data packets sent again (go-back-N, NACKed, timed out)
     timeouts: int = 0             # retransmission timer expiries
@@ -154,6 +156,7 @@ class SwitchStats:
     messages_abandoned: int = 0
     messages_expired: int = 0
     flowlets: int = 0          # flows given a path afresh by flowlet switching
+    timers: int = 0            # handler timers that expired (spin_set_timer)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SwitchStats":

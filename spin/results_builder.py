@@ -79,6 +79,8 @@ def build_result(sim) -> RunResult:
                              hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls,
                              messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
                              messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED]),
+                             loopback_frames=int(st.dev[d, S.D_LOOPBACK_FRAMES]),
+                             timers=int(st.dev[d, S.D_TIMERS]),
                              **_transport_counters(st, d)))
         hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
                                finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
@@ -96,7 +98,8 @@ def build_result(sim) -> RunResult:
                                         handler_calls=calls,
                                         messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
                                         messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED]),
-                                        flowlets=int(st.dev[d, S.D_SW_FLOWLETS])))
+                                        flowlets=int(st.dev[d, S.D_SW_FLOWLETS]),
+                                        timers=int(st.dev[d, S.D_TIMERS])))
     drops: dict[str, int] = {}
     for d in sorted(local):
         for k, v in D.drop_counts_to_dict(st.drops[d]).items():

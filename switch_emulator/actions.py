@@ -1,11 +1,12 @@
 """The switch's action sink: what the commands a switch handler issued do (forward a copy of the
 packet to a port or the routed next hop, multicast it to a port group, send a packet built in
-switch memory along the routes), timed from the handler's end."""
+switch memory along the routes, set a timer), timed from the handler's end (a timer from its
+start: ``spin_set_timer``)."""
 import numba as nb
 
 from spin import drops as D
 from spin.engine import state as S
-from spin.engine.handler_context import build_staged_packet
+from spin.engine.handler_context import build_staged_packet, schedule_timer
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, free_slot
 
@@ -46,6 +47,8 @@ def switch_finalize_actions(st, dev, slot, n, end):
         if kind == S.ACT_SEND_PACKET:
             c = build_staged_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
             send_out(st, dev, c, routed_port(st, dev, c, end), end)
+        elif kind == S.ACT_TIMER:
+            schedule_timer(st, dev, p)
         elif kind == S.ACT_FORWARD:
             if slot < 0 or p[1] < -1 or p[1] >= st.dev[dev, S.D_NPORTS]:
                 raise ValueError("spin_forward: port outside the switch's ports (or ROUTED)")

@@ -67,6 +67,14 @@ def switch_receive(st, hmems, dev, in_gp, slot, now):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def switch_timer(st, hmems, dev, slot, now):
+    """A timer a handler of this switch set expired: its packet (from the switch to itself)
+    goes to the switch's execution contexts; one that none takes has nowhere to go."""
+    if not _switch_handle(st, hmems, dev, slot, now):
+        _sw_drop(st, dev, slot, D.NO_ROUTE)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _switch_handle(st, hmems, dev, slot, now):
     """Run the switch's execution contexts on the frame; False when none takes it."""
     frame = st.pool[slot]

@@ -5,8 +5,10 @@ Each rank's NIC streams its vector through a window of switch slots, one packet 
 elements of w bytes per slot (header in the RETH VA, ``spin.wire.switchml``); the switches of
 the job's tree (``switch_tree``) add the children's packets and send one partial up; the root
 multicasts the sum down; each NIC writes it over its input (in place, as MPI_IN_PLACE) and
-raises one host event at the end. The host only posts the start and waits: host CPU is two
-message overheads.
+raises one host event at the end. The host only posts the start (a message to its own node,
+which the NIC turns around through its loopback, so it crosses no link and cannot be lost) and
+waits: host CPU is two message overheads. Lost contributions and results are resent on a
+NIC-side timer (``spin_set_timer``; ``handlers/switchml_worker.py``).
 
 Jobs: ``SwitchMLJob`` describes one (its number selects its slot range in every switch it
 crosses); ``install_jobs`` sets up any number of them on one scenario, sharing the switches'
@@ -77,7 +79,8 @@ class SwitchMLSetup:
         prog.wait_event()
 
     def post(self, prog, job: SwitchMLJob) -> None:
-        """Post the start of ``job`` without waiting: jobs posted together run at once, and
+        """Post the start of ``job`` to the rank's own NIC (through the NIC's loopback, one
+        packet per 128 slots of window) without waiting: jobs posted together run at once, and
         ``prog.wait_event(count)`` waits for their ``count`` results."""
         parts = -(-min(job.window, self.chunks(job)) // PART_SLOTS)
         prog.send(prog.node, parts * self.mtu, qp=self.qp, local_addr=job.kick_addr,
@@ -109,7 +112,8 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
                  drop_ppm: int = 0, drop_result_ppm: int = 0, seed: int = 1) -> SwitchMLSetup:
     """Install the switch and worker programs for ``jobs`` on scenario ``sc`` (jobs may share
     switches and hosts: each switch holds every job that crosses it, in disjoint slot ranges).
-    ``timeout_us`` > 0 runs the workers' retransmission timer; ``drop_ppm`` and
+    ``timeout_us`` > 0 runs the workers' retransmission timer (a handler timer on each NIC,
+    resending a chunk whose result is ``timeout_us`` overdue); ``drop_ppm`` and
     ``drop_result_ppm`` make every switch drop contributions / results (parts per million),
     as SwitchML's drop simulator. Returns the setup; call ``setup.start(prog, job)`` in each
     rank's host program."""
@@ -119,8 +123,10 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
     from .switch_tree import aggregation_tree
     if not 0 <= qp < sc.host.qps:
         raise ConfigError(f"SwitchML qp={qp}: valid QPs are 0..{sc.host.qps - 1}")
-    if timeout_us < 0 or not 0 <= drop_ppm <= 1_000_000 or not 0 <= drop_result_ppm <= 1_000_000:
-        raise ConfigError(f"SwitchML timeout_us={timeout_us} (>= 0), drop_ppm={drop_ppm}, "
+    if not 0 <= timeout_us <= 1_000_000 or not 0 <= drop_ppm <= 1_000_000 \
+            or not 0 <= drop_result_ppm <= 1_000_000:
+        raise ConfigError(f"SwitchML timeout_us={timeout_us} (0..1000000: a handler timer "
+                          f"lasts at most 1 s), drop_ppm={drop_ppm}, "
                           f"drop_result_ppm={drop_result_ppm} (0..1000000)")
     taken = sorted({str(c.node) for c in sc.contexts if c.match_qp == qp
                     and c.program.name in ("switchml", "switchml_worker")})
@@ -156,7 +162,9 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
             per_host.setdefault(h, []).append({
                 "job": job.job, "op": job.op, "window": job.window, "slot_base": 0, "k": k,
                 "count": job.count, "input_addr": job.addr, "output_addr": job.addr,
-                "dst": entry.get(h, job.hosts[0])})
+                # any other rank: the first switch takes the contribution on the way (a
+                # contribution to the worker's own node would stay in its NIC's loopback)
+                "dst": entry.get(h, job.hosts[1] if h == job.hosts[0] else job.hosts[0])})
     n_hosts = len(topo.hosts)
     for i, s in enumerate(sorted(per_switch, key=topo.switches.index)):
         mem = switch_memory(per_switch[s], n_hosts, drop_ppm=drop_ppm,

@@ -26,6 +26,7 @@ import numba as nb
 import numpy as np
 
 from . import state as S
+from .heap import push_event
 from .pool import ICRC_PENDING, ICRC_VALID, alloc_slot, copy_bytes
 from .rdma import OPC_WRITE_ONLY, flow_entropy, take_psns
 from ..wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
@@ -108,20 +109,12 @@ def check_host_bytes(st, dev, nbytes):
 
 
 @nb.njit(cache=True, _nrt=False)
-def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_addr):
-    """Build the RDMA WRITE ONLY frame of a ``spin_send_packet`` command from its staged payload
-    and return its slot (PSN taken now, in command order; ICRC deferred)."""
-    if dst_node < 0 or dst_node >= st.sc[S.SC_N_NODES]:
-        raise ValueError("spin_send_packet: unknown destination node")
-    if dest_qp < 0 or dest_qp >= BTH_QP_LIMIT:
-        raise ValueError("spin_send_packet: destination QP outside 0 .. 2^24-1")
-    if nbytes < 0 or nbytes > st.sc[S.SC_MTU] or stage_off < 0 \
-            or stage_off + nbytes > st.pend[S.MAX_PENDING_ACTIONS, HC_STAGE_N]:
-        raise ValueError("spin_send_packet: the command names bytes the handler did not stage")
+def _staged_frame(st, dev, dst_node, dest_qp, psn, stage_off, nbytes, remote_addr):
+    """An RDMA WRITE ONLY frame from the device to ``dst_node`` carrying staged bytes (ICRC
+    deferred); returns its slot."""
     me = st.dev[dev, S.D_NODE]
     slot = alloc_slot(st)
     frame = st.pool[slot]
-    psn = take_psns(st, dev, dst_node, dest_qp, 1)
     off = write_roce_headers(frame, me, dst_node, flow_entropy(me, dst_node, dest_qp),
                              OPC_WRITE_ONLY, dest_qp, psn, 0, remote_addr, 0, nbytes, nbytes,
                              psn & 0xFFFF)
@@ -129,6 +122,57 @@ def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_ad
     st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, nbytes)
     st.slot_trusted[slot] = ICRC_PENDING
     return slot
+
+
+@nb.njit(cache=True, _nrt=False)
+def _check_staged(st, dest_qp, stage_off, nbytes):
+    """The QP and staged bytes of a send or timer command (0: fine, 1: bad QP, 2: bad bytes)."""
+    if dest_qp < 0 or dest_qp >= BTH_QP_LIMIT:
+        return 1
+    if nbytes < 0 or nbytes > st.sc[S.SC_MTU] or stage_off < 0 \
+            or stage_off + nbytes > st.pend[S.MAX_PENDING_ACTIONS, HC_STAGE_N]:
+        return 2
+    return 0
+
+
+@nb.njit(cache=True, _nrt=False)
+def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_addr):
+    """Build the RDMA WRITE ONLY frame of a ``spin_send_packet`` command from its staged payload
+    and return its slot (PSN taken now, in command order; ICRC deferred)."""
+    if dst_node < 0 or dst_node >= st.sc[S.SC_N_NODES]:
+        raise ValueError("spin_send_packet: unknown destination node")
+    bad = _check_staged(st, dest_qp, stage_off, nbytes)
+    if bad == 1:
+        raise ValueError("spin_send_packet: destination QP outside 0 .. 2^24-1")
+    if bad == 2:
+        raise ValueError("spin_send_packet: the command names bytes the handler did not stage")
+    psn = take_psns(st, dev, dst_node, dest_qp, 1)
+    return _staged_frame(st, dev, dst_node, dest_qp, psn, stage_off, nbytes, remote_addr)
+
+
+@nb.njit(cache=True, _nrt=False)
+def build_timer_packet(st, dev, delay_ps, dest_qp, stage_off, nbytes, remote_addr):
+    """Build the packet of a ``spin_set_timer`` command: an RDMA WRITE ONLY from the device to
+    itself with the staged payload, PSN 0 (it belongs to no connection: the receive path takes
+    it without transport sequencing). Returns its slot."""
+    if delay_ps < 1 or delay_ps > S.MAX_TIMER_DELAY_PS:
+        raise ValueError("spin_set_timer: delay_ps outside 1 .. 10**12 (1 ps .. 1 s)")
+    bad = _check_staged(st, dest_qp, stage_off, nbytes)
+    if bad == 1:
+        raise ValueError("spin_set_timer: QP outside 0 .. 2^24-1")
+    if bad == 2:
+        raise ValueError("spin_set_timer: the command names bytes the handler did not stage")
+    return _staged_frame(st, dev, st.dev[dev, S.D_NODE], dest_qp, 0, stage_off, nbytes,
+                         remote_addr)
+
+
+@nb.njit(cache=True, _nrt=False)
+def schedule_timer(st, dev, p):
+    """Apply a ``spin_set_timer`` command (row ``p`` of ``st.pend``), on a NIC or a switch: its
+    packet reaches the device's own receive path ``delay_ps`` after the handler started (an
+    event in the scheduler, crossing no link)."""
+    slot = build_timer_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
+    push_event(st, st.cur[S.CUR_TIME] + p[1], dev, S.EV_ARRIVE, dev, S.ARRIVE_TIMER, slot)
 
 
 def sample_context(st) -> HandlerContext:

@@ -27,7 +27,8 @@ from switch_emulator.actions import switch_finalize_actions
 
 from spin.engine._dispatch_default import dispatch_handler  # SPIN-DISPATCH
 from nic_emulator.receive_template import nic_complete, nic_receive  # SPIN-TEMPLATE
-from switch_emulator.receive_template import switch_complete, switch_receive  # SPIN-TEMPLATE
+from switch_emulator.receive_template import (switch_complete, switch_receive,  # SPIN-TEMPLATE
+                                              switch_timer)  # SPIN-TEMPLATE
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
@@ -120,7 +121,16 @@ def message_handlers(st, hmems, dev, ec, m, slot, pkt, first, t_ready, msg_off, 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _arrive(st, hmems, dev, gp, slot, t):
     """A frame reached port ``gp``: links that are down lose it, PFC frames pause the port,
-    everything else goes to the device."""
+    everything else goes to the device. A frame the device sent itself (``gp`` is
+    ``ARRIVE_LOOPBACK`` or ``ARRIVE_TIMER``) crossed no port: it goes to the device as is."""
+    if gp < 0:
+        if gp == S.ARRIVE_TIMER:
+            st.dev[dev, S.D_TIMERS] += 1
+        if st.dev[dev, S.D_KIND] == S.DEV_NIC:
+            nic_receive(st, hmems, dev, slot, t, gp == S.ARRIVE_TIMER)
+        else:
+            switch_timer(st, hmems, dev, slot, t)
+        return
     if st.port[gp, S.PT_UP] == 0:
         st.drops[dev, D.LINK_DOWN] += 1
         free_slot(st, slot)
@@ -131,7 +141,7 @@ def _arrive(st, hmems, dev, gp, slot, t):
         free_slot(st, slot)
         return
     if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-        nic_receive(st, hmems, dev, slot, t)
+        nic_receive(st, hmems, dev, slot, t, False)
     else:
         switch_receive(st, hmems, dev, gp, slot, t)
 

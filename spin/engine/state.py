@@ -91,7 +91,7 @@ HANDLER_KIND_NAMES = ("header", "payload", "completion")
 
 # --- event kinds ------------------------------------------------------------------------------
 EV_TX_DONE = 1      # dev, a=global port: head frame finished serialising
-EV_ARRIVE = 2       # dev, a=global port (ingress), b=slot
+EV_ARRIVE = 2       # dev, a=global port (ingress) or ARRIVE_LOOPBACK / ARRIVE_TIMER, b=slot
 EV_ENQUEUE = 3      # dev, a=global port (egress), b=slot
 EV_HOST = 4         # dev: host program continues
 EV_HOST_RECV = 5    # dev, a=qp: a message was delivered to host memory
@@ -102,6 +102,11 @@ EV_CONTROL = 9      # a=control row: a fault or re-shape takes effect (see CTL_*
 EV_PORT_RESUME = 10 # dev, a=global port: a PFC pause expired; try to transmit again
 EV_SAMPLE = 11      # record the occupancy of every non-empty local output queue
 EV_RTO = 12         # dev, a=connection row: retransmission timer of a sending connection
+
+# EV_ARRIVE of a frame a device sent itself, crossing no link (no port, so no loss, fault or
+# switch on the way): a NIC's loopback, or the expiry of a handler's timer (spin_set_timer)
+ARRIVE_LOOPBACK = -1
+ARRIVE_TIMER = -2
 
 # --- device kinds -----------------------------------------------------------------------------
 DEV_NIC = 0
@@ -116,7 +121,9 @@ ACT_HOST_WRITE = 5       # a=nbytes (8)
 ACT_DMA_FROM_HOST = 6    # a=nbytes (blocking read: lengthens the handler)
 ACT_FORWARD = 7          # a=local port (-1: the routed next hop): a copy of the packet leaves
 ACT_MULTICAST = 8        # a=multicast group: a copy of the packet leaves on each of its ports
+ACT_TIMER = 9            # a=delay ps, b=dest QP, c=staged offset, d=nbytes, e=remote VA
 MAX_PENDING_ACTIONS = 256
+MAX_TIMER_DELAY_PS = 10**12   # 1 s: spin_set_timer refuses longer delays (likely a unit slip)
 
 # --- host program opcodes ---------------------------------------------------------------------
 OP_SEND = 1          # dst_node, qp, nbytes, local_addr, remote_addr, rkey
@@ -200,6 +207,9 @@ D_TRANSPORT = 52        # NIC transport: TR_NONE, TR_RC, TR_UE (nic_emulator.tra
 D_ENTROPY = 53          # NIC entropy policy: ENT_PER_FLOW, ENT_SPRAY, ENT_REPS
 D_TX_NOWORK = 54        # 1: the reliable transmit engine waits for an ACK or a timer
 D_RTX_PENDING = 55      # UE: packets marked for retransmission over all the NIC's connections
+D_LOOPBACK_PS = 56      # NIC: latency of a frame to its own node (NicConfig.loopback_latency_ns)
+D_LOOPBACK_FRAMES = 57  # NIC: frames sent to its own node through the loopback
+D_TIMERS = 58           # handler timers that expired on the device (spin_set_timer)
 D_SW_RNG = 60           # load balancing: the switch's PRNG state (xorshift64, never 0)
 D_SW_FLOWLET_GAP_PS = 61  # load balancing: idle gap after which a flow may change path
 D_SW_FLOWLETS = 62      # load balancing: flowlets started (a path chosen for a flow afresh)

@@ -1,6 +1,6 @@
 """One engine for every switch test: the switch handler library (monitor, multicast, SwitchML
-aggregation and its worker side) plus the NIC ping-pong, so the suite compiles once (Numba
-caches it by source hash)."""
+aggregation and its worker side) plus the NIC ping-pong and the timer probe, so the suite
+compiles once (Numba caches it by source hash)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +13,7 @@ from handlers.switchml_worker import switchml_worker_program
 from spin.handler import HandlerProgram
 from spin.simulation import Scenario
 from spin.wire import roce as W
+from tests.timer_handlers import timer_probe_program
 
 SWITCH_LIBRARY: list[HandlerProgram] = [
     switch_monitor_program(n_sources=64),
@@ -20,6 +21,7 @@ SWITCH_LIBRARY: list[HandlerProgram] = [
     ping_pong_program(reply_qp=2),
     switchml_switch_program(),
     switchml_worker_program(),
+    timer_probe_program(),
 ]
 
 

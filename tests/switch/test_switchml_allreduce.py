@@ -103,54 +103,74 @@ def test_hierarchical_jobs_share_the_switches(kind: str, params: dict) -> None:
     assert shared                                             # the jobs share switches
 
 
+def _lossy_star_job(count: int, seed: int, link: LinkConfig = LinkConfig(), **install):
+    """Scenario of one int32 SwitchML job on a 4-host star (window 32, 15 us timeout), inputs
+    from ``seed``: (scenario, setup, inputs)."""
+    n = 4
+    sc = Scenario(build_topology("star", hosts=n, link=link), engine_programs=SWITCH_LIBRARY,
+                  host=HostConfig(memory_bytes=1 << 20))
+    inputs = np.random.default_rng(seed).integers(-2**31, 2**31, (n, count)).astype(np.int32)
+    for h in range(n):
+        sc.write_host_memory(h, 0, inputs[h])
+    job = SwitchMLJob(1, tuple(range(n)), count, 0, 4 * count, SW.MSG_SUM_INT32, window=32)
+    setup = install_jobs(sc, [job], timeout_us=15.0, **install)
+    for h in range(n):
+        setup.start(sc.host_program(h), job)
+    return sc, setup, inputs
+
+
+def _run_exact(sc, inputs):
+    """Run to the end; every rank holds the exact sum. Returns (simulation, result)."""
+    sim = Simulation(sc)
+    result = sim.run()
+    result.require_finished()
+    want = inputs.sum(axis=0, dtype=np.int32)
+    for h in range(inputs.shape[0]):
+        assert np.array_equal(sim.host_memory(h)[:4 * inputs.shape[1]].view(np.int32), want), h
+    return sim, result
+
+
 def test_loss_is_recovered_from_the_shadow_copies() -> None:
     """1% of contributions and 1% of results dropped in the switch (SwitchML's drop
     simulator): workers time out and resend; the switch answers completed slots from the
     shadow copy; the sum is still exact."""
-    n, count = 4, 64 * K
-    sc = Scenario(build_topology("star", hosts=n), engine_programs=SWITCH_LIBRARY,
-                  host=HostConfig(memory_bytes=1 << 20))
-    inputs = np.random.default_rng(3).integers(-2**31, 2**31, (n, count)).astype(np.int32)
-    for h in range(n):
-        sc.write_host_memory(h, 0, inputs[h])
-    job = SwitchMLJob(1, tuple(range(n)), count, 0, 4 * count, SW.MSG_SUM_INT32, window=32)
-    setup = install_jobs(sc, [job], timeout_us=15.0, drop_ppm=10_000, drop_result_ppm=10_000)
-    for h in range(n):
-        setup.start(sc.host_program(h), job)
-    sim = Simulation(sc)
-    result = sim.run()
-    result.require_finished()
-    want = inputs.sum(axis=0, dtype=np.int32)
-    for h in range(n):
-        assert np.array_equal(sim.host_memory(h)[:4 * count].view(np.int32), want), h
+    sc, setup, inputs = _lossy_star_job(64 * K, 3, drop_ppm=10_000, drop_result_ppm=10_000)
+    sim, _ = _run_exact(sc, inputs)
     sw = sim.handler_memory(setup.contexts["s0"])
     assert sw[G_DROPPED] > 0 and sw[G_ANSWERED] > 0
-    assert sum(sim.handler_memory(setup.contexts[h])[G_RETRANSMITS] for h in range(n)) > 0
+    assert sum(sim.handler_memory(setup.contexts[h])[G_RETRANSMITS] for h in range(4)) > 0
 
 
 def test_random_link_loss_is_recovered() -> None:
-    """1% of the frames on every link lost at random (LinkConfig.loss_rate): contributions,
-    results and timer ticks alike. Workers time out and resend, the switch answers completed
-    slots from the shadow copy, and the sum is exact. (The one-off start message of a job is
-    not retransmitted: the seed is one where it gets through.)"""
-    n, count = 4, 64 * K
-    topo = build_topology("star", hosts=n, link=LinkConfig(loss_rate=0.01, loss_seed=7))
-    sc = Scenario(topo, engine_programs=SWITCH_LIBRARY, host=HostConfig(memory_bytes=1 << 20))
-    inputs = np.random.default_rng(5).integers(-2**31, 2**31, (n, count)).astype(np.int32)
-    for h in range(n):
-        sc.write_host_memory(h, 0, inputs[h])
-    job = SwitchMLJob(1, tuple(range(n)), count, 0, 4 * count, SW.MSG_SUM_INT32, window=32)
-    setup = install_jobs(sc, [job], timeout_us=15.0)
-    for h in range(n):
-        setup.start(sc.host_program(h), job)
-    sim = Simulation(sc)
-    result = sim.run()
-    result.require_finished()
+    """1% of the frames on every link lost at random (LinkConfig.loss_rate): contributions and
+    results alike. Workers time out and resend, the switch answers completed slots from the
+    shadow copy, and the sum is exact."""
+    sc, setup, inputs = _lossy_star_job(64 * K, 5, LinkConfig(loss_rate=0.01, loss_seed=7))
+    sim, result = _run_exact(sc, inputs)
     assert result.drops.get("random_loss", 0) > 0
-    want = inputs.sum(axis=0, dtype=np.int32)
-    for h in range(n):
-        assert np.array_equal(sim.host_memory(h)[:4 * count].view(np.int32), want), h
-    assert sum(sim.handler_memory(setup.contexts[h])[G_RETRANSMITS] for h in range(n)) > 0
+    assert sum(sim.handler_memory(setup.contexts[h])[G_RETRANSMITS] for h in range(4)) > 0
+
+
+@pytest.mark.parametrize("seed,workers", [(1, 2), (2, 1), (4, 1), (6, 1)])
+def test_five_percent_loss_cannot_stall_a_job(seed: int, workers: int) -> None:
+    """5% loss on every link, host links included. With these seeds every host hung when the
+    start message and the timer ticks still crossed the switch (a lost start message never
+    starts its rank; a lost tick stopped a timer until a result came). Now both stay in the
+    NIC (loopback, handler timer), so only contributions and results are lost and resent: the
+    sum is exact, identically on 1 and 2 workers."""
+    count = 8 * K
+    sc, _, inputs = _lossy_star_job(count, seed, LinkConfig(loss_rate=0.05, loss_seed=seed))
+    if workers == 1:
+        _, result = _run_exact(sc, inputs)
+    else:
+        reads = [(h, 0, count, "int32") for h in range(4)]
+        result = run_both(sc, workers, read=reads)
+        result.require_finished()
+        want = inputs.sum(axis=0, dtype=np.int32)
+        assert all(np.array_equal(result.read(*r), want) for r in reads)
+    assert result.drops.get("random_loss", 0) > 0
+    assert sum(result.nic(h).loopback_frames for h in range(4)) == 4      # the start messages
+    assert all(result.nic(h).timers >= 1 for h in range(4))
 
 
 def test_speedup_over_ring_meets_the_framing_corrected_bound() -> None:
