@@ -28,14 +28,30 @@ and Flare add natively); the completing contribution rounds the slot once to the
 (nearest even, ``handlers.half_floats``), packed into the slot's first half, and that is what
 goes on: the partial up (a parent takes a child switch's partial as any contribution, so every
 switch with two or more children rounds once) or the result down, and what a retransmission
-is answered from. Float sums depend on the order contributions arrive in (as native float32):
-identical for any worker count, and under loss whenever the float32 sums are exact.
+is answered from.
+
+Float sums in child order (the default for float jobs; ``ordered`` in ``switch_memory``): a
+float sum depends on the order of its additions, and contributions arrive in whatever order
+the network and retransmissions give. So each set of a float slot has a row per child except
+child 0 (child index = position in the switch's children list, the bit of the bitmap), and the
+values hold the sum of children 0..f-1, f the number of trailing ones of the bitmap. A
+contribution from child f is added into the values at once, followed by the rows of the
+children f+1, f+2, ... that arrived before it; one from a child c > f is copied raw into its
+row and added when its turn comes. Every result is then ((x0 + x1) + x2) + ... in child order,
+a fixed function of the inputs and the tree: the same with or without loss, for any worker
+count. When contributions arrive in child order no row is used and the cost is that of
+arrival-order adds. Cost model (cycles as the decorator's 0.25 cycle/byte): a contribution
+is one load/add/store (added) or one load/store (copied) per word, both covered by the
+per-byte charge; each row added later costs one more cycle per element (load, widen, add).
+``ordered=False`` keeps arrival-order adds (no rows: less memory for large fabrics; float
+results then depend on arrival order). int32 sums and max are exact in any order: no rows.
 
 Handler memory (int32; offsets below): globals and counters, a job index (job number ->
 descriptor), descriptors, per job a child-of table over host ids, then the slots: per slot and
-set ``[bitmap, count, state, tsi, values[k]]`` (int32 or float32 words; a 16-bit result packed
-two per word); state 0 aggregating, 1 partial sent up, 2 result known. At most 31 children per
-switch (the bitmap is one int32 word).
+set ``[bitmap, count, state, tsi, values[k], rows[r][w]]`` (int32 or float32 words; a 16-bit
+result packed two per word; r = children - 1 rows of w = k x element bytes / 4 words, as the
+packet's bytes, for an ordered float job, else none); state 0 aggregating, 1 partial sent up,
+2 result known. At most 31 children per switch (the bitmap is one int32 word).
 """
 import numba as nb
 import numpy as np
@@ -50,6 +66,7 @@ G_DROP_PPM, G_DROP_RESULT_PPM, G_RNG = 0, 1, 2
 G_CONTRIBUTIONS, G_COMPLETED, G_ANSWERED, G_IGNORED, G_DROPPED = 3, 4, 5, 6, 7
 G_PASSED, G_PARTIALS, G_PARENT_RESULTS, G_N_HOSTS, G_MALFORMED = 8, 9, 10, 11, 12
 G_SCRATCH = 13                      # one word to reinterpret float32 bits as a value
+G_DEFERRED = 14                     # float contributions kept in a row to wait for their turn
 JOB_INDEX = 16                      # 256 words: job number -> descriptor index, -1 unknown
 MAX_JOBS = 16
 MAX_CHILDREN = 31
@@ -58,6 +75,7 @@ DESC_WORDS = 48
 # descriptor words
 D_SLOTS, D_NSLOTS, D_K, D_NCHILD, D_PARENT_PORT, D_PARENT_NODE, D_GROUP = 0, 1, 2, 3, 4, 5, 6
 D_CHILD_OF, D_SWITCH_CHILDREN = 7, 8
+D_ROWS, D_ROW_WORDS = 9, 10         # rows per set (0: arrival-order adds), words per row
 D_REP = 16                          # MAX_CHILDREN words: node to address child c at
 TABLES = DESC + MAX_JOBS * DESC_WORDS
 # per slot and set
@@ -119,6 +137,40 @@ def _combine(mem, at, pkt, n, op, first):
             mem[at + i] = s - 0x100000000 if s >= 0x80000000 else s
 
 
+def _trailing_ones(bitmap):
+    """Children 0..f-1 all arrived: f (the prefix of the child order already summed)."""
+    f = 0
+    while (bitmap >> f) & 1:
+        f += 1
+    return f
+
+
+def _ordered_add(ctx, mem, d, at, rows, pkt, n, op, c, bitmap):
+    """Child ``c``'s contribution to a float slot summed in child order: added when children
+    0..c-1 are in the values (then the rows of c+1, ... that arrived earlier follow), else
+    copied raw into its row (``rows``: row of child 1) to wait for its turn."""
+    f = _trailing_ones(bitmap)
+    row_words = mem[d + D_ROW_WORDS]
+    if c != f:
+        raw = mem.view(np.uint8)
+        start = 4 * (rows + (c - 1) * row_words)
+        for i in range(pkt.shape[0]):
+            raw[start + i] = pkt[i]
+        mem[G_DEFERRED] += 1
+        return
+    _combine(mem, at, pkt, n, op, c == 0)
+    if op != MSG_SUM_FLOAT32:
+        spin_add_cycles(ctx, n // 2)           # widening 16-bit values, as arrival-order adds
+    raw = mem.view(np.uint8)
+    nbytes = pkt.shape[0]
+    g = c + 1
+    while (bitmap >> g) & 1:
+        start = 4 * (rows + (g - 1) * row_words)
+        _combine(mem, at, raw[start:start + nbytes], n, op, False)
+        spin_add_cycles(ctx, n)
+        g += 1
+
+
 def _round16(mem, at, n, op):
     """The float32 sums at ``at`` rounded to the 16-bit type, packed over the first half (word
     at + i/2 is read before 16-bit element i overwrites half of it)."""
@@ -172,6 +224,8 @@ _draw = nb.njit(_nrt=False)(_draw)          # handlers are built without NRT
 element_bytes = nb.njit(_nrt=False)(element_bytes)
 _widen = nb.njit(_nrt=False)(_widen)
 _combine = nb.njit(_nrt=False)(_combine)
+_trailing_ones = nb.njit(_nrt=False)(_trailing_ones)
+_ordered_add = nb.njit(_nrt=False)(_ordered_add)
 _round16 = nb.njit(_nrt=False)(_round16)
 _to_packet = nb.njit(_nrt=False)(_to_packet)
 _from_packet = nb.njit(_nrt=False)(_from_packet)
@@ -182,7 +236,10 @@ _answer = nb.njit(_nrt=False)(_answer)
 # One load, add and store per int32 (0.25 cycle/byte, as the reduce handler) plus the header
 # decode, the bitmap update and issuing a command: a PsPIN-class core per packet. A 16-bit
 # element costs what an int32 one does (the widening folds into the load: RISC-V Zfh's
-# fcvt.s.h), charged below, and rounding a completed slot one cycle per element.
+# fcvt.s.h), charged below, and rounding a completed slot one cycle per element. A float
+# contribution that arrives out of child order is copied to its row (a load and a store per
+# word: the per-byte charge) and its row added later costs one cycle per element
+# (``_ordered_add``).
 @handler(cycles=60, cycles_per_byte=0.25)
 def switchml_payload(ctx, pkt, mem):
     va = spin_msg_addr(ctx)
@@ -202,7 +259,12 @@ def switchml_payload(ctx, pkt, mem):
     if slot >= mem[d + D_NSLOTS] or n > k or nbytes % width != 0 or n == 0:
         mem[G_MALFORMED] += 1
         return DROP
-    words = 4 + k
+    rows = mem[d + D_ROWS]
+    ordered = rows > 0 and op != MSG_SUM_INT32 and op != MSG_MAX_INT32
+    if ordered and nbytes > 4 * mem[d + D_ROW_WORDS]:
+        mem[G_MALFORMED] += 1
+        return DROP                             # longer than a row: not this job's type
+    words = 4 + k + rows * mem[d + D_ROW_WORDS]
     base = mem[d + D_SLOTS] + (2 * slot + s) * words
     at = base + S_VALUES
     src = spin_source(ctx)
@@ -225,9 +287,12 @@ def switchml_payload(ctx, pkt, mem):
     bitmap = mem[base + S_BITMAP]
     if bitmap & bit == 0:
         first = bitmap == 0
-        _combine(mem, at, pkt, n, op, first)
-        if width == 2:
-            spin_add_cycles(ctx, n // 2)
+        if ordered:
+            _ordered_add(ctx, mem, d, at, at + k, pkt, n, op, c, bitmap)
+        else:
+            _combine(mem, at, pkt, n, op, first)
+            if width == 2:
+                spin_add_cycles(ctx, n // 2)
         if first:
             mem[base + S_COUNT] = 1
             mem[base + S_STATE] = AGGREGATING
@@ -262,9 +327,24 @@ def switchml_payload(ctx, pkt, mem):
     return SUCCESS
 
 
+def _rows(job: dict) -> tuple[int, int]:
+    """(rows per set, words per row) of a job on a switch: one row per child but the first for
+    a float sum in child order, none otherwise."""
+    op = job.get("op", MSG_SUM_INT32)
+    if not job.get("ordered", True) or op in (MSG_SUM_INT32, MSG_MAX_INT32):
+        return 0, 0
+    return len(job["children"]) - 1, (job["k"] * element_bytes(op) + 3) // 4
+
+
+def slot_words(job: dict) -> int:
+    """Words of one set of one slot: header, values, rows."""
+    rows, row_words = _rows(job)
+    return 4 + job["k"] + rows * row_words
+
+
 def memory_words(jobs: list[dict], n_hosts: int) -> int:
     """Words of handler memory a switch needs for ``jobs`` (see ``switch_memory``)."""
-    return TABLES + sum(n_hosts + 2 * j["slots"] * (4 + j["k"]) for j in jobs)
+    return TABLES + sum(n_hosts + 2 * j["slots"] * slot_words(j) for j in jobs)
 
 
 def switch_memory(jobs: list[dict], n_hosts: int, *, drop_ppm: int = 0,
@@ -273,7 +353,9 @@ def switch_memory(jobs: list[dict], n_hosts: int, *, drop_ppm: int = 0,
     (elements per packet), ``children`` (list of (kind, node, hosts): kind "host" or "switch",
     the node to address the child at, the host ids of its subtree), ``parent_port`` (-1 at the
     root), ``parent_node`` (-1 at the root) and ``group`` (multicast group of the host children,
-    -1 if none). ``words`` pads the array (every switch of a scenario gets the same size)."""
+    -1 if none), optionally ``op`` (the job's element type, ``MSG_SUM_*``; default int32) and
+    ``ordered`` (default True: float sums in child order, with a row per child; False: in
+    arrival order). ``words`` pads the array (every switch of a scenario gets the same size)."""
     if len(jobs) > MAX_JOBS:
         raise ValueError(f"{len(jobs)} jobs on one switch; at most {MAX_JOBS}")
     need = memory_words(jobs, n_hosts)
@@ -305,7 +387,8 @@ def switch_memory(jobs: list[dict], n_hosts: int, *, drop_ppm: int = 0,
             len(children), child_of, switches)
         mem[d + D_PARENT_PORT], mem[d + D_PARENT_NODE] = j["parent_port"], j["parent_node"]
         mem[d + D_GROUP] = j["group"]
-        nxt += 2 * j["slots"] * (4 + j["k"])
+        mem[d + D_ROWS], mem[d + D_ROW_WORDS] = _rows(j)
+        nxt += 2 * j["slots"] * slot_words(j)
     return mem
 
 
@@ -314,7 +397,8 @@ def slot_view(mem: np.ndarray, job: int, slot: int, s: int) -> dict:
     and tools reading a switch's memory after a run."""
     d = DESC + DESC_WORDS * int(mem[JOB_INDEX + job])
     k = int(mem[d + D_K])
-    base = int(mem[d + D_SLOTS]) + (2 * slot + s) * (4 + k)
+    words = 4 + k + int(mem[d + D_ROWS]) * int(mem[d + D_ROW_WORDS])
+    base = int(mem[d + D_SLOTS]) + (2 * slot + s) * words
     return {"bitmap": int(mem[base]), "count": int(mem[base + 1]), "state": int(mem[base + 2]),
             "tsi": int(mem[base + 3]), "values": mem[base + 4:base + 4 + k].copy()}
 

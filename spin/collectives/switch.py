@@ -18,7 +18,9 @@ builder (one job over all ranks): int32 sums exactly; float32 is summed natively
 SwitchML's block exponents (``spin.collectives.quantize``); float16 and bfloat16 travel as
 16-bit elements (twice the elements per packet, half the wire bytes of float32 for a count),
 are summed in float32 in the switches and rounded to 16 bits once per switch that adds (the
-partials go up the tree as 16-bit too: ``switch_result_bound``). On a HammingMesh ``build``
+partials go up the tree as 16-bit too: ``switch_result_bound``). Float sums are added in
+child order at every switch (``handlers/switchml.py``), so a float result is the same bits
+under loss and retransmissions as without, for any worker count. On a HammingMesh ``build``
 runs the paper's row then column reductions instead of one tree (``hamming_mesh_allreduce``;
 its ``scheme`` argument picks).
 
@@ -51,7 +53,10 @@ MODES = ("native", "quantized")
 class SwitchMLJob:
     """One aggregation: ``count`` elements at ``addr`` (in and out) on every host of ``hosts``,
     summed (or max'ed) in the switches. ``job`` is SwitchML's job number (0..255);
-    ``aggregators`` names the switches its tree may aggregate in (default: every switch)."""
+    ``aggregators`` names the switches its tree may aggregate in (default: every switch).
+    ``ordered`` (floats only): each switch sums its children in child order, so the result does
+    not depend on arrival order, loss or retransmissions (a row of handler memory per child and
+    slot); False adds in arrival order (no rows)."""
 
     job: int
     hosts: tuple[int, ...]
@@ -61,6 +66,7 @@ class SwitchMLJob:
     op: int = SW.MSG_SUM_INT32
     window: int = DEFAULT_WINDOW
     aggregators: tuple[str, ...] | None = None
+    ordered: bool = True
 
 
 @dataclass
@@ -154,7 +160,8 @@ def install_jobs(sc, jobs: list[SwitchMLJob], *, qp: int = 0, timeout_us: float 
             children = [("switch" if kind == "relay" else kind, node_id, under)
                         for kind, node_id, under in node.children]     # relayed: unicast
             per_switch.setdefault(s, []).append({
-                "job": job.job, "slots": job.window, "k": k, "children": children,
+                "job": job.job, "op": job.op, "ordered": job.ordered,
+                "slots": job.window, "k": k, "children": children,
                 "parent_port": node.parent_port, "parent_node": node.parent_node,
                 "group": group})
             entry.update(node.entry)
@@ -289,7 +296,8 @@ def native_float_bound(x: np.ndarray, dtype: str, levels: int | None = None) -> 
     """Error bound of the switch's float sum of ``x`` (float64, one row per rank).
 
     float32: any order of n-1 rounded additions, (n-1) u A + n s (``measure.check_result``),
-    with A = sum |x_i| and s the smallest subnormal.
+    with A = sum |x_i| and s the smallest subnormal. The switches add in one fixed order (child
+    order at every switch), which is one of them: every run gives the same result.
 
     float16 / bfloat16: widening to float32 is exact; a switch adds its c children in float32
     (c-1 additions, relative error u32 = 2^-24 each; additions in float32's subnormal range are
