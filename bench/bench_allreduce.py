@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SCENARIOS = {"star": (8, 64 << 20, "ring,nic,nic-int8,nic-sparse,nic-sparse-hash,switch"),
+SCENARIOS = {"star": (8, 64 << 20, "ring,nic,nic-int8,nic-sparse,nic-sparse-hash,switch,switch-quantized"),
              "fattree": (1024, 4 << 20, "ring,switch")}
 
 
