@@ -179,3 +179,20 @@ def test_cli_prints_the_table_and_refuses_bad_sizes(capsys):
     assert main(["allreduce", "--algo", "tree"]) == 2      # unknown names are skipped: none left
     err = capsys.readouterr().err
     assert "skipping 'tree'" in err and "registered: ring, rd, rabenseifner" in err
+
+
+def test_cli_runs_on_another_topology_and_under_loss(capsys):
+    """--topology picks the fabric (ranks: the first --hosts hosts) and --loss drops frames on
+    every link; the host algorithms then ride the RC transport and still equal numpy's sum."""
+    from spin.cli import main
+    args = ["allreduce", "--topology", "fat_tree:k=4", "--hosts", "6", "--size", "8KiB",
+            "--algo", "ring,rd", "--dtype", "int32"]
+    assert main([*args, "--loss", "0.05", "--loss-seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "allreduce on 6 hosts (fat_tree k=4, 0.05 of frames lost)" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] == ["8,192"]]
+    assert [r[1] for r in rows] == ["ring", "rd"] and all(r[-1] == "yes" for r in rows)
+    assert main(["allreduce", "--hosts", "1"]) == 2
+    assert "--hosts 1: an allreduce needs at least 2 hosts" in capsys.readouterr().err
+    assert main([*args[:3], "--hosts", "17"]) == 2
+    assert "needs 2..16 hosts on fat_tree k=4" in capsys.readouterr().err

@@ -84,6 +84,8 @@ def allreduce_topology(args):
     from ..topologies.report import label, parse_spec
     if not 0 <= args.loss < 1:
         raise ConfigError(f"--loss {args.loss}: a fraction of frames in [0, 1)")
+    if args.hosts is not None and args.hosts < 2:
+        raise ConfigError(f"--hosts {args.hosts}: an allreduce needs at least 2 hosts")
     name, params = parse_spec(args.topology)
     if name == "star":
         params.setdefault("hosts", args.hosts if args.hosts is not None else 8)
