@@ -357,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drop this fraction of the frames on every link at random (e.g. 0.01) "
                    "and run each algorithm with its loss recovery: host algorithms over the RC "
                    "transport, the NIC ring with block reposts on a fixed schedule (its time "
-                   "then includes the whole schedule), switch aggregation with its timeouts")
+                   "then includes the whole schedule; whole-chain reposts stop helping on long, "
+                   "lossy chains), switch aggregation with its timeouts")
     a.add_argument("--loss-seed", type=int, default=1, metavar="N",
                    help="seed of the loss generators (default 1)")
     a.add_argument("--size", default="1MiB", metavar="S[,S...]",
