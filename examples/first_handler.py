@@ -1,6 +1,7 @@
 """Write your first handler: count and checksum every message a NIC receives, on the NIC.
 
-Run it with ``python examples/first_handler.py``. The steps:
+Run it with ``python examples/first_handler.py`` (add ``--debug`` to run the handlers as plain
+Python inside the compiled engine, where ``print`` and ``breakpoint()`` work). The steps:
 
 1. Write handlers as plain Python functions ``f(ctx, pkt, mem) -> int`` at module level. The
    header handler runs once per message (first packet), payload handlers run for every packet on
@@ -32,7 +33,7 @@ def count_header(ctx, pkt, mem):
 def checksum_payload(ctx, pkt, mem):
     s = 0
     for i in range(pkt.shape[0]):
-        s += int(pkt[i])                  # int(): numpy uint8 would wrap at 256 without JIT
+        s += int(pkt[i])                  # int(): in --debug mode numpy keeps uint8 (wraps at 256)
     mem[BYTES] += pkt.shape[0]
     mem[CHECKSUM] += s
     return PROCEED                        # and still write the packet to host memory (default path)
@@ -43,7 +44,7 @@ def notify_completion(ctx, pkt, mem):
     return PROCEED                        # tell the host a message arrived (a completion entry)
 
 
-def main(n_messages: int = 3, size: int = 4096) -> dict:
+def main(n_messages: int = 3, size: int = 4096, debug: bool = False) -> dict:
     # 2. The program: three handlers sharing an int64[3] handler memory
     program = HandlerProgram("checksum", header=count_header, payload=checksum_payload,
                              completion=notify_completion, memory=np.zeros(3, np.int64))
@@ -58,8 +59,8 @@ def main(n_messages: int = 3, size: int = 4096) -> dict:
     receiver.wait_recv(qp=5, count=n_messages).mark("received")
     ctx = sc.install(ExecutionContext(node=1, program=program, match_qp=5))
 
-    # 4. Run and inspect
-    sim = Simulation(sc)
+    # 4. Run and inspect (debug: the handlers run as plain Python, with the same results)
+    sim = Simulation(sc.with_debug_handlers() if debug else sc)
     result = sim.run()
     mem = sim.handler_memory(ctx)
     landed = sim.host_memory(1)[:n_messages * size]
@@ -89,4 +90,5 @@ def main(n_messages: int = 3, size: int = 4096) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(debug="--debug" in sys.argv[1:])

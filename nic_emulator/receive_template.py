@@ -41,7 +41,7 @@ def _ue_message_key(dev, src, qp, msg_psn):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def nic_receive(st, hmems, dev, slot, now, timer):
+def nic_receive(st, hmem, dev, slot, now, timer):
     """A frame for this NIC (``timer``: the packet of an expired handler timer, which belongs to
     no connection: the transport neither sequences nor acknowledges it, and it never replaces a
     message open on its QP)."""
@@ -159,7 +159,7 @@ def nic_receive(st, hmems, dev, slot, now, timer):
     deliver = True
     t_deliver = t_ready
     if ec >= 0:
-        deliver, t_deliver = message_handlers(st, hmems, dev, ec, m, slot, pkt, is_first,
+        deliver, t_deliver = message_handlers(st, hmem, dev, ec, m, slot, pkt, is_first,
                                               t_ready, msg_off, psn, flen)
     if deliver:
         st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DELIVERED
@@ -185,7 +185,7 @@ def nic_receive(st, hmems, dev, slot, now, timer):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def nic_complete(st, hmems, dev, m, now):
+def nic_complete(st, hmem, dev, m, now):
     """All packets seen and every payload handler ended: run the completion handler, then tell
     the host (a completion-queue entry on the QP) when the default path applies."""
     ec = st.msg[m, S.M_EC]
@@ -196,7 +196,7 @@ def nic_complete(st, hmems, dev, m, now):
         handled = 1
         prog = st.ec[ec, S.EC_PROG]
         if st.prog[prog, S.PR_HAS + S.KIND_COMPLETION] != 0:
-            rc, end = run_handler(st, hmems, S.KIND_COMPLETION, dev, ec, m, -1,
+            rc, end = run_handler(st, hmem, S.KIND_COMPLETION, dev, ec, m, -1,
                                   st.pool[0][:0], now, 0, st.msg[m, S.M_FIRST_PSN], 0)
             notify = rc == PROCEED
             t_cqe = end

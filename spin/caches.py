@@ -8,8 +8,9 @@ with a temporary one:
 * ``numba/<digest>/``: Numba's machine-code cache of spin's own modules, of the generated
   engines and of any ``cache=True`` function of the process (``NUMBA_CACHE_DIR`` is pointed
   there when ``spin`` is imported, unless the user set it; without this, Numba writes next to
-  the sources). ``<digest>`` hashes every source of spin's packages, so editing any of them
-  starts a fresh cache instead of mixing old and new machine code across modules.
+  the sources). ``<digest>`` hashes every source of spin that holds compiled code (``COMPILED_SOURCES``),
+  so editing one starts a fresh cache instead of mixing old and new machine code across
+  modules.
 
 A cache file that cannot be read (truncated by a full disk, a killed process, bit rot) would make
 every later run fail inside Numba's loader until deleted by hand; ``heal_numba_cache`` makes
@@ -35,18 +36,35 @@ def cache_root() -> Path:
     return Path(base)
 
 
+# Every source file whose code Numba compiles and caches, or whose constants compiled code reads
+# (tests/test_caches_heal.py checks that each cached jitted function of spin lives here).
+COMPILED_SOURCES = ("spin/engine", "spin/wire", "spin/api.py", "spin/drops.py", "spin/capture.py",
+                    "spin/endpoint/link.py", "spin/fabric_frames.py", "nic_emulator",
+                    "switch_emulator")
+
+
+def compiled_source_files() -> list[Path]:
+    """The files of ``COMPILED_SOURCES``, in a stable order."""
+    root = Path(__file__).resolve().parents[1]
+    files: list[Path] = []
+    for rel in COMPILED_SOURCES:
+        p = root / rel
+        files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    return files
+
+
 def project_source_digest() -> str:
-    """Digest of every source file of spin's own packages. Numba caches a function per file,
-    keyed on that file alone, but compiles its callees into it: an edit to ``ports.py`` would
-    leave ``host.py``'s cached code calling the old ``ports`` functions. Keying the whole Numba
-    cache on every project source makes such stale machine code impossible."""
+    """Digest of every source file of spin that holds compiled code. Numba caches a function
+    per file, keyed on that file alone, but compiles its callees into it: an edit to
+    ``ports.py`` would leave ``host.py``'s cached code calling the old ``ports`` functions.
+    Keying the whole Numba cache on these sources makes such stale machine code impossible,
+    while edits to the rest of spin (CLI, results, docs) keep the compiled engine."""
     import hashlib
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for package in ("spin", "nic_emulator", "switch_emulator"):
-        for f in sorted((root / package).rglob("*.py")):
-            h.update(str(f.relative_to(root)).encode())
-            h.update(f.read_bytes())
+    for f in compiled_source_files():
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -59,6 +59,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trace:
         check_writable(args.trace, "--trace", directory=False)
         scenario.trace(links=args.trace_links)
+    if args.debug:
+        scenario = scenario.with_debug_handlers()
     if args.workers is not None:
         options = options.with_workers(args.workers)
     if args.until_us is not None:
@@ -298,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "all links if the file has no [capture])")
     r.add_argument("--json", metavar="FILE", help="write the RunResult as JSON (times in ps)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--debug", action="store_true",
+                   help="run handlers as plain Python: print, pdb and tracebacks with the "
+                   "failing line work; same results, microseconds per handler call")
     r.add_argument("--dump", action="append", metavar="HOST:ADDR:LEN:DTYPE=FILE.npy",
                    help="after the run, write LEN DTYPE elements of HOST's memory at ADDR "
                    "(bytes, 0x.. allowed) to FILE.npy; repeatable; HOST is a node id or name")
@@ -423,10 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_keys)
 
     b = sub.add_parser("bench", help="engine performance figures (wall clock)",
-                       description="Measure handler dispatch cost (ns/packet), engine speed "
-                       "(packet events/s, events/s), engine compile time cold and cached (s) and "
-                       "the wall time of a cached `spin run` (s). Figures only; nothing asserts "
-                       "on wall-clock time.")
+                       description="Measure the handler call cost (ns/packet), engine speed "
+                       "(packet events/s, events/s), engine compile time cold and cached (s), "
+                       "the wall time of a cached `spin run` (s) and the edit loop: a new and an "
+                       "edited handler run end to end with the engine cached (s). Figures only; "
+                       "nothing asserts on wall-clock time.")
     b.add_argument("--quick", action="store_true",
                    help="short measurements (~0.2 s each), skip the cold compile (~20 s)")
     b.add_argument("--json", metavar="FILE", help="write the figures as JSON")

@@ -1,14 +1,13 @@
 """What the user sees while, and when, the engine is compiled.
 
-* ``compile_progress``: Numba compiles the engine on its first call, which takes from seconds
-  to over a minute on a cold cache. Instead of a silent wait, one line on stderr says what is
+* ``compile_progress``: Numba compiles the engine once per spin version (tens of seconds on a
+  cold cache) and each new or edited handler on its own (about a second). Instead of a silent wait, one line on stderr says what is
   compiled and, when it is done, how long it took. Nothing is printed when everything comes
   from the cache (Numba only fires its ``numba:compile`` event on a cache miss).
-* ``describe_compile_error``: a handler that does not compile makes Numba fail while compiling
-  the *generated engine*, with kilobytes of trace through engine files. Compiling each handler
-  alone, with the argument types the engine passes it, finds the culprit and Numba's location
-  in the user's file; the error then names the handler, its file and line, the code there and,
-  for the usual mistakes, a hint. This only runs after the engine failed to compile.
+* ``describe_handler_compile_error``: a handler whose entry does not compile makes Numba fail
+  with a trace through generated code. Compiling the handler alone, with the argument types the
+  engine passes it, finds Numba's location in the user's file; the error then names the
+  handler, its file and line, the code there and, for the usual mistakes, a hint.
 """
 from __future__ import annotations
 
@@ -30,22 +29,18 @@ _ALLOCATORS = ("zeros", "empty", "ones", "full", "array", "arange", "copy", "con
 _NO_ALLOC = "Only accept returning of array passed into the function as argument"
 
 
-def _what(programs) -> str:
-    names = [p.name for p in programs]
-    return (f"programs {', '.join(map(repr, names))}" if names else "no handler programs")
-
-
 @contextmanager
-def compile_progress(programs, quiet: bool = False, stream=None):
+def compile_progress(subject: str, quiet: bool = False, stream=None):
     """Report Numba compilations (cache misses) made inside the block on ``stream`` (stderr):
-    a live line with the elapsed time on a terminal, a start and an end line otherwise."""
+    a live line with the elapsed time on a terminal, a start and an end line otherwise.
+    ``subject`` says what is compiled ("the engine", "the handlers of programs 'a'")."""
     if quiet:
         yield
         return
     from numba.core import event as ev
     out = stream if stream is not None else sys.stderr
     tty = hasattr(out, "isatty") and out.isatty()
-    what = f"spin: compiling the engine for {_what(programs)} (cached for later runs)"
+    what = f"spin: compiling {subject} (cached for later runs)"
     started: list[float] = []
     stop = threading.Event()
 
@@ -79,7 +74,7 @@ def compile_progress(programs, quiet: bool = False, stream=None):
         if started:
             took = time.perf_counter() - started[0]
             verdict = f"done in {took:.1f} s" if ok else f"failed after {took:.1f} s"
-            out.write(f"\r{what} ... {verdict}\n" if tty else f"spin: engine compile {verdict}\n")
+            out.write(f"\r{what} ... {verdict}\n" if tty else f"spin: compile {verdict}\n")
             out.flush()
 
 
@@ -165,35 +160,29 @@ def _return_message(kind: str, program: str, fn, return_type) -> str | None:
             f"handler returns an int sPIN code (SUCCESS, PROCEED, DROP, ... from spin.api)")
 
 
-def describe_compile_error(exc: Exception, programs, ctx, hmems) -> HandlerCompileError:
-    """Compile each handler alone with the engine's argument types (``ctx``: a handler context
-    with the types the engine passes, the payload as ``uint8[::1]``, one instance of its handler memory) and name the
-    first that fails; otherwise summarise Numba's error about the engine."""
+def describe_handler_compile_error(exc: Exception, kind: str, program,
+                                   fn) -> HandlerCompileError:
+    """A handler's entry failed to compile: compile the handler alone with the types the
+    engine passes (its context, the payload as ``uint8[::1]``, its handler memory) to find
+    Numba's location in the user's file, and name the handler, its file and line."""
     import numba
-    from numba.core import types
     from numba.core.errors import NumbaError
-    ctx_type = numba.typeof(ctx)
-    pkt_type = types.Array(types.uint8, 1, "C")
-    text = _ANSI.sub("", str(exc))
-    candidates = [(p, kind, getattr(fn, "py_func", fn)) for p, prog in enumerate(programs)
-                  for kind, fn in zip(KIND_NAMES, prog.handlers()) if fn is not None]
-    # Numba's trace names the handler whose typing failed: try only those when it does
-    named = [c for c in candidates if f"<function {c[2].__name__} at " in text]
-    for p, kind, py in named or candidates:
-        prog = programs[p]
-        mem_type = numba.typeof(hmems[p][0])
-        alone = numba.njit(_nrt=False)(py)
-        try:
-            alone.compile((ctx_type, pkt_type, mem_type))
-        except NumbaError as failed:
-            err = HandlerCompileError(_handler_message(kind, prog.name, py, failed, mem_type))
-            err.details = _ANSI.sub("", str(failed))
-            return err
-        returns = _return_message(kind, prog.name, py, alone.nopython_signatures[0].return_type)
-        if returns:
-            return HandlerCompileError(returns)
-    err = HandlerCompileError(f"the engine for {_what(programs)} does not compile: "
-                              f"{_reason(text)} (the handlers compile alone; Numba's full "
-                              f"message is in this error's .details)")
+    from .engine.handler_abi import CONTEXT_TYPE, PAYLOAD_TYPE
+    py = getattr(fn, "py_func", fn)
+    memory = program.memory
+    mem_type = numba.typeof(memory if memory.ndim else memory.reshape(1))
+    alone = numba.njit(_nrt=False)(py)
+    try:
+        alone.compile((CONTEXT_TYPE, PAYLOAD_TYPE, mem_type))
+    except NumbaError as failed:
+        err = HandlerCompileError(_handler_message(kind, program.name, py, failed, mem_type))
+        err.details = _ANSI.sub("", str(failed))
+        return err
+    returns = _return_message(kind, program.name, py, alone.nopython_signatures[0].return_type)
+    if returns:
+        return HandlerCompileError(returns)
+    err = HandlerCompileError(f"{kind} handler {py.__qualname__!r} of program {program.name!r} "
+                              f"does not compile in its entry: {_reason(str(exc))} (it compiles "
+                              f"alone; Numba's full message is in this error's .details)")
     err.details = _ANSI.sub("", str(exc))
     return err

@@ -209,6 +209,9 @@ class EngineConfig(_Frozen):
     # frames built by the engine are correct by construction.
     check_icrc: bool = True
     boundscheck: bool = False
+    # Run handlers as plain Python inside the compiled engine: print, pdb and tracebacks with
+    # the failing line work, results are the same; each call costs microseconds, not ns.
+    debug: bool = False
     capture_frames: int = Field(1 << 14, ge=16)
     # Wall-clock time one handler invocation may run before the run is stopped with an error
     # naming it (an endless loop in a handler cannot be interrupted otherwise); 0 disables.

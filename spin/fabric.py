@@ -9,33 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .engine.codegen import cache_dir, engine_module_source
 from .errors import ConfigError
+from .handler import ExecutionContext
 from .results import RunResult
-from .simulation import Scenario, Simulation
+from .simulation import Scenario, Simulation, same_program
 from .topology import Topology
 
 
 def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
-    """Compile the scenario's engine here, once, before workers start: they load it from the
-    cache instead of compiling it side by side, and a handler that does not compile fails with
-    the same error as in a one-process run. A two-host stand-in is enough: the machine code
-    depends on the programs and the engine options, not on the fabric's size. A marker next to
-    the generated engine, naming the Numba cache it went to, skips this once it compiled there
-    (only a successful compile writes it)."""
-    from numba.core import config
-    programs = scenario.programs()
-    name, _ = engine_module_source(programs, scenario.engine.boundscheck)
-    marker = cache_dir() / f"{name}.compiled"
-    where = str(config.CACHE_DIR)
-    try:
-        if marker.read_text() == where:
-            return
-    except OSError:
-        pass
-    probe = Scenario(Topology.pair(), engine=scenario.engine, engine_programs=programs)
+    """Compile the engine and the scenario's handlers here, once, before workers start: they
+    load both from the cache instead of compiling them side by side, and a handler that does
+    not compile fails with the same error as in a one-process run. A two-host stand-in is
+    enough: the engine does not depend on the fabric, and each handler is compiled on its own
+    (cached; a second call costs milliseconds)."""
+    programs = [p for p in scenario.programs()
+                if any(same_program(c.program, p) for c in scenario.contexts)]
+    probe = Scenario(Topology.pair(), engine=scenario.engine)
+    for prog in programs:   # one stand-in context per program: its handlers get compiled
+        probe.install(ExecutionContext(0, prog, match_qp=0))
     Simulation(probe, quiet=quiet).compile()
-    marker.write_text(where)
 
 
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,

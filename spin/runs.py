@@ -28,10 +28,15 @@ def _regions(read: Iterable[Read]) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
-def run(scenario: Scenario, workers: int = 1, *, read: Iterable[Read] = (), **kw) -> RunResult:
+def run(scenario: Scenario, workers: int = 1, *, read: Iterable[Read] = (), debug: bool = False,
+        **kw) -> RunResult:
     """Run ``scenario`` on ``workers`` processes; host memory named in ``read`` comes back in
-    the result (``result.read(node, addr, count, dtype)``). ``kw`` go to ``run_scenario``."""
+    the result (``result.read(node, addr, count, dtype)``). ``debug`` runs the handlers as
+    plain Python (print, pdb, tracebacks naming the failing line; same results, slower).
+    ``kw`` go to ``run_scenario``."""
     from .fabric import run_scenario
+    if debug:
+        scenario = scenario.with_debug_handlers()
     return run_scenario(scenario, workers, regions=_regions(read), **kw)
 
 

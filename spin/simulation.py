@@ -7,7 +7,6 @@ host memory and what to capture. ``Simulation`` turns it into engine arrays for 
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,10 +14,11 @@ import numpy as np
 
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
-from .engine.codegen import load_engine
-from .engine.handler_context import sample_context
-from .compile_report import compile_progress, describe_compile_error, is_compile_error
-from .errors import ConfigError, HandlerCompileError, HandlerError, SpinError
+from .engine.codegen import engine_lock_path, load_engine
+from .engine.handler_abi import MAX_MEMORY_DIMS
+from .engine.handler_build import build_handler_table, describe_programs
+from .compile_report import compile_progress, is_compile_error
+from .errors import ConfigError, HandlerError, SpinError
 from .faults import LinkFault
 from .handler import ExecutionContext, HandlerProgram
 from .host_program import HostProgram
@@ -170,6 +170,13 @@ class Scenario:
     def run(self, pcap_dir: str | Path | None = None, quiet: bool = True) -> RunResult:
         return Simulation(self, quiet=quiet).run(pcap_dir=pcap_dir, quiet=quiet)
 
+    def with_debug_handlers(self) -> "Scenario":
+        """A copy whose handlers run as plain Python inside the compiled engine
+        (``EngineConfig.debug``): print, pdb and tracebacks naming the failing line work, and
+        results are the same as compiled."""
+        from dataclasses import replace
+        return replace(self, engine=self.engine.model_copy(update={"debug": True}))
+
 
 @dataclass(frozen=True)
 class CapturedFrames:
@@ -242,9 +249,10 @@ class Simulation:
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
-        self.engine = load_engine(self.programs, scenario.engine.boundscheck)
+        self.engine = load_engine(scenario.engine.boundscheck)
         self.st = self._build_state()
-        self.hmems = self._build_handler_memory()
+        self.handlers = self._load_handlers(quiet)
+        self.hmem = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._trace_parts: list[np.ndarray] = []
         self.queue_samples: list[np.ndarray] = []   # (time, global port, bytes, busy ps) rows
@@ -259,21 +267,39 @@ class Simulation:
         self.port_of_link = built.port_of_link
         return built.st
 
-    def _build_handler_memory(self) -> tuple:
-        mems = []
-        for p, prog in enumerate(self.programs):
-            insts = [c.initial_memory() for e, c in enumerate(self.ec_order)
-                     if int(self.st.ec[e, S.EC_PROG]) == p]
-            if not insts:
-                insts = [prog.memory.copy()]
-            shape = tuple(max(m.shape[i] for m in insts) for i in range(prog.memory.ndim))
-            stacked = np.zeros((len(insts),) + shape, prog.memory.dtype)
-            for i, m in enumerate(insts):
-                stacked[(i,) + tuple(slice(0, n) for n in m.shape)] = m
-            mems.append(stacked)
-        if not mems:
-            mems.append(np.zeros((1, 1), np.int64))
-        return tuple(mems)
+    def _load_handlers(self, quiet: bool):
+        """Compile (or load from the cache) the entry of every handler of an installed program
+        and write their addresses into the program table; handlers are compiled apart from the
+        engine, each on its own (``spin.engine.handler_build``)."""
+        installed = {int(p) for p in self.st.ec[:len(self.ec_order), S.EC_PROG]}
+        used = [prog for p, prog in enumerate(self.programs) if p in installed]
+        with compile_progress(f"the handlers of {describe_programs(used)}", quiet):
+            table = build_handler_table(
+                [prog if p in installed else None for p, prog in enumerate(self.programs)],
+                debug=self.scenario.engine.debug)
+        n = len(self.programs)
+        self.st.prog[:n, S.PR_ENTRY:S.PR_ENTRY + 3] = table.addresses[:n]
+        return table
+
+    def _build_handler_memory(self) -> np.ndarray:
+        """The handler-memory arena: each execution context's memory as bytes, 64-byte aligned,
+        its offset, size and shape in its row of ``st.ec``."""
+        st = self.st
+        mems, offset = [], 0
+        for e, ctx in enumerate(self.ec_order):
+            mem = ctx.initial_memory()
+            if mem.ndim == 0:
+                mem = mem.reshape(1)
+            st.ec[e, S.EC_MEM_OFF] = offset
+            st.ec[e, S.EC_MEM_BYTES] = mem.nbytes
+            st.ec[e, S.EC_MEM_DIMS:S.EC_MEM_DIMS + MAX_MEMORY_DIMS] = 0
+            st.ec[e, S.EC_MEM_DIMS:S.EC_MEM_DIMS + mem.ndim] = mem.shape
+            mems.append((offset, mem))
+            offset += -(-mem.nbytes // 64) * 64
+        arena = np.zeros(max(offset, 64), np.uint8)
+        for off, mem in mems:
+            arena[off:off + mem.nbytes] = np.ascontiguousarray(mem).view(np.uint8).reshape(-1)
+        return arena
 
     # --- running ------------------------------------------------------------------------
     def start(self) -> None:
@@ -300,6 +326,7 @@ class Simulation:
     def run_until(self, t_end_ps: int, max_events: int = 0) -> int:
         """Process every event before ``t_end_ps``, draining captures on the way. Returns early
         (with STATUS_OUTBOX_FULL) when frames for other workers must be shipped first."""
+        self.compile()
         self.start()
         sc = self.st.sc
         if sc[S.SC_SAMPLE_PS] and not sc[S.SC_SAMPLE_PENDING] and sc[S.SC_HEAP_N] > 0:
@@ -307,18 +334,13 @@ class Simulation:
             schedule_sample(self.st, np.int64(sc[S.SC_NOW]))
         while True:
             try:
-                with nullcontext() if self._compiled else compile_progress(self.programs,
-                                                                           self._quiet):
-                    with EngineCall(self, self.scenario.engine.handler_timeout_s
-                                    if self._compiled else 0.0):
-                        status = self.engine.run_until(self.st, self.hmems, np.int64(t_end_ps),
-                                                       np.int64(max_events))
-                self._compiled = True
+                with EngineCall(self, self.scenario.engine.handler_timeout_s):
+                    status = self.engine.run_until(self.st, self.hmem, np.int64(t_end_ps),
+                                                   np.int64(max_events))
             except SpinError:
                 raise
             except Exception as exc:  # raised inside jitted code: name the culprit
-                err = self._describe_failure(exc)  # Numba's trace of the engine is noise:
-                raise err from (None if isinstance(err, HandlerCompileError) else exc)
+                raise self._describe_failure(exc) from exc
             if status == S.STATUS_CAPTURE_FULL:
                 self._drain_capture()
             elif status in (S.STATUS_DONE, S.STATUS_OUTBOX_FULL, S.STATUS_EVENT_LIMIT):
@@ -331,8 +353,7 @@ class Simulation:
         """Run to completion (or ``until_ps``); a progress bar over virtual time appears for runs
         longer than a couple of seconds unless ``quiet``."""
         from .parallel.progress import Progress
-        if not self._compiled:
-            self.run_until(-1)   # compiles (or loads) the engine: not part of the run's wall time
+        self.compile()   # or load from the cache: not part of the run's wall time
         t0 = time.perf_counter()
         t_end = int(S.INF_PS) if until_ps is None else int(until_ps)
         with Progress(until_ps, quiet=quiet) as progress:
@@ -361,25 +382,69 @@ class Simulation:
                             f"{type(exc).__name__}: {exc}") from exc
 
     def compile(self) -> None:
-        """Compile the engine (or load it from the cache) now, without running anything."""
-        if not self._compiled:
-            self.run_until(0)
+        """Compile the engine (or load it from the cache) now, without running anything. It
+        compiles once per spin version; processes that start together compile it once (the
+        others wait for the lock, then load it from the cache)."""
+        if self._compiled:
+            return
+        import numba
+        from filelock import FileLock
+        i64 = numba.types.int64
+        signature = (numba.typeof(self.st), numba.typeof(self.hmem), i64, i64)
+        try:
+            with FileLock(str(engine_lock_path(self.scenario.engine.boundscheck))), \
+                    compile_progress("the engine (once per spin version)", self._quiet):
+                self.engine.run_until.compile(signature)
+        except SpinError:
+            raise
+        except Exception as exc:
+            raise self._describe_failure(exc) from exc
+        self._compiled = True
 
     def _describe_failure(self, exc: Exception) -> SpinError:
         if is_compile_error(exc):
-            return describe_compile_error(exc, self.programs, sample_context(self.st), self.hmems)
+            err = SpinError(f"the engine does not compile: {str(exc).splitlines()[0]} (a spin "
+                            f"bug: please report it with this error's .details)")
+            err.details = str(exc)
+            return err
         st = self.st
         cur = st.cur
         if cur[S.CUR_ACTIVE]:
-            return HandlerError(f"{self.describe_running_handler()} failed with "
-                                f"{type(exc).__name__}: {exc}")
+            if self.scenario.engine.debug:
+                hint = self._failing_line(exc)
+                if isinstance(exc, FloatingPointError):
+                    hint += (" (as plain Python, numpy keeps arithmetic on a uint8 or int32 value "
+                             "in that type, where the compiled handler widens to int64: "
+                             "convert with int(...))")
+            else:
+                hint = (" (to see the failing line, run the handlers as plain Python: "
+                        "EngineConfig(debug=True), spin run --debug or run(..., debug=True))")
+            return HandlerError(self.describe_running_handler(
+                f"failed with {type(exc).__name__}: {exc}{hint}"))
         if isinstance(exc, MemoryError):
             return ConfigError(str(exc))
         return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
 
-    def describe_running_handler(self) -> str:
+    def _failing_line(self, exc: BaseException) -> str:
+        """Debug mode: `` at FILE:LINE: `code``` of the innermost frame of the traceback in the
+        running handler's own file."""
+        import linecache
+        import traceback
+        fn = self.ec_order[int(self.st.cur[S.CUR_EC])].program.handlers()[
+            int(self.st.cur[S.CUR_KIND])]
+        file = getattr(getattr(fn, "py_func", fn), "__code__", None)
+        file = file.co_filename if file else None
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == file]
+        if not frames:
+            return ""
+        f = frames[-1]
+        code = linecache.getline(f.filename, f.lineno).strip()
+        return f" at {f.filename}:{f.lineno}" + (f": `{code}`" if code else "")
+
+    def describe_running_handler(self, reason: str = "") -> str:
         """The handler running now (from the engine's current-handler slots): its name, file
-        and line, program, execution context and device, and the packet it was given."""
+        and line, program, execution context and device, ``reason`` (what went wrong), then
+        the packet it was given."""
         st = self.st
         cur = st.cur
         ec = self.ec_order[int(cur[S.CUR_EC])]
@@ -392,7 +457,8 @@ class Simulation:
         slot = int(cur[S.CUR_SLOT])
         frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
         return (f"{kind} handler {fname!r}{where} (program {ec.program.name!r}, execution "
-                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)}); packet: src node "
+                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)})"
+                + (f" {reason}" if reason else "") + "; packet: src node "
                 f"{int(cur[S.CUR_SRC])}, qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, "
                 f"message offset {int(cur[S.CUR_MSG_OFFSET])}, payload "
                 f"{int(cur[S.CUR_PAYLOAD_LEN])} B, t={int(cur[S.CUR_TIME])} ps; frame "
@@ -441,9 +507,11 @@ class Simulation:
         return self._ec_memory(next(i for i, c in enumerate(self.ec_order) if c is ctx))
 
     def _ec_memory(self, e: int) -> np.ndarray:
-        p = int(self.st.ec[e, S.EC_PROG])
-        mem = self.hmems[p][int(self.st.ec[e, S.EC_INST])]
-        return mem[tuple(slice(0, n) for n in self.ec_order[e].program.memory.shape)].copy()
+        st = self.st
+        off, nbytes = int(st.ec[e, S.EC_MEM_OFF]), int(st.ec[e, S.EC_MEM_BYTES])
+        declared = self.ec_order[e].program.memory
+        shape = tuple(int(d) for d in st.ec[e, S.EC_MEM_DIMS:S.EC_MEM_DIMS + max(declared.ndim, 1)])
+        return self.hmem[off:off + nbytes].view(declared.dtype).reshape(shape).copy()
 
     def local_handler_memories(self) -> dict[int, np.ndarray]:
         """Handler memory of every execution context on a device of this worker, by the

@@ -122,3 +122,64 @@ def sources_digest(modules: list[str]) -> bytes:
         except OSError:
             h.update(b"<unreadable>")
     return h.digest()
+
+
+def _code_names(code) -> set[str]:
+    """Global and attribute names a code object (and the code nested in it) refers to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _code_names(const)
+    return names
+
+
+def _value_digest(value) -> bytes:
+    """What Numba would freeze of a global value: numpy arrays by dtype, shape and bytes, other
+    values by their repr."""
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype.str}{value.shape}".encode() + value.tobytes()
+    return repr(value).encode()
+
+
+def function_digest(fn) -> bytes:
+    """Digest of what a handler's machine code depends on, and nothing more: its own source,
+    the source of every function of its module it calls (transitively), the values of the
+    module globals it reads (Numba freezes them as constants, so ``from helpers import SCALE``
+    counts by value), and the local sources of every other module it reaches (functions
+    imported from them, or the module itself). Editing one handler of a module therefore
+    leaves the others' digests, and their compiled code, untouched."""
+    import inspect
+    import types
+    h = hashlib.sha256()
+    modules: set[str] = set()
+    seen: set[int] = set()
+    todo = [getattr(fn, "py_func", fn)]
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        h.update(f"{f.__module__}:{f.__qualname__}\0".encode())
+        try:
+            h.update(inspect.getsource(f).encode())
+        except (OSError, TypeError):
+            h.update(f.__code__.co_code)
+        for name in sorted(_code_names(f.__code__)):
+            if name not in f.__globals__:
+                continue
+            value = f.__globals__[name]
+            target = getattr(value, "py_func", value)
+            if isinstance(target, types.ModuleType):
+                modules.add(target.__name__)
+            elif isinstance(target, types.FunctionType):
+                if target.__module__ == f.__module__:
+                    todo.append(target)
+                else:
+                    modules.add(target.__module__)
+            elif isinstance(target, type):
+                modules.add(target.__module__)
+            else:
+                h.update(f"{name}=".encode() + _value_digest(value) + b"\0")
+    h.update(sources_digest(sorted(modules)))
+    return h.digest()

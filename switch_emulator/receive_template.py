@@ -44,7 +44,7 @@ def _sw_drop(st, dev, slot, reason):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def switch_receive(st, hmems, dev, in_gp, slot, now):
+def switch_receive(st, hmem, dev, in_gp, slot, now):
     frame = st.pool[slot]
     length = st.slot_len[slot]
     if length < _UDP:
@@ -56,7 +56,7 @@ def switch_receive(st, hmems, dev, in_gp, slot, now):
     if not decrement_ttl(frame):
         _sw_drop(st, dev, slot, D.TTL_EXPIRED)
         return
-    if st.dev[dev, S.D_EC_COUNT] > 0 and _switch_handle(st, hmems, dev, slot, now):
+    if st.dev[dev, S.D_EC_COUNT] > 0 and _switch_handle(st, hmem, dev, slot, now):
         return
     gp = routed_port(st, dev, slot, now)
     if gp < 0:
@@ -67,15 +67,15 @@ def switch_receive(st, hmems, dev, in_gp, slot, now):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def switch_timer(st, hmems, dev, slot, now):
+def switch_timer(st, hmem, dev, slot, now):
     """A timer a handler of this switch set expired: its packet (from the switch to itself)
     goes to the switch's execution contexts; one that none takes has nowhere to go."""
-    if not _switch_handle(st, hmems, dev, slot, now):
+    if not _switch_handle(st, hmem, dev, slot, now):
         _sw_drop(st, dev, slot, D.NO_ROUTE)
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def _switch_handle(st, hmems, dev, slot, now):
+def _switch_handle(st, hmem, dev, slot, now):
     """Run the switch's execution contexts on the frame; False when none takes it."""
     frame = st.pool[slot]
     length = st.slot_len[slot]
@@ -146,7 +146,7 @@ def _switch_handle(st, hmems, dev, slot, now):
     pkt = frame[poff:poff + plen]
     if t_ready > st.msg[m, S.M_LAST_READY]:
         st.msg[m, S.M_LAST_READY] = t_ready
-    forward, t_fwd = message_handlers(st, hmems, dev, st.msg[m, S.M_EC], m, slot, pkt, first,
+    forward, t_fwd = message_handlers(st, hmem, dev, st.msg[m, S.M_EC], m, slot, pkt, first,
                                       t_ready, msg_off, psn, length)
     if forward:
         send_out(st, dev, slot, routed_port(st, dev, slot, t_fwd), t_fwd)
@@ -162,12 +162,12 @@ def _switch_handle(st, hmems, dev, slot, now):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def switch_complete(st, hmems, dev, m, now):
+def switch_complete(st, hmem, dev, m, now):
     """Every packet of the message passed and every payload handler ended: run the completion
     handler (it may send packets built in switch memory), then free the message."""
     ec = st.msg[m, S.M_EC]
     prog = st.ec[ec, S.EC_PROG]
     if st.prog[prog, S.PR_HAS + S.KIND_COMPLETION] != 0:
-        run_handler(st, hmems, S.KIND_COMPLETION, dev, ec, m, -1, st.pool[0][:0], now, 0,
+        run_handler(st, hmem, S.KIND_COMPLETION, dev, ec, m, -1, st.pool[0][:0], now, 0,
                     st.msg[m, S.M_FIRST_PSN], 0)
     free_message(st, m)

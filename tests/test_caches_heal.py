@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spin.engine.codegen import engine_module_source
+from spin.engine.handler_build import entry_source
 
 HELPER = "SCALE = {scale}\n"
 HANDLERS = textwrap.dedent("""
@@ -36,7 +36,7 @@ DRIVER = textwrap.dedent("""
     sc.host_program(0).send(1, 3000, qp=1)
     sim = Simulation(sc)
     sim.run()
-    print(sim.engine.__name__, int(sim.handler_memory(ctx)[0]))
+    print(sim.handlers.modules[0].__name__, int(sim.handler_memory(ctx)[0]))
 """)
 
 
@@ -58,19 +58,26 @@ def _value(out: subprocess.CompletedProcess) -> tuple[str, int]:
     return name, int(value)
 
 
-def test_engine_name_covers_modules_a_handler_imports(tmp_path, monkeypatch):
-    """Fast check of the hash alone: editing only the imported helper renames the engine."""
+def test_entry_name_covers_modules_a_handler_imports(tmp_path, monkeypatch):
+    """Fast check of the hash alone: editing only the imported helper renames the handler's
+    entry (the engine does not depend on handlers at all)."""
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)   # rewrites within one second
     _write_modules(tmp_path, 3)
     import importlib
-    mod = importlib.import_module("heal_probe_handlers")
+
+    def name() -> str:   # as a fresh process sees the files
+        for m in ("heal_probe_handlers", "heal_probe_helper"):
+            sys.modules.pop(m, None)
+        importlib.invalidate_caches()
+        prog = importlib.import_module("heal_probe_handlers").program()
+        return entry_source(prog.payload, prog.memory)[0]
     try:
-        name1, _ = engine_module_source([mod.program()])
+        name1 = name()
         (tmp_path / "heal_probe_helper.py").write_text(HELPER.format(scale=5))
-        name2, _ = engine_module_source([mod.program()])
-        assert name1 != name2
+        assert name() != name1
         (tmp_path / "heal_probe_helper.py").write_text(HELPER.format(scale=3))
-        assert engine_module_source([mod.program()])[0] == name1
+        assert name() == name1
     finally:
         for m in ("heal_probe_handlers", "heal_probe_helper"):
             sys.modules.pop(m, None)
@@ -86,8 +93,9 @@ def test_caches_under_spin_cache_dir_heal_and_follow_imports(tmp_path):
     name1, v1 = _value(cold)
     assert v1 == 3 * 3  # three packets, SCALE = 3
     # a cold start says what it compiles and how long it took
-    assert "spin: compiling the engine for programs 'scaled'" in cold.stderr, cold.stderr
-    assert "spin: engine compile done in " in cold.stderr
+    assert "spin: compiling the handlers of programs 'scaled'" in cold.stderr, cold.stderr
+    assert "spin: compiling the engine (once per spin version)" in cold.stderr, cold.stderr
+    assert "spin: compile done in " in cold.stderr
     # Numba's cache of spin's own modules is under SPIN_CACHE_DIR, not next to the sources
     own = list((cache / "numba").rglob("heap.push_event-*.nbc"))
     assert own, sorted(p.name for p in cache.rglob("*"))[:20]
@@ -108,3 +116,56 @@ def test_caches_under_spin_cache_dir_heal_and_follow_imports(tmp_path):
     (src / "heal_probe_helper.py").write_text(HELPER.format(scale=7))
     name3, v3 = _value(_run(src, cache))
     assert v3 == 3 * 7 and name3 != name1
+
+
+TWO_HANDLERS = textwrap.dedent("""
+    from spin.api import SUCCESS
+
+    def first(ctx, pkt, mem):
+        mem[0] += {first}
+        return SUCCESS
+
+    def second(ctx, pkt, mem):
+        mem[1] += 1
+        return SUCCESS
+""")
+
+
+def test_editing_one_handler_leaves_the_others_entry(tmp_path, monkeypatch):
+    """Entries are digested per handler: editing ``first`` renames its entry only."""
+    import importlib
+
+    import numpy as np
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)   # rewrites within one second
+    path = tmp_path / "two_probe_handlers.py"
+    memory = np.zeros(2, np.int64)
+
+    def names():
+        sys.modules.pop("two_probe_handlers", None)
+        importlib.invalidate_caches()
+        mod = importlib.import_module("two_probe_handlers")
+        return entry_source(mod.first, memory)[0], entry_source(mod.second, memory)[0]
+    try:
+        path.write_text(TWO_HANDLERS.format(first=1))
+        first1, second1 = names()
+        path.write_text(TWO_HANDLERS.format(first=2) + "\n# a comment elsewhere\n")
+        first2, second2 = names()
+        assert first2 != first1 and second2 == second1
+    finally:
+        sys.modules.pop("two_probe_handlers", None)
+
+
+def test_every_cached_jitted_module_is_a_compiled_source():
+    """The Numba cache is keyed on COMPILED_SOURCES: a module of spin with cached compiled code
+    outside them could be served stale machine code after an edit."""
+    import re
+
+    from spin.caches import compiled_source_files
+    root = Path(__file__).resolve().parents[1]
+    covered = set(compiled_source_files())
+    cached = re.compile(r"@(nb\.|numba\.)?(njit|jit)\([^)]*cache=True")
+    missing = [str(f.relative_to(root)) for package in ("spin", "nic_emulator", "switch_emulator")
+               for f in sorted((root / package).rglob("*.py"))
+               if cached.search(f.read_text()) and f not in covered]
+    assert not missing, missing

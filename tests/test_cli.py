@@ -59,10 +59,11 @@ def test_run_until(tmp_path):
 def test_bench_quick():
     r = spin("bench", "--quick")
     assert r.returncode == 0, r.stderr
-    assert re.search(r"dispatch overhead\s+-?[\d.,]+ ns/packet", r.stdout)
+    assert re.search(r"handler call overhead\s+-?[\d.,]+ ns/packet", r.stdout)
     assert re.search(r"2-host star, 64 B: packet events\s+[\d,]+ events/s", r.stdout)
     assert re.search(r"8-host star, 64 B: all events\s+[\d,]+ events/s", r.stdout)
     assert re.search(r"`spin run` small scenario, cached, end to end\s+[\d.]+ s", r.stdout)
+    assert re.search(r"same handler edited, rerun, engine cached, end to end\s+[\d.]+ s", r.stdout)
 
 
 def test_bad_scenario_exits_2_one_line(tmp_path):

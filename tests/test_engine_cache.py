@@ -1,4 +1,5 @@
-"""The compiled engine is cached across runs, and an edited handler is never served stale code."""
+"""The compiled engine is cached across runs and shared by every handler set; an edited handler
+is compiled alone and never served stale code."""
 import os
 import subprocess
 import sys
@@ -34,7 +35,7 @@ DRIVER = textwrap.dedent("""
     sc.host_program(0).send(1, 3000, qp=1)
     sim = Simulation(sc)
     sim.run()
-    print(sim.engine.__name__, int(sim.handler_memory(ctx)[0]))
+    print(sim.engine.__name__ + ':' + sim.handlers.modules[0].__name__, int(sim.handler_memory(ctx)[0]))
 """)
 
 
@@ -64,3 +65,8 @@ def test_cached_engine_is_reused_and_never_stale(tmp_path):
     module.write_text(HANDLER_MODULE.format(factor=7))
     name3, v3 = _run(tmp_path)
     assert v3 == 3 * 7 and name3 != name1
+    engine1, handler1 = name1.split(":")
+    engine3, handler3 = name3.split(":")
+    assert engine3 == engine1 and handler3 != handler1   # one engine for every handler set
+    new = _cache_files(tmp_path) - files
+    assert new and all(f.startswith(handler3) for f in new), sorted(new)  # only the handler

@@ -10,7 +10,7 @@ PROGRAMS = [max_reduce_program(N, HOSTS - 1)]
 
 
 def build(offload: bool) -> Scenario:
-    sc = Scenario(Topology.star(HOSTS), engine_programs=PROGRAMS)
+    sc = Scenario(Topology.star(HOSTS))
     root = sc.host_program(0).mark("start")
     for h in range(HOSTS):
         sc.write_host_memory(h, 0, DATA[h])

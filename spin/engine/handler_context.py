@@ -1,7 +1,8 @@
-"""What a handler can reach: the restricted context built for each handler invocation.
+"""What a handler can reach: the restricted context of each handler invocation.
 
 A handler gets ``ctx``, its packet and its execution context's handler memory, nothing else. The
-context is an immutable tuple: scalars describing the invocation (its message, source, PSN, start
+context is an immutable tuple, rebuilt inside the handler's entry from the call block the engine
+writes (``spin.engine.handler_abi.prepare_call``): scalars describing the invocation (its message, source, PSN, start
 time, the device's node id) and five small arrays a handler may write without harming anyone
 else:
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from . import state as S
 from .heap import push_event
-from .pool import ICRC_PENDING, ICRC_VALID, alloc_slot, copy_bytes
+from .pool import ICRC_PENDING, alloc_slot, copy_bytes
 from .rdma import OPC_WRITE_ONLY, flow_entropy, take_psns
 from ..wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
 
@@ -53,35 +54,6 @@ def staging_area(st):
     full frame per command, after every host's memory (no array of its own: each array of the
     engine state costs every engine call, see ``spin.engine.state``)."""
     return st.host_mem[st.host_mem.shape[0] - S.MAX_PENDING_ACTIONS * st.pool.shape[1]:]
-
-
-@nb.njit(cache=True, inline="always", _nrt=False)
-def handler_context(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len):
-    """The context of one invocation (``m``: its message row; ``slot``: its frame, -1 in a
-    completion handler). Resets the invocation's counters."""
-    ctl = st.pend[S.MAX_PENDING_ACTIONS]
-    ctl[HC_EXTRA_CYCLES] = 0
-    ctl[HC_PEND_N] = 0
-    ctl[HC_STAGE_N] = 0
-    device_kind = st.dev[dev, S.D_KIND]
-    if device_kind == S.DEV_NIC:
-        off = st.dev[dev, S.D_HOST_MEM_OFF]
-        host_mem = st.host_mem[off:off + st.dev[dev, S.D_HOST_MEM_SIZE]]
-    else:
-        host_mem = st.host_mem[:0]
-    if slot >= 0:
-        frame = st.pool[slot][:frame_len]
-        ctl[HC_ICRC] = st.slot_trusted[slot]
-    else:
-        frame = st.pool[0][:0]
-        ctl[HC_ICRC] = ICRC_VALID
-    return HandlerContext(
-        np.int64(kind), device_kind, st.dev[dev, S.D_NODE], np.int64(hpu), np.int64(start),
-        st.msg[m, S.M_SRC], st.msg[m, S.M_QP], np.int64(psn), np.int64(msg_offset),
-        st.msg[m, S.M_LEN], st.msg[m, S.M_VA], st.msg[m, S.M_RKEY], st.sc[S.SC_MTU],
-        st.sc[S.SC_N_NODES], st.dev[dev, S.D_NPORTS],
-        ctl, st.pend[:S.MAX_PENDING_ACTIONS], staging_area(st), host_mem, st.msg_state[m],
-        frame)
 
 
 @nb.njit(cache=True, _nrt=False)

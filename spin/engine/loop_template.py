@@ -1,13 +1,12 @@
-"""Template of the generated engine module: device-agnostic handler invocation and the event
-loop. ``spin.engine.codegen`` concatenates this file with the receive templates of each device
-kind (``nic_emulator/receive_template.py``, ``switch_emulator/receive_template.py``), replacing
-the ``_dispatch_default`` import with static dispatch over the fabric's handler programs, so
-Numba inlines the handlers and caches the result under a name that embeds a hash of every
-source involved. Lines marked ``SPIN-TEMPLATE`` are imports of names the concatenated module
-defines itself; they are dropped.
+"""Template of the engine module: handler invocation and the event loop. ``spin.engine.codegen``
+concatenates this file with the receive paths of each device kind
+(``nic_emulator/receive_template.py``, ``switch_emulator/receive_template.py``) into one module
+named by a digest of every engine source, compiled once per spin version and cached. Handlers
+are not part of it: they are compiled apart and called through the address of their entry
+(``spin.engine.handler_abi``). Lines marked ``SPIN-TEMPLATE`` import names the concatenated
+module defines itself; they are dropped.
 """
 import numba as nb
-import numpy as np  # noqa: F401  (used by the generated dispatch code)
 
 from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
@@ -17,24 +16,24 @@ from spin import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED, SUCCESS, SUCCESS_PENDING
 from spin.engine import state as S
 from spin.engine.control import apply_control
-from spin.engine.handler_context import close_context, handler_context
+from spin.engine.handler_abi import invoke_entry, prepare_call
+from spin.engine.handler_context import close_context
 from spin.engine.heap import free_event, pop_event
 from spin.engine.pool import free_slot
 from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_queues, tx_done
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
 from switch_emulator.actions import switch_finalize_actions
-
-from spin.engine._dispatch_default import dispatch_handler  # SPIN-DISPATCH
 from nic_emulator.receive_template import nic_complete, nic_receive  # SPIN-TEMPLATE
 from switch_emulator.receive_template import (switch_complete, switch_receive,  # SPIN-TEMPLATE
                                               switch_timer)  # SPIN-TEMPLATE
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn, frame_len):
+def run_handler(st, hmem, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn, frame_len):
     """Run one handler on the device's earliest-free processing unit (HPU), then apply its
-    commands through the device kind's action sink; return (return code, end time in ps)."""
+    commands through the device kind's action sink; return (return code, end time in ps).
+    ``hmem`` is the handler-memory arena: every execution context's memory as bytes."""
     hpus = st.dev[dev, S.D_HPUS]
     h = 0
     best = st.hpu_free[dev, 0]
@@ -60,8 +59,12 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
     cur[S.CUR_FRAME_LEN] = frame_len
     cur[S.CUR_ACTIVE] = 1
     st.sc[S.SC_HANDLER_CALLS] += 1
-    ctx = handler_context(st, kind, dev, m, slot, start, h, msg_offset, psn, frame_len)
-    rc = dispatch_handler(kind, prog, st.ec[ec, S.EC_INST], ctx, hmems, pkt)
+    entry = st.prog[prog, S.PR_ENTRY + kind]
+    if entry == 0:
+        raise RuntimeError("spin: a handler was invoked before its entry was loaded")
+    block = prepare_call(st, kind, dev, m, slot, start, h, msg_offset, psn, frame_len, pkt,
+                         hmem, ec)
+    rc = invoke_entry(entry, block)
     if rc < SUCCESS or rc > SUCCESS_PENDING:
         raise ValueError("the handler returned a value that is not a sPIN return code "
                          "(SUCCESS, PROCEED, PROCESS_DATA, DROP or a *_PENDING variant)")
@@ -84,7 +87,7 @@ def run_handler(st, hmems, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def message_handlers(st, hmems, dev, ec, m, slot, pkt, first, t_ready, msg_off, psn, flen):
+def message_handlers(st, hmem, dev, ec, m, slot, pkt, first, t_ready, msg_off, psn, flen):
     """sPIN ordering for one packet of message ``m`` on any device: the header handler on the
     first packet, then the payload handler once the header handler ended. Returns (take the
     default path, when): the default path is delivery to host memory on a NIC and forwarding
@@ -93,7 +96,7 @@ def message_handlers(st, hmems, dev, ec, m, slot, pkt, first, t_ready, msg_off, 
     prog = st.ec[ec, S.EC_PROG]
     if first:
         if st.prog[prog, S.PR_HAS + S.KIND_HEADER] != 0:
-            rc, end = run_handler(st, hmems, S.KIND_HEADER, dev, ec, m, slot, pkt, t_ready,
+            rc, end = run_handler(st, hmem, S.KIND_HEADER, dev, ec, m, slot, pkt, t_ready,
                                   msg_off, psn, flen)
             st.msg[m, S.M_HDR_END] = end
             if rc == PROCEED:
@@ -109,7 +112,7 @@ def message_handlers(st, hmems, dev, ec, m, slot, pkt, first, t_ready, msg_off, 
         return False, t_start
     if (flags & S.MSG_FLAG_PROCEED_ALL) != 0 or st.prog[prog, S.PR_HAS + S.KIND_PAYLOAD] == 0:
         return True, t_start
-    rc, end = run_handler(st, hmems, S.KIND_PAYLOAD, dev, ec, m, slot, pkt, t_start, msg_off,
+    rc, end = run_handler(st, hmem, S.KIND_PAYLOAD, dev, ec, m, slot, pkt, t_start, msg_off,
                           psn, flen)
     if end > st.msg[m, S.M_PL_END]:
         st.msg[m, S.M_PL_END] = end
@@ -119,7 +122,7 @@ def message_handlers(st, hmems, dev, ec, m, slot, pkt, first, t_ready, msg_off, 
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def _arrive(st, hmems, dev, gp, slot, t):
+def _arrive(st, hmem, dev, gp, slot, t):
     """A frame reached port ``gp``: links that are down lose it, PFC frames pause the port,
     everything else goes to the device. A frame the device sent itself (``gp`` is
     ``ARRIVE_LOOPBACK`` or ``ARRIVE_TIMER``) crossed no port: it goes to the device as is."""
@@ -127,9 +130,9 @@ def _arrive(st, hmems, dev, gp, slot, t):
         if gp == S.ARRIVE_TIMER:
             st.dev[dev, S.D_TIMERS] += 1
         if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-            nic_receive(st, hmems, dev, slot, t, gp == S.ARRIVE_TIMER)
+            nic_receive(st, hmem, dev, slot, t, gp == S.ARRIVE_TIMER)
         else:
-            switch_timer(st, hmems, dev, slot, t)
+            switch_timer(st, hmem, dev, slot, t)
         return
     if st.port[gp, S.PT_UP] == 0:
         st.drops[dev, D.LINK_DOWN] += 1
@@ -141,13 +144,13 @@ def _arrive(st, hmems, dev, gp, slot, t):
         free_slot(st, slot)
         return
     if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-        nic_receive(st, hmems, dev, slot, t, False)
+        nic_receive(st, hmem, dev, slot, t, False)
     else:
-        switch_receive(st, hmems, dev, gp, slot, t)
+        switch_receive(st, hmem, dev, gp, slot, t)
 
 
 @nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.watchdog
-def run_until(st, hmems, t_end, max_events):
+def run_until(st, hmem, t_end, max_events):
     """Process events with time < t_end (at most max_events if > 0); return a STATUS_* code."""
     sc = st.sc
     sc[S.SC_STATUS] = S.STATUS_DONE
@@ -191,7 +194,7 @@ def run_until(st, hmems, t_end, max_events):
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:
                 wake_tx(st, dev, t)
         elif kind == S.EV_ARRIVE:
-            _arrive(st, hmems, dev, a, b, t)
+            _arrive(st, hmem, dev, a, b, t)
         elif kind == S.EV_ENQUEUE:
             enqueue_frame(st, a, b, t)
         elif kind == S.EV_TXM:
@@ -204,9 +207,9 @@ def run_until(st, hmems, t_end, max_events):
             host_event_raised(st, dev, t)
         elif kind == S.EV_COMPLETION:
             if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-                nic_complete(st, hmems, dev, a, t)
+                nic_complete(st, hmem, dev, a, t)
             else:
-                switch_complete(st, hmems, dev, a, t)
+                switch_complete(st, hmem, dev, a, t)
         elif kind == S.EV_CONTROL:
             apply_control(st, a, t)
             n -= 1   # every worker applies every control event: not counted, so event counts

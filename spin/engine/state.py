@@ -82,7 +82,8 @@ CUR_QP = 13
 CUR_EXTRA_PS = 14
 CUR_FRAME_LEN = 15
 CUR_ACTIVE = 16
-NUM_CUR = 24
+CUR_CALL = 32      # the call block of the running handler (spin.engine.handler_abi, 32 words)
+NUM_CUR = 64
 
 KIND_HEADER = 0
 KIND_PAYLOAD = 1
@@ -385,7 +386,10 @@ EC_MATCH_SRC = 4
 EC_MATCH_DST = 5
 EC_MATCH_UDP_DPORT = 6
 EC_MATCH_HDR_TYPE = 7
-EC_COLS = 8
+EC_MEM_OFF = 8        # byte offset of the context's handler memory in the handler-memory arena
+EC_MEM_BYTES = 9      # its size in bytes
+EC_MEM_DIMS = 10      # + axis (4 columns): its shape, as the program declared it for the context
+EC_COLS = 14
 
 # columns of st.ctl (fabric-wide control actions, applied by EV_CONTROL events)
 CTL_KIND = 0
@@ -437,7 +441,8 @@ OUT_COLS = 4
 PR_HAS = 0      # + kind
 PR_CYCLES = 3   # + kind
 PR_MCPB = 6     # + kind: milli-cycles per payload byte
-PROG_COLS = 9
+PR_ENTRY = 9    # + kind: address of the handler's compiled entry (spin.engine.handler_abi)
+PROG_COLS = 12
 
 FIELDS = (
     "sc", "cur", "drops", "parsed",

@@ -2,11 +2,6 @@
 predicts, and identical virtual time with the JIT disabled (sPIN's handler-debugging mode)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -62,25 +57,9 @@ def test_pong_data_and_gain(library, model):
     assert gain <= upper
 
 
-_DEBUG_RUN = """
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("pp_scenario", sys.argv[1])
-mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-r = mod.build(True).run()
-print(json.dumps({"done": r.mark("done", 0), "end": r.end_time_ps,
-                  "digest": r.deterministic_digest()}))
-"""
-
-
-def test_jit_disabled_gives_same_virtual_time(library, tmp_path):
+def test_debug_mode_gives_same_virtual_time(library):
+    """The handlers run as plain Python inside the compiled engine: identical results."""
     jit = Simulation(build(True, library)).run()
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1", SPIN_CACHE_DIR=str(tmp_path),
-               PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", _DEBUG_RUN, __file__], env=env, cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    debug = json.loads(out.stdout.strip().splitlines()[-1])
-    assert debug == {"done": jit.mark("done", 0), "end": jit.end_time_ps,
-                     "digest": jit.deterministic_digest()}
+    debug = Simulation(build(True, library).with_debug_handlers()).run()
+    assert (debug.mark("done", 0), debug.end_time_ps, debug.deterministic_digest()) == \
+        (jit.mark("done", 0), jit.end_time_ps, jit.deterministic_digest())
