@@ -15,7 +15,7 @@ import numpy as np
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import engine_lock_path, load_engine
-from .engine.handler_abi import MAX_MEMORY_DIMS
+from .engine.handler_abi import MAX_MEMORY_DIMS, init_call_block
 from .engine.handler_build import build_handler_table, describe_programs
 from .compile_report import compile_progress, is_compile_error
 from .errors import ConfigError, HandlerError, SpinError
@@ -251,6 +251,7 @@ class Simulation:
         check_host_op_addresses(scenario)
         self.engine = load_engine(scenario.engine.boundscheck)
         self.st = self._build_state()
+        init_call_block(self.st)
         self.handlers = self._load_handlers(quiet)
         self.hmem = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])

@@ -48,7 +48,7 @@ CB_MSG_STATE = 21
 CB_FRAME = 22         # address, length
 CB_PKT = 24           # address, length
 CB_MEM = 26           # address, length in bytes
-CB_DIMS = 28          # MAX_MEMORY_DIMS words
+CB_DIMS = 28          # address of the memory's shape (MAX_MEMORY_DIMS words of its st.ec row)
 CALL_WORDS = 32
 
 _I64 = types.int64
@@ -145,11 +145,6 @@ def prepare_call(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len,
     b[12] = st.sc[S.SC_MTU]
     b[13] = st.sc[S.SC_N_NODES]
     b[14] = st.dev[dev, S.D_NPORTS]
-    b[CB_CTL] = _address(ctl)
-    b[CB_PEND] = _address(st.pend)
-    stage_bytes = S.MAX_PENDING_ACTIONS * st.pool.shape[1]
-    b[CB_STAGE] = _address(st.host_mem) + st.host_mem.shape[0] - stage_bytes
-    b[CB_STAGE + 1] = stage_bytes
     if device_kind == S.DEV_NIC:
         b[CB_HOST_MEM] = _address(st.host_mem) + st.dev[dev, S.D_HOST_MEM_OFF]
         b[CB_HOST_MEM + 1] = st.dev[dev, S.D_HOST_MEM_SIZE]
@@ -167,12 +162,22 @@ def prepare_call(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len,
         ctl[HC_ICRC] = ICRC_VALID
     b[CB_PKT] = _address(pkt)
     b[CB_PKT + 1] = pkt.shape[0]
-    off = st.ec[ec, S.EC_MEM_OFF]
-    b[CB_MEM] = _address(hmem) + off
+    b[CB_MEM] = _address(hmem) + st.ec[ec, S.EC_MEM_OFF]
     b[CB_MEM + 1] = st.ec[ec, S.EC_MEM_BYTES]
-    for i in range(MAX_MEMORY_DIMS):
-        b[CB_DIMS + i] = st.ec[ec, S.EC_MEM_DIMS + i]
+    b[CB_DIMS] = _address(st.ec) + (ec * st.ec.shape[1] + S.EC_MEM_DIMS) * 8
     return _address(b)
+
+
+@nb.njit(cache=True, _nrt=False)
+def init_call_block(st):
+    """Write the words of the call block that never change: the addresses of the command
+    tables and of the staging bytes (once per state, before the first handler runs)."""
+    b = st.cur[S.CUR_CALL:S.CUR_CALL + CALL_WORDS]
+    b[CB_CTL] = _address(st.pend[S.MAX_PENDING_ACTIONS])
+    b[CB_PEND] = _address(st.pend)
+    stage_bytes = S.MAX_PENDING_ACTIONS * st.pool.shape[1]
+    b[CB_STAGE] = _address(st.host_mem) + st.host_mem.shape[0] - stage_bytes
+    b[CB_STAGE + 1] = stage_bytes
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -190,7 +195,7 @@ def unpack_call(block):
         array_at(b[CB_FRAME], b[CB_FRAME + 1], np.uint8))
     pkt = array_at(b[CB_PKT], b[CB_PKT + 1], np.uint8)
     mem = array_at(b[CB_MEM], b[CB_MEM + 1], np.uint8)
-    dims = b[CB_DIMS:CB_DIMS + MAX_MEMORY_DIMS]
+    dims = array_at(b[CB_DIMS], MAX_MEMORY_DIMS, np.int64)
     return ctx, pkt, mem, dims
 
 
