@@ -19,9 +19,9 @@ from .checks import Check, Dump, build_check, evaluate
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
 from .faults import LinkFault
-from .handler import ExecutionContext, HandlerProgram
+from .handler import ExecutionContext, HandlerProgram, same_program
 from .host_program import operator_of
-from .simulation import Scenario, same_program
+from .simulation import Scenario
 from .topologies import TOPOLOGIES
 from .topology import Topology
 from .engine.state import INF_PS

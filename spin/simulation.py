@@ -20,7 +20,7 @@ from .engine.handler_context import sample_context
 from .compile_report import compile_progress, describe_compile_error, is_compile_error
 from .errors import ConfigError, HandlerCompileError, HandlerError, SpinError
 from .faults import LinkFault
-from .handler import ExecutionContext, HandlerProgram
+from .handler import ExecutionContext, HandlerProgram, same_program  # noqa: F401 (re-export)
 from .host_program import HostProgram
 from .results import RunResult
 from .scenario_limits import check_host_op_addresses
@@ -215,13 +215,6 @@ def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
             w.write_many(sel.time_ps, sel.frames, sel.length)
         paths.append(path)
     return paths
-
-
-def same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
-    """Programs are interchangeable for the engine when they run the same handlers on handler
-    memory of the same dtype and rank (contents and sizes may differ per instance)."""
-    return (a is b) or (a.handlers() == b.handlers() and a.memory.dtype == b.memory.dtype
-                        and a.memory.ndim == b.memory.ndim)
 
 
 def _device_label(node) -> str:
