@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .capture import PcapWriter
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import load_engine
@@ -202,7 +203,6 @@ class CapturedFrames:
 def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
                      directory: str | Path) -> list[Path]:
     """One pcap per captured link, however many workers recorded the frames."""
-    from .capture import PcapWriter
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     ports = scenario.topology.link_ports()
