@@ -1,7 +1,7 @@
 """The import layering of DESIGN.md section 3, as the contracts in ``.importlinter`` state it:
 one direction from the control plane down to the wire formats, spin reaching the device
 packages and ready handlers only at listed run-time entry points, and no import cycles inside
-any spin package. A broken contract fails with import-linter's report (which import, where)."""
+any package. A broken contract fails with import-linter's report (which import, where)."""
 from __future__ import annotations
 
 import os
