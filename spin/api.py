@@ -23,6 +23,7 @@ import numpy as np
 from .engine import state as S
 from .engine.handler_context import HC_EXTRA_CYCLES, HC_ICRC, HC_PEND_N, HC_STAGE_N
 from .engine.pool import ICRC_PENDING, ICRC_VALID, copy_bytes
+from .wire.headers import IP_DST_OFF
 from .wire.roce import write_icrc
 
 # --- return codes (sPIN numbering) ------------------------------------------------------------
@@ -233,9 +234,10 @@ def spin_is_switch(ctx):
 def spin_dst(ctx):
     """Node id of the packet's destination (IPv4 destination address)."""
     f = ctx.frame
-    if f.shape[0] < 34:
+    if f.shape[0] < IP_DST_OFF + 4:
         return np.int64(-1)
-    return (np.int64(f[31]) << 16) | (np.int64(f[32]) << 8) | np.int64(f[33])
+    return (np.int64(f[IP_DST_OFF + 1]) << 16) | (np.int64(f[IP_DST_OFF + 2]) << 8) \
+        | np.int64(f[IP_DST_OFF + 3])
 
 
 # --- atomics on handler memory ----------------------------------------------------------------

@@ -24,8 +24,7 @@ def _write_json(path: str, data) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-    from .report import demo_table
+    from .demo import demo_table, run_demo
     if not args.quiet:
         print("spin demo: host-based baseline vs NIC offload (virtual time)", flush=True)
     else:  # compile (or load) the engine silently first: the runs then find it ready

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import ConfigError, OffloadAssertionError
+from .report import comparison_table
 from .results import RunResult
 
 # metric -> what it is called in messages
@@ -100,7 +101,6 @@ class OffloadComparison:
 
     def table(self) -> str:
         """The side-by-side table (units in the row labels)."""
-        from .report import comparison_table
         return comparison_table(self)
 
     # --- assertions ---------------------------------------------------------------------------

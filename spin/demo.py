@@ -27,11 +27,15 @@ from typing import Any
 
 import numpy as np
 
+from .collectives import ALGORITHMS
+from .collectives.measure import measure, with_speedup
+from .collectives.report import allreduce_table, shared_programs
 from .compare import OffloadComparison
 from .errors import ConfigError, SpinError
 from .handler import ExecutionContext, HandlerProgram
 from .results import RunResult
 from .simulation import Scenario, Simulation
+from .report import comparison_table, ratio
 from .topology import Topology
 
 PING_QP, PONG_QP, REDUCE_QP = 1, 2, 3
@@ -217,9 +221,6 @@ def run_reduce(hosts: int = 8, nbytes: int = 65536,
 def run_allreduce(hosts: int = 8, nbytes: int = 262144) -> dict[str, Any]:
     """The registered algorithms of DEMO_ALLREDUCE on a star, float32, checked against numpy
     (rows of ``spin.collectives.measure.with_speedup``, without their wall-clock time)."""
-    from .collectives import ALGORITHMS
-    from .collectives.measure import measure, with_speedup
-    from .collectives.report import shared_programs
     algs = [ALGORITHMS[a] for a in DEMO_ALLREDUCE if a in ALGORITHMS]
     programs = shared_programs(algs)
     results = [measure(a.name, hosts, nbytes, "float32", topology=Topology.star(hosts),
@@ -254,3 +255,24 @@ def without_wall(demo: dict[str, Any]) -> dict[str, Any]:
     """The deterministic part of a ``run_demo`` result (for comparing runs)."""
     return {k: ({kk: vv for kk, vv in v.items() if kk != "wall_s"} if isinstance(v, dict) else v)
             for k, v in demo.items()}
+
+
+def demo_table(demo: dict[str, Any]) -> str:
+    """Side-by-side tables of a ``run_demo()`` result, with each run's data check."""
+    blocks = []
+    for key in ("pingpong", "reduce"):
+        w = demo[key]
+        cmp = OffloadComparison.from_dict(w["comparison"])
+        b, o = w["baseline"], w["offload"]
+        extra = []
+        if "algbw_gbytes_per_s" in b:
+            extra.append(["algbw (GB/s)", f"{b['algbw_gbytes_per_s']:.3f}",
+                          f"{o['algbw_gbytes_per_s']:.3f}",
+                          ratio(o["algbw_gbytes_per_s"] / b["algbw_gbytes_per_s"])])
+        blocks.append(comparison_table(cmp, extra))
+        blocks.append(f"data check: baseline: {b['check']}; offload: {o['check']}")
+    if "allreduce" in demo:
+        a = demo["allreduce"]
+        blocks.append(allreduce_table(a["rows"], a["params"]["hosts"], a["params"]["topology"]))
+        blocks.append(f"data check: {a['check']}")
+    return "\n\n".join(blocks)

@@ -17,9 +17,12 @@ from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
 from .fabric_partition import auto_partition, link_lookahead_ps
 from .parallel import codec
 from .parallel.batch import FrameBatch
+from .parallel.coordinator import Deferred, run_fabric
 from .parallel.program import INF_PS, worker_factory
+from .parallel.sync import run_single
 from .results import RunResult
 from .simulation import CapturedFrames, Scenario, Simulation, write_link_pcaps
+from .trace import Trace
 from .units import ns
 from .wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
 
@@ -228,7 +231,6 @@ class EngineWorker:
         d["peer_batches_rejected"] = dict(self.check.rejected)
         d["handler_memory"] = codec.encode(self.sim.local_handler_memories()).decode()
         if self.spec.scenario.tracing is not None:
-            from .trace import Trace
             d["trace"] = Trace.pack(*self.sim.trace_records())
         return d
 
@@ -260,7 +262,6 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     merge their results. ``regions`` (node, addr, nbytes) of host memory come back in
     ``result.memory_regions``; ``endpoints`` (``spin.endpoint.AttachedEndpoint``) are served by
     the workers next to them."""
-    from .parallel.coordinator import Deferred, run_fabric
     if workers < 1:
         raise ConfigError(f"workers = {workers}; must be >= 1")
     if partition:
@@ -292,7 +293,6 @@ def run_in_process(scenario: Scenario, *, pcap_dir: str | Path | None = None,
     what a 1-worker run with endpoints needs, since the attached hosts are local to no engine."""
     import time
     from .endpoint.worker import EndpointHostWorker
-    from .parallel.sync import run_single
     spec = PartitionedScenario(scenario, endpoint_owners((0,) * len(scenario.topology.device_names()),
                                                          endpoints), tuple(regions), tuple(endpoints))
     program = make_worker(spec, 0, 1)
@@ -318,7 +318,6 @@ def merge_worker_results(scenario: Scenario, results: list[dict],
     parts, captured, memory, traces, handler_memory = [], [], {}, [], {}
     for d in results:
         if "trace" in d:
-            from .trace import Trace
             traces.append(Trace.unpack(d.pop("trace")))
         c = d.pop("captured")
         frames = np.frombuffer(base64.b64decode(c["frames"]), np.uint8)
@@ -338,7 +337,6 @@ def merge_worker_results(scenario: Scenario, results: list[dict],
     result.handler_memories = dict(sorted(handler_memory.items()))
     result.handler_contexts = tuple(scenario.contexts)
     if traces:   # every worker traced its own devices: one timeline, merged by time
-        from .trace import Trace
         result.trace = Trace.build(scenario, np.concatenate([r for r, _ in traces]),
                                    result.messages, sum(lost for _, lost in traces))
     return result

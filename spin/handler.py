@@ -114,6 +114,13 @@ class HandlerProgram:
         return getattr(fn, "__spin_cost__", None) or HandlerCost()
 
 
+def same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
+    """Programs are interchangeable for the engine when they run the same handlers on handler
+    memory of the same dtype and rank (contents and sizes may differ per instance)."""
+    return (a is b) or (a.handlers() == b.handlers() and a.memory.dtype == b.memory.dtype
+                        and a.memory.ndim == b.memory.ndim)
+
+
 @dataclass(frozen=True, eq=False)
 class ExecutionContext:
     """A program installed on a device: ``node`` is a host's node id (its NIC) or any device's

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from .checks import import_object
 from .engine import state as S
 from .errors import ConfigError
 from .units import ns as ns_to_ps
@@ -58,9 +60,6 @@ def operator_of(spec, source: str) -> "str | Callable":
     if "operator" in spec.model_fields_set:
         raise ConfigError(f"operator = {spec.operator!r} and function = {spec.function!r}: give "
                           f"one of them")
-    from pathlib import Path
-
-    from .checks import import_object
     src = Path(source)
     try:
         return import_object(spec.function, src.resolve().parent if src.is_file() else None)

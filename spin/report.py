@@ -1,7 +1,8 @@
 """Plain-text tables of results. Every figure carries its unit (in the column header or the cell).
 
-Pure formatting: functions take structured results (``RunResult``, ``run_demo()`` dicts, bench
-figures) and return strings; nothing here runs a simulation.
+Pure formatting: functions take structured results (``RunResult``, ``OffloadComparison``, bench
+figures) and return strings; nothing here runs a simulation or imports what does (the demo's
+table, which also needs the collectives' tables, is ``spin.demo.demo_table``).
 """
 from __future__ import annotations
 
@@ -62,30 +63,6 @@ def comparison_table(cmp, extra_rows: Sequence[Sequence[Any]] = ()) -> str:
     rows += [list(r) for r in extra_rows]
     rows.append(["speedup (x)", "1.00x", ratio(cmp.speedup), ""])
     return table(["", "host baseline", "NIC offload", "offload gain"], rows, cmp.title or None)
-
-
-# --- demo -----------------------------------------------------------------------------------------
-def demo_table(demo: dict[str, Any]) -> str:
-    """Side-by-side tables of a ``spin.demo.run_demo()`` result, with each run's data check."""
-    from .compare import OffloadComparison
-    blocks = []
-    for key in ("pingpong", "reduce"):
-        w = demo[key]
-        cmp = OffloadComparison.from_dict(w["comparison"])
-        b, o = w["baseline"], w["offload"]
-        extra = []
-        if "algbw_gbytes_per_s" in b:
-            extra.append(["algbw (GB/s)", f"{b['algbw_gbytes_per_s']:.3f}",
-                          f"{o['algbw_gbytes_per_s']:.3f}",
-                          ratio(o["algbw_gbytes_per_s"] / b["algbw_gbytes_per_s"])])
-        blocks.append(comparison_table(cmp, extra))
-        blocks.append(f"data check: baseline: {b['check']}; offload: {o['check']}")
-    if "allreduce" in demo:
-        from .collectives.report import allreduce_table
-        a = demo["allreduce"]
-        blocks.append(allreduce_table(a["rows"], a["params"]["hosts"], a["params"]["topology"]))
-        blocks.append(f"data check: {a['check']}")
-    return "\n\n".join(blocks)
 
 
 # --- spin run -------------------------------------------------------------------------------------

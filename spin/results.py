@@ -4,7 +4,8 @@ the ``wall`` section, which holds wall-clock figures and is never compared betwe
 Classes: ``RunResult`` (one run, merged over workers) made of ``MessageRecord`` (one delivered
 or NIC-handled message), ``LinkStats`` (one direction of a link), ``NicStats`` with its
 ``HandlerCalls``, ``HostStats``, ``SwitchStats``, ``EndpointStats`` (a host served by an
-external program); ``Totals`` sums them over the fabric.
+external program); ``Totals`` sums them over the fabric. The records live in ``spin.records``
+and are re-exported here.
 
 Every per-device record is owned by exactly one worker, so merging workers is concatenation; a
 record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results travel as
@@ -13,194 +14,19 @@ JSON and ``RunResult.from_dict(r.to_dict()) == r``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, RunIncompleteError
+from .records import (EndpointStats, HandlerCalls, HostStats, LinkStats,  # noqa: F401 (re-export)
+                      MessageRecord, NicStats, SwitchStats, TierLoad, Totals, _record, tier_loads)
+from .tables import RunTables, run_tables
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .handler import ExecutionContext
-
-    from .tables import RunTables
     from .trace import Trace
-
-_R = TypeVar("_R")
-
-
-def _record(cls: type[_R], d: dict[str, Any]) -> _R:
-    """Build a flat record from its dict form (fields only: a dict written by a newer version
-    with extra keys still loads)."""
-    return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})  # type: ignore[arg-type]
-
-
-@dataclass
-class MessageRecord:
-    """One message that reached its destination: delivered to the host, or handled by the NIC."""
-
-    src: int                   # sending node id
-    dst: int                   # receiving node id
-    qp: int
-    bytes: int
-    t_post_ps: int | None      # when the sender's host (or a handler) posted it
-    t_first_arrival_ps: int    # first packet at the receiving NIC
-    t_done_ps: int             # delivered (host notified) or handled by the NIC
-    handled_by_nic: bool
-    first_psn: int = -1        # PSN of its first packet: pairs it with its post exactly
-
-    @property
-    def completion_ps(self) -> int | None:
-        """Post to done, or None when the post is unknown (sent by a handler)."""
-        return None if self.t_post_ps is None else self.t_done_ps - self.t_post_ps
-
-
-@dataclass
-class LinkStats:
-    """One direction of a link, counted at its transmitting port."""
-
-    link: int                  # index into Topology.links
-    from_device: str           # transmitting device name
-    to_device: str             # receiving device name
-    tx_frames: int
-    tx_bytes: int              # frame bytes (without preamble, gap and FCS)
-    drops: int                 # frames dropped at this port (buffer full)
-    max_queue_bytes: int       # largest output-queue occupancy seen
-    busy_ps: int               # time spent transmitting
-    queue_byte_ns: int = 0     # time integral of the output-queue occupancy
-    ecn_marks: int = 0         # frames marked Congestion Experienced at this port
-    trims: int = 0             # frames trimmed to their headers at this port
-    pauses_sent: int = 0       # PFC frames sent from this port (pausing the peer)
-    pauses_received: int = 0   # PFC frames received on this port (pausing it)
-    tier: str = ""             # the link's tier (Link.kind: host, edge-agg, leaf-spine, ...)
-
-    def utilisation(self, duration_ps: int) -> float:
-        """Fraction of ``duration_ps`` this direction spent transmitting."""
-        return self.busy_ps / duration_ps if duration_ps > 0 else 0.0
-
-    def mean_queue_bytes(self, duration_ps: int) -> float:
-        """Time-averaged output-queue occupancy over ``duration_ps``."""
-        return self.queue_byte_ns * 1000 / duration_ps if duration_ps > 0 else 0.0
-
-
-@dataclass
-class HandlerCalls:
-    """Handler invocations on one NIC, by kind."""
-
-    header: int = 0
-    payload: int = 0
-    completion: int = 0
-
-
-@dataclass
-class NicStats:
-    """One NIC: PCIe/DMA traffic to and from its host, HPU work, and what its transport
-    (``NicConfig.transport``) resent, acknowledged and saw reordered."""
-
-    node: int
-    dma_write_bytes: int       # NIC -> host memory (data and completion entries)
-    dma_read_bytes: int        # host memory -> NIC
-    hpu_busy_ps: int           # summed over the NIC's HPUs
-    handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
-    messages_abandoned: int = 0   # replaced by a new message on their QP before completing
-    messages_expired: int = 0     # incomplete, evicted after EngineConfig.message_timeout_ns
-    loopback_frames: int = 0      # frames sent to its own node, turned around in the NIC
-    timers: int = 0               # handler timers that expired (spin_set_timer)
-    # reliable transports (NicConfig.transport; all 0 with kind "none")
-    retransmissions: int = 0      # data packets sent again (go-back-N, NACKed, timed out)
-    timeouts: int = 0             # retransmission timer expiries
-    acks_sent: int = 0
-    naks_sent: int = 0            # RC NAKs (PSN sequence error) and UE NACKs (trimmed packet)
-    cnps_sent: int = 0            # DCQCN congestion notifications (RC)
-    acks_received: int = 0
-    naks_received: int = 0
-    cnps_received: int = 0
-    out_of_order: int = 0         # data packets that arrived after a higher PSN of their flow
-    reorder_degree: int = 0       # the largest such PSN distance
-    duplicates: int = 0           # data packets that had arrived already
-    min_rate_mbps: int = 0        # lowest DCQCN sending rate of any of its flows (0: never cut)
-
-    @property
-    def pcie_bytes(self) -> int:
-        """DMA bytes in both directions."""
-        return self.dma_write_bytes + self.dma_read_bytes
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "NicStats":
-        """Inverse of ``asdict``."""
-        nic = _record(cls, d)
-        nic.handler_calls = _record(HandlerCalls, d.get("handler_calls", {}))
-        return nic
-
-
-@dataclass
-class HostStats:
-    """One host: modelled CPU time and what its program consumed."""
-
-    node: int
-    cpu_busy_ps: int           # send/receive overheads, compute, reductions
-    finished: bool             # the host program ran to its end
-    messages_received: int
-    events_received: int       # handler-raised host events
-    waiting_for: str = ""      # unfinished: the op it is blocked at and its progress
-
-
-@dataclass
-class SwitchStats:
-    """One switch: frames it dropped, by reason (``spin.drops``), and its handlers' work."""
-
-    name: str
-    drops: dict[str, int] = field(default_factory=dict)
-    hpu_busy_ps: int = 0
-    handler_calls: HandlerCalls = field(default_factory=HandlerCalls)
-    messages_abandoned: int = 0
-    messages_expired: int = 0
-    flowlets: int = 0          # flows given a path afresh by flowlet switching
-    timers: int = 0            # handler timers that expired (spin_set_timer)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SwitchStats":
-        """Inverse of ``asdict``."""
-        sw = _record(cls, d)
-        sw.drops = dict(d.get("drops", {}))
-        sw.handler_calls = _record(HandlerCalls, d.get("handler_calls", {}))
-        return sw
-
-
-@dataclass
-class EndpointStats:
-    """One host served by an external program (``spin.endpoint``): frames each way and the
-    program's frames the fabric refused, by reason (``bad_length``, ``not_ipv4``,
-    ``bad_source``, ``bad_time``; ``undelivered``: frames for it after it detached)."""
-
-    host: str
-    node: int
-    mode: str                  # lockstep | realtime
-    frames_to_endpoint: int
-    bytes_to_endpoint: int
-    frames_from_endpoint: int  # accepted into the fabric
-    bytes_from_endpoint: int
-    dropped: dict[str, int] = field(default_factory=dict)
-    messages_rejected: dict[str, int] = field(default_factory=dict)   # protocol junk, by reason
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EndpointStats":
-        """Inverse of ``asdict``."""
-        ep = _record(cls, d)
-        ep.dropped = dict(d.get("dropped", {}))
-        ep.messages_rejected = dict(d.get("messages_rejected", {}))
-        return ep
-
-
-@dataclass(frozen=True)
-class Totals:
-    """Fabric-wide sums: the figures an offload comparison starts from."""
-
-    link_bytes: int            # every link direction's tx_bytes
-    pcie_bytes: int            # DMA bytes, both directions, every NIC
-    host_cpu_ps: int           # every host's modelled CPU time
-    hpu_busy_ps: int           # every NIC's HPU time
-    drops: int                 # frames dropped anywhere, any reason
 
 
 @dataclass
@@ -305,7 +131,6 @@ class RunResult:
     def tables(self) -> RunTables:
         """Messages, links, NICs, hosts, switches (and the trace's spans, when traced) as
         pandas DataFrames, for notebooks; needs the ``pandas`` extra."""
-        from .tables import run_tables
         return run_tables(self)
 
     def totals(self) -> Totals:
@@ -316,11 +141,10 @@ class RunResult:
                       hpu_busy_ps=sum(n.hpu_busy_ps for n in self.nics),
                       drops=sum(self.drops.values()))
 
-    def tier_loads(self) -> list:
+    def tier_loads(self) -> list[TierLoad]:
         """Per tier of links (``LinkStats.tier``): mean and busiest utilisation, imbalance
         (max/mean bytes over its link directions) and deepest queue
-        (``spin.loadbalancing.metrics.TierLoad``)."""
-        from .loadbalancing.metrics import tier_loads
+        (``spin.records.TierLoad``)."""
         return tier_loads(self)
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:

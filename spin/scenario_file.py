@@ -18,15 +18,18 @@ from pydantic import BaseModel, ValidationError
 from .checks import Check, Dump, build_check, evaluate
 from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from .errors import ConfigError, SpinError
+from .fabric import run_scenario
 from .faults import LinkFault
-from .handler import ExecutionContext, HandlerProgram
+from .handler import ExecutionContext, HandlerProgram, same_program
 from .host_program import operator_of
-from .simulation import Scenario, same_program
+from .loadbalancing.schemes import get_scheme, scheme_configs
+from .simulation import Scenario, Simulation
 from .topologies import TOPOLOGIES
 from .topology import Topology
 from .engine.state import INF_PS
 from .scenario_limits import check_fits_in_memory, check_op_count, check_range
 from .units import US
+from .workloads import WORKLOADS
 from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
                               TopologySpec, WorkersSpec, WorkloadSpec)
 
@@ -153,7 +156,6 @@ def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
 
 def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | None):
     """Add ``[workload]`` with the registry; a relative ``file`` is next to the scenario file."""
-    from .workloads import WORKLOADS
     params = spec.params()
     if isinstance(params.get("file"), str) and base_dir is not None:
         params["file"] = str(base_dir / params["file"])
@@ -163,7 +165,6 @@ def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | No
 def _apply_scheme(ld: _Loader, doc: dict, sections: dict[str, Any]) -> None:
     """``[loadbalancing] scheme`` sets its [switch] and [nic] fields; a field the file sets
     to another value is a contradiction, not an override."""
-    from .loadbalancing.schemes import get_scheme, scheme_configs
     name = sections["loadbalancing"].scheme
     scheme = get_scheme(name, f"{ld.source}: loadbalancing.scheme")
     for table, fields in (("switch", scheme.switch), ("nic", scheme.nic)):
@@ -510,14 +511,12 @@ def run_loaded(scenario: Scenario, options: RunOptions, pcap_dir: str | Path | N
                quiet: bool = True, dumps: tuple[Dump, ...] = (), **transport) -> LoadedRun:
     """Run a loaded scenario, apply its checks and write the memory ``dumps`` (.npy files,
     listed in ``LoadedRun.dumped``); a failed check sets ``checks_passed`` to False."""
-    from .simulation import Simulation
     if pcap_dir is not None and not scenario.capture_links:
         scenario.capture()
     if options.workers > 1 or transport.get("remote_workers") or options.endpoints:
         if options.until_ps is not None and options.workers > 1:
             raise ConfigError(f"--until-us with workers = {options.workers}: a time limit is only "
                               f"supported with 1 worker")
-        from .fabric import run_scenario
         regions = tuple(c.region for c in options.checks) + tuple(d.region for d in dumps)
         result = run_scenario(scenario, options.workers, pcap_dir=pcap_dir, quiet=quiet,
                               partition=options.partition, regions=regions,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .capture import PcapWriter
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import engine_lock_path, load_engine
@@ -20,7 +21,7 @@ from .engine.handler_build import build_handler_table, describe_programs
 from .compile_report import compile_progress, is_compile_error
 from .errors import ConfigError, HandlerError, SpinError
 from .faults import LinkFault
-from .handler import ExecutionContext, HandlerProgram
+from .handler import ExecutionContext, HandlerProgram, same_program  # noqa: F401 (re-export)
 from .host_program import HostProgram
 from .results import RunResult
 from .scenario_limits import check_host_op_addresses
@@ -209,7 +210,6 @@ class CapturedFrames:
 def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
                      directory: str | Path) -> list[Path]:
     """One pcap per captured link, however many workers recorded the frames."""
-    from .capture import PcapWriter
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     ports = scenario.topology.link_ports()
@@ -222,13 +222,6 @@ def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
             w.write_many(sel.time_ps, sel.frames, sel.length)
         paths.append(path)
     return paths
-
-
-def same_program(a: HandlerProgram, b: HandlerProgram) -> bool:
-    """Programs are interchangeable for the engine when they run the same handlers on handler
-    memory of the same dtype and rank (contents and sizes may differ per instance)."""
-    return (a is b) or (a.handlers() == b.handlers() and a.memory.dtype == b.memory.dtype
-                        and a.memory.ndim == b.memory.ndim)
 
 
 def _device_label(node) -> str:

@@ -9,6 +9,8 @@ import numpy as np
 
 from .engine import state as S
 from .errors import ConfigError
+from .handler import same_program
+from .scenario_limits import allocation_failed
 from .units import ns
 
 HOST_MEM_ALIGN = 64
@@ -43,8 +45,6 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
                                     transport_connections)
     from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
     from switch_emulator.lb import table_entries
-
-    from .simulation import same_program
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
     names = topo.device_names()
@@ -104,7 +104,6 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     try:
         st = S.allocate_state(sizes)
     except MemoryError as exc:
-        from .scenario_limits import allocation_failed
         raise allocation_failed(sc, exc) from None
     st.sc[S.SC_MTU] = eng.mtu_bytes
     st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0

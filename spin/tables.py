@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import MissingExtraError
+from .records import HostStats, LinkStats, MessageRecord, NicStats, SwitchStats
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,7 +63,6 @@ def run_tables(result: RunResult) -> RunTables:
     """``result`` as DataFrames (``RunResult.tables()``); raises ``MissingExtraError`` without
     pandas."""
     pd = _pandas()
-    from .results import HostStats, LinkStats, MessageRecord, NicStats, SwitchStats
 
     def cols(cls) -> list[str]:   # the flattened columns, for tables without rows
         out = []

@@ -11,6 +11,7 @@ import numba as nb
 import numpy as np
 
 from spin.engine import state as S
+from spin.wire.headers import IP_DST_OFF
 
 from .lb import LB_ADAPTIVE, LB_ECMP, LB_FLOWLET
 from .lb.adaptive import adaptive_port
@@ -18,13 +19,11 @@ from .lb.drill import drill_port
 from .lb.ecmp import flow_hash
 from .lb.flowlet import flowlet_port
 
-_IP_DST = 30
-
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def dst_node_of(frame):
-    return (np.int64(frame[_IP_DST + 1]) << 16) | (np.int64(frame[_IP_DST + 2]) << 8) \
-        | np.int64(frame[_IP_DST + 3])
+    return (np.int64(frame[IP_DST_OFF + 1]) << 16) | (np.int64(frame[IP_DST_OFF + 2]) << 8) \
+        | np.int64(frame[IP_DST_OFF + 3])
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -9,9 +9,9 @@ import pytest
 
 import spin
 
-MODULES = ["spin.results", "spin.compare", "spin.testing", "spin.checks", "spin.host_program",
-           "spin.fabric", "nic_emulator.host_reduce", "spin.trace", "spin.tables",
-           "spin.endpoint.client", "spin.endpoint.spec"]
+MODULES = ["spin.results", "spin.records", "spin.compare", "spin.testing", "spin.checks",
+           "spin.host_program", "spin.fabric", "nic_emulator.host_reduce", "spin.trace",
+           "spin.tables", "spin.endpoint.client", "spin.endpoint.spec"]
 
 
 def _public(module):

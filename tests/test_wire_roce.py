@@ -20,8 +20,9 @@ from spin.wire import (
 )
 from spin.wire.crc32 import crc32
 from spin.wire.headers import (
-    BTH_OFF, ICRC_BYTES, IP_OFF, OP_WRITE_FIRST, OP_WRITE_LAST, OP_WRITE_MIDDLE, OP_WRITE_ONLY,
-    RETH_BYTES, RETH_OFF, UDP_OFF, VALID_OPCODES,
+    BTH_OFF, ICRC_BYTES, IP_DST_OFF, IP_OFF, IP_PROTO_OFF, IP_SRC_OFF, OP_WRITE_FIRST,
+    OP_WRITE_LAST, OP_WRITE_MIDDLE, OP_WRITE_ONLY, RETH_BYTES, RETH_OFF, UDP_OFF,
+    UDP_SPORT_OFF, VALID_OPCODES,
 )
 
 WIRE_CODES = {drops.TRUNCATED, drops.NOT_IPV4, drops.BAD_IP_HEADER, drops.BAD_IP_CHECKSUM,
@@ -121,6 +122,17 @@ def test_node_addressing_round_trip(n: int) -> None:
     assert (p.src_node, p.dst_node) == (n, 0xFFFFFF - n)
     assert f[6:12] == bytes.fromhex(node_mac(n).replace(":", ""))
     assert f[26:30] == bytes(int(x) for x in node_ip(n).split("."))
+
+
+def test_forwarding_offsets_point_at_the_five_tuple() -> None:
+    """The offsets routing and ECMP read (spin.wire.headers) land on the fields of a frame."""
+    f = build_frame(3, 0x10203, 0xBEEF, OP_WRITE_MIDDLE, 0, 0, b"x")
+    assert f[IP_SRC_OFF:IP_SRC_OFF + 4] == bytes(int(x) for x in node_ip(3).split("."))
+    assert f[IP_DST_OFF:IP_DST_OFF + 4] == bytes(int(x) for x in node_ip(0x10203).split("."))
+    assert int.from_bytes(f[IP_DST_OFF + 1:IP_DST_OFF + 4], "big") == 0x10203   # the node id
+    assert f[IP_PROTO_OFF] == 17
+    assert int.from_bytes(f[UDP_SPORT_OFF:UDP_SPORT_OFF + 2], "big") == 0xBEEF   # the EV
+    assert int.from_bytes(f[UDP_SPORT_OFF + 2:UDP_SPORT_OFF + 4], "big") == 4791
 
 
 def test_node_addressing_rejects_out_of_range() -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import NicConfig, TransportConfig
 from ..errors import ConfigError
 
 # name -> (storage dtype in host memory, bytes per element)
@@ -207,7 +208,6 @@ class Fold:
 def reliable_transport(n: int, nbytes: int) -> tuple[dict, dict]:
     """Loss recovery of the host algorithms: their messages ride the RoCEv2 reliable
     connection (``TransportConfig(kind="rc")``: ACK/NAK, go-back-N, timeouts)."""
-    from ..config import NicConfig, TransportConfig
     return {"nic": NicConfig(transport=TransportConfig(kind="rc"))}, {}
 
 

@@ -30,9 +30,10 @@ shorter routes) with every host a rank and native sums, and ``tree`` otherwise.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..errors import ConfigError, TopologyError
 from ..wire import switchml as SW
-from .switch_tree import attachment
+from .switch_tree import aggregation_tree, attachment
+from .switchml_jobs import SwitchMLJob, install_jobs
 
 SCHEMES = ("auto", "tree", "row-column", "row-column-split")
 MAX_JOB = 255
@@ -55,9 +56,7 @@ def _switch_limits(topo, hosts) -> str:
     """Why the lines' trees would not fit the switch program's tables ('' if they do): at
     most MAX_CHILDREN children per switch and job, MAX_JOBS jobs per switch (two per line it
     serves, one per half of the split)."""
-    from handlers.switchml import MAX_CHILDREN, MAX_JOBS
-    from ..errors import TopologyError
-    from .switch_tree import aggregation_tree
+    from handlers.switchml import MAX_CHILDREN, MAX_JOBS   # spin -> handlers: at run time only
     lines = accelerator_lines(topo, hosts)
     equal_cost = topo.equal_cost_ports()
     jobs: dict[str, int] = {}
@@ -118,7 +117,6 @@ def add_row_column_steps(sc, progs, hosts, count: int, addr: int, kick: int, op:
                          window: int, job: int, split: bool, opts: dict):
     """Install the two phases' jobs (numbers from ``job`` on) and add each rank's steps: post
     its phase-1 jobs, wait for them, post its phase-2 jobs, wait. Returns the setup."""
-    from .switch import SwitchMLJob, install_jobs
     lines = accelerator_lines(sc.topology, hosts)
     first = (count + 1) // 2 if split else count
     halves = [(addr, first, ("row", "column"))]

@@ -2,14 +2,7 @@
 time, algbw = S/t and busbw = algbw * 2(n-1)/n (S: bytes per rank), plus the modelled host CPU
 time, the bytes on every link, and whether every rank's result equals numpy's.
 
-Correctness: int32 sums wrap and are associative, so every algorithm must equal numpy's sum
-bit for bit. Floating-point sums depend on the order of additions, which differs by algorithm
-(ring adds block b in the order b+1, b+2, ...; recursive doubling adds pairs of partial sums),
-so floats are compared with the exact (float64) sum within the worst-case error of n-1
-rounded additions: |err| <= (n-1) u sum|x_i| (Higham, Accuracy and Stability, ch. 4), u =
-2^-24 (float32), 2^-11 (float16), 2^-8 (bfloat16). Every rank must also hold the same bits.
-An algorithm that rounds differently registers its own bound (the switch's 16-bit sums:
-``switch.native_float_bound``).
+Correctness is ``accuracy.check_result`` (re-exported here with its constants).
 """
 from __future__ import annotations
 
@@ -17,14 +10,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..config import HostConfig, SwitchConfig
 from ..errors import ConfigError
+from ..runs import run
+from ..simulation import Scenario
+from ..topology import Topology
 from . import algorithm
-from .common import bf16_to_float32, float32_to_bf16, itemsize
+from .accuracy import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, as_float64, check_result  # noqa: F401
+from .common import float32_to_bf16, itemsize
 
-UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
-SMALLEST_SUBNORMAL = {"float32": 2.0 ** -149, "float16": 2.0 ** -24, "bfloat16": 2.0 ** -133}
 PAGE_BYTES = 4096
-CHECK_COLUMNS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -76,35 +71,6 @@ def make_inputs(n: int, count: int, dtype: str, seed: int = 0,
                       f"bfloat16")
 
 
-def as_float64(values: np.ndarray, dtype: str) -> np.ndarray:
-    """Stored values (bfloat16 as bits) as float64, exactly."""
-    if dtype == "bfloat16":
-        return bf16_to_float32(values).astype(np.float64)
-    return np.asarray(values).astype(np.float64)
-
-
-def check_result(inputs: np.ndarray, results: list[np.ndarray], dtype: str,
-                 bound=None) -> tuple[bool, float]:
-    """(every rank equals the reference, the largest absolute error) as the docstring says;
-    ``bound(x, dtype)`` replaces the float bound (x: float64 inputs, one row per rank)."""
-    first = results[0]
-    same = all(np.array_equal(r.view(np.uint8), first.view(np.uint8)) for r in results)
-    if dtype == "int32":
-        ref = np.sum(inputs, axis=0, dtype=np.int32)
-        err = np.abs(first.astype(np.int64) - ref.astype(np.int64))
-        return same and bool(np.array_equal(first, ref)), float(err.max(initial=0))
-    n, ok, worst = inputs.shape[0], True, 0.0
-    for lo in range(0, inputs.shape[1], CHECK_COLUMNS):     # float64 copies of a slice at a time
-        x = as_float64(inputs[:, lo:lo + CHECK_COLUMNS], dtype)
-        limit = (bound(x, dtype) if bound is not None
-                 else (n - 1) * UNIT_ROUNDOFF[dtype] * np.abs(x).sum(axis=0)
-                 + n * SMALLEST_SUBNORMAL[dtype])
-        err = np.abs(as_float64(first[lo:lo + CHECK_COLUMNS], dtype) - x.sum(axis=0))
-        ok = ok and bool(np.all(err <= limit))
-        worst = max(worst, float(err.max(initial=0)))
-    return same and ok, worst
-
-
 def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float32", *,
                        seed: int = 0, topology=None, recover_loss: bool = False, **configs):
     """A Scenario on ``topology`` (default: a star of ``n_hosts``) with host memory sized for
@@ -116,9 +82,6 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     the algorithm needs to survive random frame loss on the topology's links
     (``Algorithm.recovery``: the reliable transport for host algorithms, reposts for the NIC
     ring; switch aggregation retransmits by itself)."""
-    from ..config import HostConfig
-    from ..simulation import Scenario
-    from ..topology import Topology
     alg = algorithm(name)
     topo = topology if topology is not None else Topology.star(n_hosts)
     if len(topo.hosts) < n_hosts:
@@ -148,7 +111,6 @@ def lossless(switch=None):
     fabrics run lossless, and an incast (the fold of recursive doubling for n not a power of
     two sends two vectors to one rank at once) would otherwise tail-drop frames that the
     open-loop transport never resends."""
-    from ..config import SwitchConfig
     switch = switch if switch is not None else SwitchConfig()
     if "pfc" in switch.model_fields_set or switch.pfc:
         return switch
@@ -180,7 +142,6 @@ def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, wor
             seed: int = 0, topology=None, recover_loss: bool = False,
             **configs) -> AllreduceMeasurement:
     """Run allreduce ``name`` of ``nbytes`` per rank on ``n_hosts`` and evaluate it."""
-    from ..runs import run
     w = itemsize(dtype)
     if nbytes < w or nbytes % w:
         raise ConfigError(f"allreduce size={nbytes} B: must be a positive multiple of the "

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import EngineConfig, NicConfig
 from ..errors import ConfigError
+from ..handler import ExecutionContext
 from .common import (AllreducePlan, align, block_counts, check_args, check_memory, itemsize,
                      offsets, write_inputs)
 
@@ -46,7 +48,6 @@ def run_configs(n: int) -> dict:
     from a NIC's ingress (no PFC from NIC to switch), so packets that arrive faster than the
     HPUs fold them wait in open-message slots: sparse packets are short and arrive faster
     than HPUs add a 256-element range, which overflowed PsPIN's 256 message queues at 32 MiB."""
-    from ..config import EngineConfig, NicConfig
     return {"nic": NicConfig(max_inflight_messages=INFLIGHT_MESSAGES),
             "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n))}
 
@@ -83,7 +84,6 @@ def build_variant(name: str, scenario, count: int, dtype: str = "float32", *, ho
     an application-level retransmission: the handlers ignore what they have already done and
     regenerate what went downstream, so packets lost before a repost are recovered."""
     from handlers.nic_allreduce import allreduce_memory, nic_allreduce_program
-    from ..handler import ExecutionContext
     mode = VARIANTS[name]
     hosts = check_args(scenario, count, dtype, hosts)
     if dtype not in MODE_DTYPES[mode]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..wire import switchml as SW
 from .common import align
+from .switchml_jobs import SwitchMLJob, install_jobs
 
 INT32_MAX = 2**31 - 1
 MIN_EXPONENT = -126          # a zero block (biased exponent 0): never raises the maximum
@@ -105,7 +106,6 @@ class HostPass:
 
 def add_quantized_steps(sc, progs, hosts, count, data, kick, extra, job, window, opts) -> None:
     """Both jobs (exponent max, then int32 sum) and the three host passes of every rank."""
-    from .switch import SwitchMLJob, install_jobs
     k = sc.engine.mtu_bytes // 4
     nb = n_blocks(count, k)
     exps, ints = extra, extra + align(4 * nb)

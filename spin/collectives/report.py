@@ -2,11 +2,21 @@
 row per size and algorithm, speedup and bytes on the wire relative to ring at the same size)."""
 from __future__ import annotations
 
+import json
 import re
 import sys
+from pathlib import Path
 
+from ..config import LinkConfig
 from ..errors import ConfigError
+from ..handler import same_program
 from ..report import count, table, us
+from ..scenario_limits import check_writable
+from ..topologies import build_topology
+from ..topologies.report import label, parse_spec
+from . import ALGORITHMS, algorithm
+from .measure import measure, with_speedup
+from .plot import plot_allreduce, require_matplotlib
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
           "gb": 1000**3, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
@@ -42,7 +52,6 @@ def selected_algorithms(spec: str, dtype: str) -> list:
     """The registered algorithms named in ``spec`` (comma-separated), in order. A name nobody
     registered (e.g. an in-network variant not installed in this build) or one that does not
     take ``dtype`` is skipped with a line on stderr; none left is an error."""
-    from . import ALGORITHMS, algorithm
     chosen = []
     for name in (a.strip() for a in spec.split(",")):
         if not name:
@@ -67,7 +76,6 @@ def selected_algorithms(spec: str, dtype: str) -> list:
 
 def shared_programs(algs) -> list:
     """Handler programs of every algorithm that declares them: their runs share one engine."""
-    from ..simulation import same_program
     out: list = []
     for alg in algs:
         for p in (alg.programs() if alg.programs is not None else []):
@@ -79,9 +87,6 @@ def shared_programs(algs) -> list:
 def allreduce_topology(args):
     """(topology, its description for the table title) from ``--topology``, ``--hosts`` and
     ``--loss``: a star is built for HOSTS hosts; lossy links get ``LinkConfig.loss_rate``."""
-    from ..config import LinkConfig
-    from ..topologies import build_topology
-    from ..topologies.report import label, parse_spec
     if not 0 <= args.loss < 1:
         raise ConfigError(f"--loss {args.loss}: a fraction of frames in [0, 1)")
     if args.hosts is not None and args.hosts < 2:
@@ -98,11 +103,6 @@ def allreduce_topology(args):
 def run_allreduce_cli(args) -> int:
     """Run every (size, algorithm) of ``args``, print the table (and plot it with ``--plot``);
     1 if any result is wrong."""
-    import json
-    from pathlib import Path
-
-    from ..scenario_limits import check_writable
-    from .measure import measure, with_speedup
     topo, where = allreduce_topology(args)
     hosts = args.hosts if args.hosts is not None else len(topo.hosts)
     if not 2 <= hosts <= len(topo.hosts):
@@ -112,7 +112,6 @@ def run_allreduce_cli(args) -> int:
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)
     if plot:
-        from .plot import require_matplotlib
         require_matplotlib()
         check_writable(plot, "--plot", directory=False)
     programs = shared_programs(algs)
@@ -125,7 +124,6 @@ def run_allreduce_cli(args) -> int:
     rows = with_speedup(results)
     print(allreduce_table(rows, hosts, where))
     if plot:
-        from .plot import plot_allreduce
         plot_allreduce(rows, plot, f"allreduce on {hosts} hosts ({args.dtype}, {where})")
         print(f"\nplot written to {plot}")
     if args.json:

@@ -17,6 +17,7 @@ from ..engine.pool import copy_bytes
 from ..engine.ports import WIRE_OVERHEAD, serialization_ps
 from ..fabric_frames import KEY_DEVICE_SHIFT
 from ..wire.headers import ETH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
+from ..wire.roce import node_ip, node_mac
 
 # reasons a frame from the program is dropped (index into EndpointStats.dropped names)
 REASONS = ("bad_length", "not_ipv4", "bad_source", "bad_time")
@@ -93,7 +94,6 @@ def pack_slots(frames, lengths, order, blob):
 
 def address_bytes(node: int) -> tuple[np.ndarray, np.ndarray]:
     """The host's MAC and IPv4 address as bytes (spin.wire.roce.node_mac / node_ip)."""
-    from ..wire.roce import node_ip, node_mac
     mac = np.array([int(b, 16) for b in node_mac(node).split(":")], np.uint8)
     ip = np.array([int(b) for b in node_ip(node).split(".")], np.uint8)
     return mac, ip

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from ..errors import ConfigError
+from ..fabric_partition import link_lookahead_ps
+from ..parallel.coordinator import is_loopback
 
 MODES = ("lockstep", "realtime")
 ON_LAG = ("error", "warn")
@@ -75,7 +77,6 @@ def bind_address(url: str, where: str = "endpoint") -> str:
 
 def is_loopback_url(url: str) -> bool:
     """True when ``url``'s address is a loopback address (no key needed there)."""
-    from ..parallel.coordinator import is_loopback
     return is_loopback(urlparse(url).hostname or "")
 
 
@@ -107,7 +108,6 @@ class AttachedEndpoint:
 def attach_endpoints(scenario, specs) -> tuple[AttachedEndpoint, ...]:
     """Check every endpoint against the scenario (ConfigError naming the host and the valid
     choices) and resolve it."""
-    from ..fabric_partition import link_lookahead_ps
     specs = tuple(specs or ())
     if not specs:
         return ()

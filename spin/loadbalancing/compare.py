@@ -7,16 +7,27 @@ state, not code), compiled before the first timed run, so wall times exclude com
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from ..collectives.report import parse_size
 from ..config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
+from ..fabric import run_scenario
 from ..report import table
-from ..units import US
-from .metrics import FabricFigures, fabric_figures
+from ..scenario_limits import check_writable
+from ..simulation import Scenario, Simulation
+from ..topologies import build_topology
+from ..topologies.report import parse_params, parse_spec
+from ..units import US, ns
+from ..workloads import build_workload
+from ..workloads.metrics import flow_messages, workload_report
+from .metrics import FabricFigures, fabric_figures, tier_loads
+from .plots import DEFAULT_SAMPLE_NS, require_matplotlib, write_plots
 from .schemes import get_scheme, with_scheme
 
 
@@ -56,8 +67,6 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
     nic = NicConfig.make(transport={"kind": transport})
     switch = {"pfc": lossless, **({"trim": True} if transport == "ue" and not lossless else {}),
               **(switch or {})}
-    from ..simulation import Scenario
-    from ..topologies import build_topology
     topo = build_topology(topology, **{"link": LinkConfig(rate_gbps=rate_gbps, latency_ns=500.0),
                                        **(params or {})})
     n = len(topo.hosts)
@@ -73,9 +82,6 @@ _NEEDS = re.compile(r"memory_bytes >= (\d+)")
 
 def add_workload(scenario, kind: str, **params: Any):
     """Build workload ``kind`` into ``scenario``, growing host memory to what it needs."""
-    from dataclasses import replace
-
-    from ..workloads import build_workload
     probe = replace(scenario, host_programs={}, host_memory=[], mark_index={})
     try:
         build_workload(probe, kind, **params)
@@ -91,9 +97,6 @@ def add_workload(scenario, kind: str, **params: Any):
 def run_schemes(scenario, workload, schemes: list[str], workers: int = 1,
                 progress: Callable[[str], None] | None = None) -> list[SchemeRun]:
     """Run ``scenario`` (with ``workload`` built into it) once per scheme."""
-    from ..fabric import run_scenario
-    from ..simulation import Simulation
-    from ..workloads.metrics import flow_messages, workload_report
     for name in schemes:
         get_scheme(name, "--schemes")
     Simulation(scenario, quiet=progress is None).compile()
@@ -163,9 +166,6 @@ def comparison_table(runs: list[SchemeRun], title: str = "") -> str:
 
 def comparison_dict(runs: list[SchemeRun]) -> list[dict[str, Any]]:
     """JSON-ready rows (times in ps)."""
-    from dataclasses import asdict
-
-    from .metrics import tier_loads
     return [{"scheme": r.scheme, "flows": r.flows, "completed": r.completed,
              "fct": asdict(r.report.fct) if r.report else None,
              "ideal_fct": asdict(r.report.ideal_fct) if r.report else None,
@@ -177,23 +177,18 @@ def comparison_dict(runs: list[SchemeRun]) -> list[dict[str, Any]]:
 
 def run_lb_cli(args) -> int:
     """``spin lb``: build the fabric and workload, run every scheme, print the table."""
-    from ..collectives.report import parse_size
-    from ..topologies.report import parse_params, parse_spec
     schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
     for s in schemes:
         get_scheme(s, "--schemes")
     if args.workers < 1:
         raise ConfigError(f"--workers = {args.workers}: must be >= 1")
     if args.plots:
-        from ..scenario_limits import check_writable
-        from .plots import require_matplotlib
         require_matplotlib()                                    # fail before running, not after
         check_writable(args.plots, "--plots", directory=True)
     topo_name, topo_params = parse_spec(args.topology)
     size = parse_size(args.size)
     plots_ns = 0.0
     if args.plots:
-        from .plots import DEFAULT_SAMPLE_NS
         plots_ns = DEFAULT_SAMPLE_NS
     lossless = False if args.lossy else (args.transport == "none")
     sc = fabric_scenario(topo_name, topo_params, rate_gbps=args.rate_gbps, mtu_bytes=args.mtu,
@@ -212,16 +207,11 @@ def run_lb_cli(args) -> int:
     print()
     print(comparison_table(runs))
     if args.plots:
-        from ..units import ns
-        from ..workloads.metrics import flow_messages
-        from .plots import write_plots
         paths = write_plots(args.plots, {r.scheme: (r.result, [m.completion_ps for m in
                                                                flow_messages(workload, r.result)])
                                          for r in runs}, ns(plots_ns))
         print(f"\npictures in {args.plots}: {', '.join(p.name for p in paths)}")
     if args.json:
-        import json
-        from pathlib import Path
         Path(args.json).write_text(json.dumps({"title": title, "runs": comparison_dict(runs)},
                                               indent=2) + "\n")
         print(f"results written to {args.json}")

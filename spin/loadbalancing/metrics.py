@@ -5,50 +5,19 @@ reorder degree.
 
 A tier is ``Link.kind`` (``host``, ``edge-agg``, ``agg-core``, ``leaf-spine``...), both
 directions of every link of that kind. Load is in bytes transmitted over the whole run, so
-``imbalance`` is the same for bytes and utilisation; 1.0 is perfectly even.
+``imbalance`` is the same for bytes and utilisation; 1.0 is perfectly even. ``TierLoad`` and
+``tier_loads`` live with the result records (``spin.records``: ``RunResult.tier_loads`` needs
+them) and are re-exported here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..records import TierLoad, tier_loads, traffic_duration_ps  # noqa: F401 (re-exported)
+
 # Counters of NicStats that a reliable transport adds; summed over NICs when present.
 RETRANSMISSIONS = "retransmissions"
 REORDER_DEGREE = "reorder_degree"
-
-
-@dataclass(frozen=True)
-class TierLoad:
-    """How one tier of links was loaded over a run."""
-
-    tier: str
-    directions: int            # link directions in the tier
-    mean_utilisation: float    # busy time / traffic duration, mean over the directions
-    max_utilisation: float
-    imbalance: float           # max / mean of bytes sent (0 when the tier carried nothing)
-    max_queue_bytes: int
-
-
-def traffic_duration_ps(result) -> int:
-    """Time from the start to the last delivery: what utilisation is measured over. The run
-    itself may end later, on a timer left pending (a PFC pause expiry)."""
-    return max((m.t_done_ps for m in result.messages), default=result.end_time_ps)
-
-
-def tier_loads(result) -> list[TierLoad]:
-    """Load per tier of links, in order of first appearance."""
-    tiers: dict[str, list] = {}
-    for link in result.links:
-        tiers.setdefault(link.tier or "link", []).append(link)
-    duration = traffic_duration_ps(result)
-    out = []
-    for tier, links in tiers.items():
-        util = [l.utilisation(duration) for l in links]
-        load = [l.tx_bytes for l in links]
-        mean = sum(load) / len(load)
-        out.append(TierLoad(tier, len(links), sum(util) / len(util), max(util),
-                            max(load) / mean if mean > 0 else 0.0,
-                            max(l.max_queue_bytes for l in links)))
-    return out
 
 
 @dataclass(frozen=True)

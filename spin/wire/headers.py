@@ -149,6 +149,12 @@ IP_OFF = ETH_BYTES
 UDP_OFF = IP_OFF + IPV4_BYTES
 BTH_OFF = UDP_OFF + UDP_BYTES
 RETH_OFF = BTH_OFF + BTH_BYTES
+# ... and of the fields forwarding and load balancing read: the flow's 5-tuple, where the
+# destination address's low 24 bits are the node id (``roce.NODE_ID_MASK``).
+IP_PROTO_OFF = IP_OFF + IPV4.offsets["proto"]     # 23
+IP_SRC_OFF = IP_OFF + IPV4.offsets["src"]         # 26
+IP_DST_OFF = IP_OFF + IPV4.offsets["dst"]         # 30
+UDP_SPORT_OFF = UDP_OFF + UDP.offsets["sport"]    # 34: source port, then destination port
 
 
 def pad_count(payload_len: int) -> int:

@@ -5,12 +5,8 @@ import numba as nb
 import numpy as np
 
 from spin.engine import state as S
+from spin.wire.headers import IP_DST_OFF, IP_PROTO_OFF, IP_SRC_OFF, UDP_SPORT_OFF
 from spin.wire.transport_frames import get_be
-
-_IP_SRC = 26
-_IP_DST = 30
-_IP_PROTO = 23
-_L4 = 34
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
@@ -28,9 +24,9 @@ def _mix32(h):
 def flow_hash(frame, seed):
     """Hash of (source IP, destination IP, protocol, source port, destination port) with a
     per-switch seed, so that tiers do not all pick the same index (ECMP polarisation)."""
-    h = _mix32((seed ^ get_be(frame, _IP_SRC, 4)) & 0xFFFFFFFF)
-    h = _mix32(h ^ get_be(frame, _IP_DST, 4))
-    h = _mix32(h ^ get_be(frame, _L4, 4) ^ (np.int64(frame[_IP_PROTO]) << 8))
+    h = _mix32((seed ^ get_be(frame, IP_SRC_OFF, 4)) & 0xFFFFFFFF)
+    h = _mix32(h ^ get_be(frame, IP_DST_OFF, 4))
+    h = _mix32(h ^ get_be(frame, UDP_SPORT_OFF, 4) ^ (np.int64(frame[IP_PROTO_OFF]) << 8))
     return h
 
 

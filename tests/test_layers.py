@@ -1,0 +1,50 @@
+"""The import layering of DESIGN.md section 3, as the contracts in ``.importlinter`` state it:
+one direction from the control plane down to the wire formats, spin reaching the device
+packages and ready handlers only at listed run-time entry points, and no import cycles inside
+any package. A broken contract fails with import-linter's report (which import, where)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ABOVE_SPIN = ("nic_emulator", "switch_emulator", "handlers")
+
+
+def _env() -> dict[str, str]:
+    """This checkout first on the path, whatever spin is installed elsewhere."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+
+
+def test_import_contracts_are_kept():
+    """Needs import-linter (``pip install 'spin-emulator[test]'``); without it the test fails
+    saying so rather than skipping, since it is what keeps the layering."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+         "sys.exit(lint_imports(config_filename='.importlinter', no_cache=True, no_logo=True))"],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"import contracts broken:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_importing_spin_loads_no_device_package_or_handler():
+    """Every spin module imports without nic_emulator, switch_emulator or handlers (they are
+    imported when a scenario is built or run). The engine loop template is source text that
+    engine.codegen joins with the devices' receive paths; importing it is not how it is used."""
+    code = f"""
+import importlib, pkgutil, sys
+import spin
+skip = {{"spin.__main__", "spin.engine.loop_template"}}
+names = sorted(m.name for m in pkgutil.walk_packages(spin.__path__, "spin.")
+               if m.name not in skip)
+for name in names:
+    importlib.import_module(name)
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {ABOVE_SPIN!r})
+print(len(names), "modules;", "loaded:", ", ".join(loaded) or "none")
+sys.exit(1 if loaded else 0)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
