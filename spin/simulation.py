@@ -17,8 +17,8 @@ from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from .engine import state as S
 from .engine.codegen import engine_lock_path, load_engine
 from .engine.handler_abi import MAX_MEMORY_DIMS, init_call_block
-from .engine.handler_build import build_handler_table, describe_programs
-from .compile_report import compile_progress, is_compile_error
+from .engine.handler_build import EntryCompileFailure, build_handler_table, describe_programs
+from .compile_report import compile_progress, describe_handler_compile_error, is_compile_error
 from .errors import ConfigError, HandlerError, SpinError
 from .faults import LinkFault
 from .handler import ExecutionContext, HandlerProgram, same_program  # noqa: F401 (re-export)
@@ -267,10 +267,14 @@ class Simulation:
         engine, each on its own (``spin.engine.handler_build``)."""
         installed = {int(p) for p in self.st.ec[:len(self.ec_order), S.EC_PROG]}
         used = [prog for p, prog in enumerate(self.programs) if p in installed]
-        with compile_progress(f"the handlers of {describe_programs(used)}", quiet):
-            table = build_handler_table(
-                [prog if p in installed else None for p, prog in enumerate(self.programs)],
-                debug=self.scenario.engine.debug)
+        try:
+            with compile_progress(f"the handlers of {describe_programs(used)}", quiet):
+                table = build_handler_table(
+                    [prog if p in installed else None for p, prog in enumerate(self.programs)],
+                    debug=self.scenario.engine.debug)
+        except EntryCompileFailure as failed:
+            raise describe_handler_compile_error(failed.cause, failed.kind, failed.program,
+                                                 failed.fn) from None
         n = len(self.programs)
         self.st.prog[:n, S.PR_ENTRY:S.PR_ENTRY + 3] = table.addresses[:n]
         return table

@@ -197,6 +197,15 @@ def load_entry(fn: Callable, memory: np.ndarray, debug: bool = False) -> ModuleT
         return _import_generated(name, text)
 
 
+class EntryCompileFailure(Exception):
+    """A handler's entry did not compile; ``spin.compile_report`` turns it into the
+    ``HandlerCompileError`` users see (naming the handler, its file and line)."""
+
+    def __init__(self, kind: str, program: HandlerProgram, fn: Callable, cause: Exception):
+        super().__init__(f"{kind} handler of program {program.name!r} does not compile")
+        self.kind, self.program, self.fn, self.cause = kind, program, fn, cause
+
+
 @dataclass(frozen=True)
 class HandlerTable:
     """Entry addresses of every program's handlers (``addresses[p, kind]``, 0: none) and the
@@ -209,8 +218,7 @@ class HandlerTable:
 def build_handler_table(programs: list[HandlerProgram | None],
                         debug: bool = False) -> HandlerTable:
     """Compile (or load) every handler of ``programs`` (``None``: a program no execution
-    context uses, left out); a handler that does not compile raises a ``HandlerCompileError``
-    naming it, its file and line."""
+    context uses, left out); a handler that does not compile raises ``EntryCompileFailure``."""
     from numba.core.errors import NumbaError
     addresses = np.zeros((max(len(programs), 1), len(KIND_NAMES)), np.int64)
     modules = []
@@ -223,8 +231,7 @@ def build_handler_table(programs: list[HandlerProgram | None],
             try:
                 module = load_entry(fn, prog.memory, debug)
             except NumbaError as exc:
-                from ..compile_report import describe_handler_compile_error
-                raise describe_handler_compile_error(exc, KIND_NAMES[kind], prog, fn) from None
+                raise EntryCompileFailure(KIND_NAMES[kind], prog, fn, exc) from None
             addresses[p, kind] = entry_address(module.entry)
             modules.append(module)
     return HandlerTable(addresses, tuple(modules))
