@@ -8,7 +8,9 @@ arrays and an event loop that calls one of four helpers per event; each helper h
 path and a long cold path (so LLVM keeps it out of line, like the engine's ``tx_done``,
 ``enqueue_frame``, ``nic_receive``...). It reports, for each N, the words passed per call and
 the time per event when the helpers take the namedtuple (``tuple``) or a ``StateRef``
-(``ref``, one pointer). Figures, not a test.
+(``ref``, one pointer), and how far above each pushed word its copy is loaded from: when that
+distance is just over 4096 bytes, each load matches a store made a few pushes earlier in
+address bits 11:0 and waits for it (4K aliasing), which is the cliff. Figures, not a test.
 
     python bench/bench_state_width.py [--widths 8,16,32,48,52,54,55,56,57,58,60,64,80]
 """
@@ -62,13 +64,20 @@ def _words_per_call(loop) -> int:
     return max(heads.get(c, 0) for c in callees) - 2  # minus Numba's return slot and exc. info
 
 
+def _copy_distance(loop) -> int:
+    """Bytes between the stack word a call's argument copy loads and the word it pushes."""
+    found = re.findall(r"pushq\s+(\d+)\(%rsp\)", loop.inspect_asm(loop.signatures[0]))
+    return int(max(set(found), key=found.count)) if found else 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", default="8,16,32,48,52,54,55,56,57,58,60,64,80")
     ap.add_argument("--events", type=int, default=2_000_000)
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
-    print("arrays  words/call(tuple)  ns/event(tuple)  words/call(ref)  ns/event(ref)")
+    print("arrays  words/call(tuple)  copy distance (B)  ns/event(tuple)  words/call(ref)  "
+          "ns/event(ref)")
     for n_arrays in (int(w) for w in a.widths.split(",")):
         State = namedtuple("State", [f"a{i}" for i in range(n_arrays)])
         st = State(*(np.zeros((64, 8), np.int64) for _ in range(n_arrays)))
@@ -81,7 +90,10 @@ def main() -> None:
                 t0 = time.perf_counter()
                 loop(st, a.events)
                 best = min(best, time.perf_counter() - t0)
-            row += [f"{_words_per_call(loop):17d}", f"{best / a.events * 1e9:15.1f}"]
+            row += [f"{_words_per_call(loop):17d}"]
+            if not ref:
+                row += [f"{_copy_distance(loop):17d}"]
+            row += [f"{best / a.events * 1e9:15.1f}"]
         print("  ".join(row), flush=True)
 
 
