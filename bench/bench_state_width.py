@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def _make_loop(ref: bool):
     lines = ["import numba as nb", "from spin.engine.state_ref import state_ref", ""]
     for h in range(4):
-        lines += [f"@nb.njit(_nrt=False)", f"def h{h}(st, x, t):",
+        lines += ["@nb.njit(_nrt=False)", f"def h{h}(st, x, t):",
                   f"    st.a{h}[x & 63, 1] += t",
                   f"    if st.a{h}[x & 63, 2] == -12345:   # never true: the long cold path"]
         for k in range(40):
             a = (h * 7 + k) % 8
-            lines += [f"        for j in range(8):",
+            lines += ["        for j in range(8):",
                       f"            st.a{a}[(x + j * {k}) & 63, j] += st.a{(a + 3) % 8}[j, {k % 8}]"]
         lines += [f"    return st.a{h}[x & 63, 1] & 7", ""]
     lines += ["@nb.njit(_nrt=False)", "def loop(state, n):",
@@ -47,7 +47,7 @@ def _make_loop(ref: bool):
               "        elif k == 2:", "            acc += h2(st, i, i)",
               "        else:", "            acc += h3(st, i, i)", "    return acc"]
     ns: dict = {}
-    exec(compile("\n".join(lines), f"<state width {'ref' if ref else 'tuple'}>", "exec"), ns)
+    exec(compile("\n".join(lines), f"<state width {'ref' if ref else 'tuple'}>", "exec"), ns)  # noqa: S102
     return ns["loop"]
 
 
@@ -55,7 +55,7 @@ def _words_per_call(loop) -> int:
     """Arguments of the out-of-line helper calls in the loop's optimised LLVM IR."""
     ir = loop.inspect_llvm(loop.signatures[0])
     heads = {m.group(1): m.group(0).count(",") + 1
-             for m in re.finditer(r"^define [^\n]*@(\w+)\([^\n]*", ir, re.M)}
+             for m in re.finditer(r"^define [^\n]*@(\w+)\([^\n]*", ir, re.MULTILINE)}
     body = next(chunk for chunk in ir.split("\ndefine ")[1:]
                 if "4loop" in chunk.split("\n")[0] and "cpython" not in chunk.split("\n")[0])
     callees = set(re.findall(r"call [^\n]*@(_ZN\w+)\(", body))

@@ -43,7 +43,7 @@ def test_a_call_passes_one_word_whatever_the_width():
     _entry(st, 1)
     (sig,) = [s for s in _bump.signatures if isinstance(s[0], StateRef)]
     ir = _bump.inspect_llvm(sig)
-    params = [m.group(2) for m in re.finditer(r"^define [^\n]*@(\w+)\(([^\n]*)", ir, re.M)
+    params = [m.group(2) for m in re.finditer(r"^define [^\n]*@(\w+)\(([^\n]*)", ir, re.MULTILINE)
               if "_bump" in m.group(1) and "cpython" not in m.group(1)]
     # return slot, exception info, the state pointer, i, v (by value, the 60 arrays: 480 words)
     assert [len(re.findall(r"%[\w.]+", p)) for p in params] == [5]

@@ -16,8 +16,7 @@ reference down, never return it.
 from numba.core import cgutils, types
 from numba.core.imputils import impl_ret_borrowed
 from numba.core.typing.templates import AttributeTemplate
-from numba.extending import (infer_getattr, intrinsic, lower_getattr_generic, models,
-                             register_model)
+from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
 
 class StateRef(types.Type):
