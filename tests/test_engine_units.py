@@ -53,7 +53,7 @@ def test_heap_pops_in_time_then_key_order():
     assert st.sc[S.SC_HEAP_N] == 0
 
 
-def test_engine_state_stays_below_the_measured_cliff():
-    """Past about 55 arrays in the engine state the compiled event loop runs ~3x slower (see
+def test_engine_state_stays_narrow():
+    """Every array of the engine state costs each Python -> engine call and compile time (see
     the comment at ``spin.engine.state.MAX_STATE_ARRAYS``): new values go into table columns."""
     assert len(S.FIELDS) == len(set(S.FIELDS)) <= S.MAX_STATE_ARRAYS

@@ -21,6 +21,7 @@ from spin.engine.handler_context import close_context
 from spin.engine.heap import free_event, pop_event
 from spin.engine.pool import free_slot
 from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_queues, tx_done
+from spin.engine.state_ref import state_ref
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
 from switch_emulator.actions import switch_finalize_actions
@@ -152,6 +153,7 @@ def _arrive(st, hmem, dev, gp, slot, t):
 @nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.watchdog
 def run_until(st, hmem, t_end, max_events):
     """Process events with time < t_end (at most max_events if > 0); return a STATUS_* code."""
+    st = state_ref(st)   # one pointer per call below, not ~450 words (spin.engine.state_ref)
     sc = st.sc
     sc[S.SC_STATUS] = S.STATUS_DONE
     n = 0

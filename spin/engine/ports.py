@@ -21,6 +21,7 @@ from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
 from .pool import ICRC_EXTERNAL, ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc, free_slot
+from .state_ref import state_ref
 from .tracing import TRACE_LINKS, TRK_LINK, trace_row
 
 # preamble+SFD, inter-frame gap and FCS are on the wire but not in the frame bytes
@@ -332,6 +333,7 @@ def port_down(st, gp, now):
 def inject_frames(st, times, ports, keys, lengths, frames):
     """Queue frames that arrived from another worker (or a test) as arrival events at their
     ingress ports; the sender's event key keeps the order identical to a local delivery."""
+    st = state_ref(st)
     for i in range(times.shape[0]):
         slot = alloc_slot(st)
         copy_bytes(st.pool[slot], 0, frames[i], 0, lengths[i])

@@ -460,11 +460,18 @@ FIELDS = (
     "trace",
 )
 
-# Keep this tuple short: every jitted engine function takes the state as an argument, and past
-# about 55 arrays the compiled event loop slows down abruptly (the 128-host fat-tree permutation
-# of bench/bench_fattree.py: 0.32 s per run with 55 arrays, 1.02 s with 57, same code otherwise).
-# New per-device, per-port or fabric-wide values go into columns of dev, port or sc instead.
-MAX_STATE_ARRAYS = 54
+# Width of the state tuple. Numba passes a namedtuple of arrays as one scalar argument per array
+# field (7 to 11 words an array), so while engine functions took ``st`` by value every call LLVM
+# kept out of line (tx_done, enqueue_frame, nic_receive, ...: 51 call sites) copied ~450 words
+# onto the stack: the 64 B star ran at 3.6-3.9 M packet events/s instead of 11-13 M. When that
+# argument area neared 4 KiB, each copied word was loaded 4096 + 8k bytes above a store just
+# made, and the CPU's false dependency on equal address bits 11:0 (4K aliasing) serialised the
+# copy: the abrupt cliff (fat tree of bench/bench_fattree.py: 0.32 s per run with 55 arrays,
+# 1.02 s with 57). bench/bench_state_width.py shows both on a synthetic loop. run_until (and
+# inject_frames) now pass a StateRef, one pointer (spin.engine.state_ref), so a call costs the
+# same whatever the width (57 arrays measured: no change). Width still costs unboxing every
+# array on each Python -> engine call and compile time: new values still go into table columns.
+MAX_STATE_ARRAYS = 64
 EngineState = namedtuple("EngineState", FIELDS)
 
 
