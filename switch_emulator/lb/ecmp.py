@@ -7,6 +7,8 @@ import numpy as np
 from spin.engine import state as S
 from spin.wire.transport_frames import get_be
 
+from .registry import PortScheme
+
 _IP_SRC = 26
 _IP_DST = 30
 _IP_PROTO = 23
@@ -37,3 +39,7 @@ def flow_hash(frame, seed):
 @nb.njit(cache=True, inline="always", _nrt=False)
 def ecmp_port(st, dev, slot, group, first, count, now):
     return st.rport[first + flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED]) % count]
+
+
+SCHEME = PortScheme(name="ecmp", select=ecmp_port,
+                    summary="per-flow ECMP: a hash of the 5-tuple, one path per flow")
