@@ -382,7 +382,6 @@ def build_parser() -> argparse.ArgumentParser:
                    "wire per size (needs matplotlib: pip install 'spin-emulator[plots]')")
     a.set_defaults(func=cmd_allreduce)
 
-    from .loadbalancing.schemes import scheme_names
     lb = sub.add_parser("lb", help="load-balancing schemes side by side on one workload",
                         description="Run one workload once per load-balancing scheme on the same "
                         "fabric and print FCT mean/p50/p99/max (µs, virtual), flows delivered, "
@@ -402,8 +401,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="another workload parameter (repeatable), e.g. iterations=2")
     lb.add_argument("--seed", type=int, default=0,
                     help="workload seed (the permutation drawn; default 0)")
-    lb.add_argument("--schemes", default=",".join(scheme_names()), metavar="S[,S...]",
-                    help=f"schemes to compare (default {','.join(scheme_names())})")
+    lb.add_argument("--schemes", metavar="S[,S...]",
+                    help="schemes to compare (default: every scheme, in the order of --list)")
+    lb.add_argument("--list", action="store_true",
+                    help="print every scheme (the switches' port-selection schemes of "
+                    "switch_emulator.lb, then the senders') with a summary, and exit")
     lb.add_argument("--rate-gbps", type=int, default=100, help="link rate in Gb/s (default 100)")
     lb.add_argument("--mtu", type=int, default=4096, choices=(256, 512, 1024, 2048, 4096),
                     help="MTU in bytes (default 4096)")

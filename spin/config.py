@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from .errors import ConfigError
 
@@ -180,11 +181,10 @@ class SwitchConfig(_Frozen):
     pfc_xoff_bytes: int = Field(32 * 1024, ge=1)
     pfc_xon_bytes: int = Field(16 * 1024, ge=0)
     pfc_pause_quanta: int = Field(0xFFFF, ge=1, le=0xFFFF)
-    # Port selection among equal-cost next hops, one module each in ``switch_emulator.lb``:
-    # per-flow hash (ecmp), flowlet switching (flowlet), least-loaded queue per packet
-    # (adaptive), power of two choices with memory per packet (drill). The seed also seeds the
-    # per-switch random numbers of drill and adaptive.
-    load_balancing: Literal["ecmp", "flowlet", "adaptive", "drill"] = "ecmp"
+    # Port selection among equal-cost next hops: a scheme of ``switch_emulator.lb`` (one module
+    # each, found by its registry; ``spin lb --list``), per-flow hashing (ecmp) by default. The
+    # seed also seeds the per-switch random numbers of the schemes that draw them.
+    load_balancing: str = "ecmp"
     ecmp_seed: int = Field(0, ge=0, lt=2**32)
     # Idle time after which a flow's next packet starts a new flowlet (may change port).
     # htsim's fat-tree switch uses 10 us (_sticky_delta); CONGA 500 us, LetFlow 150 us were
@@ -194,6 +194,18 @@ class SwitchConfig(_Frozen):
     # plus table update. Hardware fast failover reacts within microseconds; BFD-driven
     # control planes take milliseconds.
     route_convergence_ns: float = Field(10_000.0, ge=0)
+
+    @field_validator("load_balancing")
+    @classmethod
+    def _known_scheme(cls, name: str) -> str:
+        """The scheme must be registered (``switch_emulator.lb.registry``, imported here, when a
+        config names a scheme, and not when spin is imported)."""
+        from switch_emulator.lb.registry import scheme_names
+        names = scheme_names()
+        if name not in names:
+            raise PydanticCustomError("load_balancing", "unknown port-selection scheme; valid "
+                                      "choices: {choices}", {"choices": ", ".join(names)})
+        return name
 
 
 class EngineConfig(_Frozen):

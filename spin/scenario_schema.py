@@ -23,7 +23,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     [nic.transport]  # spin.config.TransportConfig: kind ("none" | "rc" | "ue"), entropy
                 #   ("per_flow" | "spray" | "reps"), ack_every_packets, rto_us, dcqcn_*, ...
     [host]      # spin.config.HostConfig fields:   memory_bytes, send_overhead_ns, qps, ...
-    [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes
+    [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes, ...,
+                #   load_balancing (a port-selection scheme of switch_emulator.lb, default "ecmp")
     [engine]    # spin.config.EngineConfig fields: mtu_bytes (256|512|1024|2048|4096), ...
 
     [[program]]                         # a handler program, built by calling a factory
@@ -75,10 +76,12 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     count = 1                           # worker processes (`spin run --workers` overrides)
     assign = { h0 = 0, s0 = 1 }         # optional device name -> worker id
 
-    [loadbalancing]                     # a named scheme (spin.loadbalancing.SCHEMES, `spin lb`):
-    scheme = "drill"                    # ecmp, flowlet, adaptive, drill; sets the [switch] (and
-                                        # [nic]) fields of the scheme; [switch] may tune it
-                                        # (flowlet_gap_ns) but not contradict it
+    [loadbalancing]                     # a named scheme (spin.loadbalancing.schemes()):
+    scheme = "drill"                    # `spin lb --list`: every port-selection scheme of the
+                                        # switches (switch_emulator.lb) and the senders' spray,
+                                        # reps; sets the [switch] (and [nic]) fields of the
+                                        # scheme; [switch] may tune it (flowlet_gap_ns) but not
+                                        # contradict it
 
     [workload]                          # an AI traffic pattern as host programs (spin.workloads)
     kind = "permutation"                # permutation, ring_allreduce, all_to_all, incast, htsim_cm
@@ -155,8 +158,8 @@ class WorkloadSpec(BaseModel):
 
 
 class LoadBalancingSpec(_Spec):
-    """``scheme`` names an entry of ``spin.loadbalancing.SCHEMES``; it sets the switch (and NIC)
-    fields that make the scheme."""
+    """``scheme`` names an entry of ``spin.loadbalancing.schemes()``; it sets the switch (and
+    NIC) fields that make the scheme."""
 
     scheme: str = Field(min_length=1)
 

@@ -96,9 +96,8 @@ class Scenario:
         """Let ``switches`` pick ports by ``scheme`` (a ``SwitchConfig.load_balancing`` value)
         instead of ``switch.load_balancing``: e.g. flowlets at the edge, adaptive routing
         above it."""
-        from switch_emulator.lb import LB_NAMES
-        if scheme not in LB_NAMES:
-            raise ConfigError(f"load_balancing scheme={scheme!r}; valid: {', '.join(LB_NAMES)}")
+        from switch_emulator.lb.registry import scheme_code
+        scheme_code(scheme, "load_balancing scheme")
         for name in switches:
             if name not in self.topology.switches:
                 raise ConfigError(f"load_balancing: {name!r} is not a switch; switches: "

@@ -44,7 +44,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     transport_connections)
     from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
-    from switch_emulator.lb import table_entries
+    from switch_emulator.lb.registry import table_entries
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
     names = topo.device_names()

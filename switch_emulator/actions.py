@@ -1,7 +1,10 @@
 """The switch's action sink: what the commands a switch handler issued do (forward a copy of the
 packet to a port or the routed next hop, multicast it to a port group, send a packet built in
 switch memory along the routes, set a timer), timed from the handler's end (a timer from its
-start: ``spin_set_timer``)."""
+start: ``spin_set_timer``).
+
+A template of the engine module (``spin.engine.codegen``), as it routes with ``routed_port``,
+which is generated there from the registry of port-selection schemes."""
 import numba as nb
 
 from spin import drops as D
@@ -9,10 +12,8 @@ from spin.engine import state as S
 from spin.engine.handler_context import build_staged_packet, schedule_timer
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, free_slot
-
 from spin.wire.ip_edit import set_destination
-
-from .routing import routed_port
+from switch_emulator.routing import routed_port  # SPIN-TEMPLATE
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -15,7 +15,7 @@ import numpy as np
 from spin.engine import state as S
 from spin.units import ns
 
-from .lb import LB_NAMES
+from .lb.registry import scheme_code
 
 
 def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float,
@@ -31,7 +31,7 @@ def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float,
     dev[S.D_MATCH_HDR_CYCLES] = cfg.match_header_cycles
     dev[S.D_MATCH_PKT_CYCLES] = cfg.match_packet_cycles
     dev[S.D_MAX_MSGS] = cfg.max_inflight_messages
-    dev[S.D_SW_LB] = LB_NAMES.index(load_balancing)
+    dev[S.D_SW_LB] = scheme_code(load_balancing)
     dev[S.D_SW_SEED] = zlib.crc32(f"{cfg.ecmp_seed}:{s}".encode())
     dev[S.D_SW_RNG] = (zlib.crc32(f"lb:{cfg.ecmp_seed}:{s}".encode()) << 20) | 1   # never 0
     dev[S.D_SW_FLOWLET_GAP_PS] = ns(cfg.flowlet_gap_ns)

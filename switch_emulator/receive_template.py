@@ -25,10 +25,10 @@ from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK
 from spin.wire import headers as WH
 from spin.wire.ip_edit import decrement_ttl, is_ipv4
 from spin.wire.transport_frames import get_be as _be
-from switch_emulator.actions import send_out
-from switch_emulator.routing import routed_port
 
 from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
+from switch_emulator.actions import send_out  # SPIN-TEMPLATE
+from switch_emulator.routing import routed_port  # SPIN-TEMPLATE
 
 _UDP = WH.UDP_OFF
 _BTH = WH.BTH_OFF

@@ -1,7 +1,8 @@
 """Generate, cache and import the engine module: one per spin version (and bounds-check mode).
 
 The engine (event loop, device receive paths, transports, load balancing) is one module made by
-concatenating the loop template with each device kind's receive template, so that everything
+concatenating the loop template with each device kind's templates and the parts generated from
+registries (the switch's dispatch over its port-selection schemes), so that everything
 on the per-packet path is compiled, and optimised, as a unit. Its name embeds a digest of every
 engine source, so Numba's on-disk cache serves it across runs and an edited engine file can
 never be served stale machine code. Handlers are not in it: they are compiled apart
@@ -24,7 +25,12 @@ from ..caches import cache_root, compiled_source_files, heal_numba_cache
 
 # Lines importing names that the concatenated module defines itself.
 TEMPLATE_MARKER = "# SPIN-TEMPLATE"
-DEVICE_TEMPLATES = ("nic_emulator/receive_template.py", "switch_emulator/receive_template.py")
+DEVICE_TEMPLATES = ("nic_emulator/receive_template.py", "switch_emulator/receive_template.py",
+                    "switch_emulator/actions.py")
+# Functions returning source generated from registries: the switch's port-selection dispatch,
+# one static branch per scheme module of ``switch_emulator.lb`` (imported when the engine is
+# generated, never when spin is imported).
+GENERATED_PARTS = ("switch_emulator.routing:dispatch_source",)
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -51,6 +57,7 @@ def engine_module_source(boundscheck: bool = False) -> tuple[str, str]:
     """Return (module name, source) of the engine."""
     template = (Path(__file__).parent / "loop_template.py").read_text()
     parts = [template] + [(_ROOT / rel).read_text() for rel in DEVICE_TEMPLATES]
+    parts += [_generated(ref) for ref in GENERATED_PARTS]
     source = "\n".join("\n".join(line for line in part.splitlines() if TEMPLATE_MARKER not in line)
                        for part in parts)
     if boundscheck:
@@ -61,6 +68,12 @@ def engine_module_source(boundscheck: bool = False) -> tuple[str, str]:
     h.update(numba.__version__.encode())
     h.update(_engine_source_digest())
     return f"spin_engine_{h.hexdigest()[:20]}", source
+
+
+def _generated(ref: str) -> str:
+    """The source returned by the function ``module:name``."""
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)()
 
 
 def engine_lock_path(boundscheck: bool = False) -> Path:

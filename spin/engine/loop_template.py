@@ -1,7 +1,9 @@
 """Template of the engine module: handler invocation and the event loop. ``spin.engine.codegen``
 concatenates this file with the receive paths of each device kind
-(``nic_emulator/receive_template.py``, ``switch_emulator/receive_template.py``) into one module
-named by a digest of every engine source, compiled once per spin version and cached. Handlers
+(``nic_emulator/receive_template.py``, ``switch_emulator/receive_template.py``, the switch's
+action sink ``switch_emulator/actions.py``) and the generated parts (the switch's port-selection
+dispatch, ``switch_emulator.routing.dispatch_source``) into one module named by a digest of every
+engine source, compiled once per spin version and cached. Handlers
 are not part of it: they are compiled apart and called through the address of their entry
 (``spin.engine.handler_abi``). Lines marked ``SPIN-TEMPLATE`` import names the concatenated
 module defines itself; they are dropped.
@@ -24,7 +26,7 @@ from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_q
 from spin.engine.state_ref import state_ref
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
-from switch_emulator.actions import switch_finalize_actions
+from switch_emulator.actions import switch_finalize_actions  # SPIN-TEMPLATE
 from nic_emulator.receive_template import nic_complete, nic_receive  # SPIN-TEMPLATE
 from switch_emulator.receive_template import (switch_complete, switch_receive,  # SPIN-TEMPLATE
                                               switch_timer)  # SPIN-TEMPLATE

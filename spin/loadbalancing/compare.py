@@ -28,7 +28,7 @@ from ..workloads import build_workload
 from ..workloads.metrics import flow_messages, workload_report
 from .metrics import FabricFigures, fabric_figures, tier_loads
 from .plots import DEFAULT_SAMPLE_NS, require_matplotlib, write_plots
-from .schemes import get_scheme, with_scheme
+from .schemes import get_scheme, scheme_names, schemes, with_scheme
 
 
 @dataclass
@@ -177,8 +177,15 @@ def comparison_dict(runs: list[SchemeRun]) -> list[dict[str, Any]]:
 
 def run_lb_cli(args) -> int:
     """``spin lb``: build the fabric and workload, run every scheme, print the table."""
-    schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
-    for s in schemes:
+    if args.list:
+        for s in schemes().values():
+            print(f"{s.name:<14} {s.summary}")
+        return 0
+    if args.schemes is None:
+        names = scheme_names()
+    else:
+        names = [s.strip() for s in args.schemes.split(",") if s.strip()]
+    for s in names:
         get_scheme(s, "--schemes")
     if args.workers < 1:
         raise ConfigError(f"--workers = {args.workers}: must be >= 1")
@@ -203,7 +210,7 @@ def run_lb_cli(args) -> int:
              f"{'lossless (PFC)' if lossless else 'lossy' + (' (trimming)' if sc.switch.trim else '')}"
              f", {args.workers} worker{'s' if args.workers > 1 else ''}")
     print(title, flush=True)
-    runs = run_schemes(sc, workload, schemes, args.workers, progress=print)
+    runs = run_schemes(sc, workload, names, args.workers, progress=print)
     print()
     print(comparison_table(runs))
     if args.plots:

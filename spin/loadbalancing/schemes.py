@@ -1,15 +1,19 @@
-"""The registry of load-balancing schemes: a scheme is a name for a combination of switch
-settings (``SwitchConfig.load_balancing`` and its parameters) and NIC settings (how senders
-choose entropy values, which transport carries the messages), applied to a scenario's configs.
+"""The study's load-balancing schemes: a scheme is a name for a combination of switch settings
+(``SwitchConfig.load_balancing`` and its parameters) and NIC settings (how senders choose
+entropy values, which transport carries the messages), applied to a scenario's configs.
 
-Adding a scheme is one entry: a sender-side scheme names NIC fields (``spray`` and ``reps`` set
-the transport's ``entropy``; the transport itself stays the scenario's), a switch-side one names
-``switch={"load_balancing": ...}`` (one module per port-selection scheme in
-``switch_emulator.lb``).
+Two kinds, one source of truth each: every switch port-selection scheme of
+``switch_emulator.lb`` is a scheme here under its own name (read from that package's registry
+when first needed, never when spin is imported); sender-side schemes are the entries of
+``SENDER_SCHEMES``, which name NIC fields (``spray`` and ``reps`` set the transport's
+``entropy``; the transport itself stays the scenario's) over per-flow ECMP switches.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from ..config import NicConfig, SwitchConfig
@@ -28,36 +32,43 @@ class Scheme:
                                # receiver: a message's packets may overtake its first)
 
 
-SCHEMES: dict[str, Scheme] = {s.name: s for s in (
-    Scheme("ecmp", "per-flow ECMP: a hash of the 5-tuple in every switch, one path per flow",
-           switch={"load_balancing": "ecmp"}),
-    Scheme("flowlet", "flowlet switching: a flow changes path (to the least-loaded port) after "
-           "an idle gap of flowlet_gap_ns", switch={"load_balancing": "flowlet"}),
-    Scheme("adaptive", "switch-local adaptive routing: every packet to the least-loaded "
-           "equal-cost port", switch={"load_balancing": "adaptive"}, per_packet=True),
-    Scheme("drill", "DRILL: every packet to the less loaded of two random ports and the last "
-           "best", switch={"load_balancing": "drill"}, per_packet=True),
+SENDER_SCHEMES = (
     Scheme("spray", "oblivious packet spraying: senders draw a new entropy value per packet, "
            "switches hash it (ECMP)", switch={"load_balancing": "ecmp"},
            nic={"transport": {"entropy": "spray"}}, per_packet=True),
     Scheme("reps", "REPS: senders recycle the entropy values of unmarked ACKs and freeze on "
            "trims and timeouts; switches hash them (ECMP)", switch={"load_balancing": "ecmp"},
            nic={"transport": {"entropy": "reps"}}, per_packet=True),
-)}
+)
+
+
+@functools.lru_cache(maxsize=1)
+def schemes() -> Mapping[str, Scheme]:
+    """Every scheme by name: the switches' port-selection schemes in their registry's order
+    (``ecmp`` first), then the sender-side ones (the order of ``spin lb``'s rows)."""
+    from switch_emulator.lb.registry import port_schemes
+    out = {p.name: Scheme(p.name, p.summary, switch={"load_balancing": p.name},
+                          per_packet=p.per_packet) for p in port_schemes()}
+    for s in SENDER_SCHEMES:
+        if s.name in out:
+            raise ConfigError(f"load-balancing scheme {s.name!r} is both a sender-side scheme "
+                              f"and a port-selection scheme of switch_emulator.lb")
+        out[s.name] = s
+    return MappingProxyType(out)
 
 
 def scheme_names() -> list[str]:
-    """Registered schemes, in registration order (the order of ``spin lb``'s rows)."""
-    return list(SCHEMES)
+    """Every scheme's name, in the order of ``schemes()``."""
+    return list(schemes())
 
 
 def get_scheme(name: str, where: str = "scheme") -> Scheme:
     """The scheme called ``name``, or a ConfigError naming ``where`` and the valid schemes."""
     try:
-        return SCHEMES[name]
+        return schemes()[name]
     except (KeyError, TypeError):
         raise ConfigError(f"{where} = {name!r}: unknown load-balancing scheme; valid schemes: "
-                          f"{', '.join(SCHEMES)}") from None
+                          f"{', '.join(schemes())}") from None
 
 
 def scheme_configs(name: str, switch: SwitchConfig, nic: NicConfig,

@@ -5,8 +5,14 @@ pseudo-random starting point so that idle ports share the traffic."""
 import numba as nb
 
 from .common import least_loaded, next_random
+from .registry import PortScheme
 
 
 @nb.njit(cache=True, _nrt=False)
 def adaptive_port(st, dev, slot, group, first, count, now):
     return least_loaded(st, dev, first, count, next_random(st, dev) % count)
+
+
+SCHEME = PortScheme(name="adaptive", select=adaptive_port, per_packet=True,
+                    summary="switch-local adaptive routing: every packet to the least-loaded "
+                    "equal-cost port")

@@ -8,6 +8,7 @@ import numba as nb
 from spin.engine import state as S
 
 from .common import next_random, port_load
+from .registry import PortScheme
 
 BEST = 0   # word of an lb_table entry (one per route group): last best local port + 1 (0: none)
 
@@ -27,3 +28,9 @@ def drill_port(st, dev, slot, group, first, count, now):
             best = last
     memory[BEST] = best + 1
     return best
+
+
+SCHEME = PortScheme(name="drill", select=drill_port, per_packet=True,
+                    table_entries=lambda n_route_groups: n_route_groups,   # one per route group
+                    summary="DRILL: every packet to the less loaded of two random ports and the "
+                    "last best")

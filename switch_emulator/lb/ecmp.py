@@ -8,6 +8,7 @@ from spin.engine import state as S
 from spin.wire.headers import IP_DST_OFF, IP_PROTO_OFF, IP_SRC_OFF, UDP_SPORT_OFF
 from spin.wire.transport_frames import get_be
 
+from .registry import PortScheme
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def _mix32(h):
@@ -33,3 +34,7 @@ def flow_hash(frame, seed):
 @nb.njit(cache=True, inline="always", _nrt=False)
 def ecmp_port(st, dev, slot, group, first, count, now):
     return st.rport[first + flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED]) % count]
+
+
+SCHEME = PortScheme(name="ecmp", select=ecmp_port,
+                    summary="per-flow ECMP: a hash of the 5-tuple, one path per flow")

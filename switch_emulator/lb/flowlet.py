@@ -15,6 +15,9 @@ from spin.engine import state as S
 
 from .common import DOWN_LOAD, least_loaded, port_load
 from .ecmp import flow_hash
+from .registry import PortScheme
+
+FLOWLET_TABLE_ENTRIES = 4096   # per switch, indexed by flow hash (a power of two)
 
 LAST_SEEN = 0   # words of an lb_table entry: last packet's time (ps),
 GROUP = 1       # route group + 1 (0: empty entry),
@@ -33,3 +36,9 @@ def flowlet_port(st, dev, slot, group, first, count, now):
         st.dev[dev, S.D_SW_FLOWLETS] += 1
     entry[LAST_SEEN] = now
     return entry[PORT]
+
+
+SCHEME = PortScheme(name="flowlet", select=flowlet_port,
+                    table_entries=lambda n_route_groups: FLOWLET_TABLE_ENTRIES,
+                    summary="flowlet switching: a flow changes path (to the least-loaded port) "
+                    "after an idle gap of flowlet_gap_ns")
