@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +21,7 @@ from types import ModuleType
 import numba
 
 from ..caches import cache_root, compiled_source_files, heal_numba_cache
+from .generated import import_generated
 
 # Lines importing names that the concatenated module defines itself.
 TEMPLATE_MARKER = "# SPIN-TEMPLATE"
@@ -89,22 +89,4 @@ def load_engine(boundscheck: bool = False) -> ModuleType:
     name, source = engine_module_source(boundscheck)
     if name in sys.modules:
         return sys.modules[name]
-    directory = cache_dir()
-    path = directory / f"{name}.py"
-    try:
-        current = path.read_text()
-    except OSError:
-        current = None
-    if current != source:
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return import_generated(cache_dir(), name, source)

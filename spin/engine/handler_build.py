@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from ..caches import cache_root, heal_numba_cache
 from ..errors import HandlerError
 from ..handler import HandlerProgram, _python_function
 from ..source_digest import function_digest
+from .generated import import_generated
 from .handler_abi import MAX_MEMORY_DIMS, entry_address
 
 KIND_NAMES = ("header", "payload", "completion")
@@ -162,29 +162,6 @@ def entries_dir() -> Path:
     return path
 
 
-def _import_generated(name: str, text: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    path = entries_dir() / f"{name}.py"
-    try:
-        current = path.read_text()
-    except OSError:
-        current = None
-    if current != text:
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
 def load_entry(fn: Callable, memory: np.ndarray, debug: bool = False) -> ModuleType:
     """Import (generating and compiling if needed) the entry module of one handler. Processes
     that need the same entry at once compile it once: the others wait, then load the cache."""
@@ -194,7 +171,7 @@ def load_entry(fn: Callable, memory: np.ndarray, debug: bool = False) -> ModuleT
     if name in sys.modules:
         return sys.modules[name]
     with FileLock(str(entries_dir() / f"{name}.lock")):
-        return _import_generated(name, text)
+        return import_generated(entries_dir(), name, text)
 
 
 class EntryCompileFailure(Exception):

@@ -52,7 +52,7 @@ BTH_QP_LIMIT = 1 << 24   # destination QPs are 24-bit BTH fields
 def staging_area(st):
     """Where ``spin_send_packet`` copies a packet's payload until the handler ends: room for a
     full frame per command, after every host's memory (no array of its own: each array of the
-    engine state costs every engine call, see ``spin.engine.state``)."""
+    engine state costs every call from Python into the engine, see ``spin.engine.state``)."""
     return st.host_mem[st.host_mem.shape[0] - S.MAX_PENDING_ACTIONS * st.pool.shape[1]:]
 
 
