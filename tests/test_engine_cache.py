@@ -53,6 +53,7 @@ def _cache_files(tmp: Path) -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # the first of three fresh processes compiles the engine cold
 def test_cached_engine_is_reused_and_never_stale(tmp_path):
     module = tmp_path / "cache_probe_handlers.py"
     module.write_text(HANDLER_MODULE.format(factor=3))
