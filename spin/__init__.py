@@ -13,8 +13,8 @@ Public API (imported lazily so ``import spin`` stays cheap):
 * errors: ``SpinError`` and subclasses in ``spin.errors``
 * the handler API (``spin_dma_to_host``, ``spin_send_packet``, return codes...) in ``spin.api``
 
-Every cache (generated engines, Numba's machine code) lives under ``$SPIN_CACHE_DIR``
-(default ``~/.cache/spin``); see ``spin.caches``.
+Every cache (the generated engine, handler entries, Numba's machine code) lives under
+``$SPIN_CACHE_DIR`` (default ``~/.cache/spin``); see ``spin.caches``.
 """
 from importlib import import_module
 

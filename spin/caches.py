@@ -4,7 +4,8 @@ Everything lives under one root, ``$SPIN_CACHE_DIR`` (default ``$XDG_CACHE_HOME/
 ``~/.cache/spin``), so deleting that folder resets every cache and a test can isolate itself
 with a temporary one:
 
-* ``engines/``: generated engine modules (``spin.engine.codegen``);
+* ``engines/``: the generated engine module (``spin.engine.codegen``);
+* ``handlers/``: the generated entry of each handler (``spin.engine.handler_build``);
 * ``numba/<digest>/``: Numba's machine-code cache of spin's own modules, of the generated
   engines and of any ``cache=True`` function of the process (``NUMBA_CACHE_DIR`` is pointed
   there when ``spin`` is imported, unless the user set it; without this, Numba writes next to

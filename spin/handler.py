@@ -71,7 +71,7 @@ def check_handler(fn: Callable | None, kind: str, program: str) -> None:
                            f"(ctx, pkt, mem); it takes ({got})")
     if "<locals>" in name or "<lambda>" in name:
         raise HandlerError(f"{kind} handler {name!r} of program {program!r} must be defined at "
-                           f"module level so the generated engine can import it")
+                           f"module level so its compiled entry can import it")
 
 
 @dataclass(frozen=True, eq=False)

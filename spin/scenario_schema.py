@@ -109,8 +109,9 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     # function = "mymod:expected"       # for expect = "function": fn(actual array) returns the
     #                                   # expected array, or True/False (spin.checks)
 
-Every program declared in ``[[program]]`` is compiled into the engine, in declaration order:
-scenario files that declare the same programs (same handler sources) share one compiled engine.
+Each handler of a program declared in ``[[program]]`` is compiled on its own and cached by its
+source: scenario files that use the same handlers share their compiled code, and the engine is
+compiled once per spin version whatever the programs.
 Factory modules must be importable (an installed package such as ``handlers``, a module on
 ``PYTHONPATH``, or a ``.py`` file next to the scenario file).
 

@@ -2,7 +2,8 @@
 
 A ``Scenario`` is plain data: a topology, configs, execution contexts, host programs, initial
 host memory and what to capture. ``Simulation`` turns it into engine arrays for one worker
-(optionally owning only some devices, for multi-process runs) and drives the generated engine.
+(optionally owning only some devices, for multi-process runs), loads the handlers' entries and
+drives the engine.
 """
 from __future__ import annotations
 

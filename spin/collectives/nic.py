@@ -1,7 +1,7 @@
 """NIC-offloaded ring allreduce (``handlers/nic_allreduce.py``): each rank's host posts its block
 to its right neighbour and waits for one event; the NICs reduce, forward and write the result.
 
-Variants differ only in handler memory (one compiled engine serves them all):
+Variants differ only in handler memory (their handlers compile once for all):
 
 * ``nic``: dense values, int32 / float32 / float16 / bfloat16. Block b is summed in the host
   ring's order, so results equal ``ring``'s bit for bit.
