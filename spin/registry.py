@@ -30,6 +30,15 @@ T = TypeVar("T", bound=Named)
 
 
 @dataclass(frozen=True)
+class Option:
+    """A plain named setting with a one-line summary (a transport, an entropy mode), for
+    registries whose entries carry nothing else."""
+
+    name: str
+    summary: str
+
+
+@dataclass(frozen=True)
 class Registry(Generic[T]):
     """Entries of one kind by name, in declaration order. ``name`` says what is registered
     ("topology", "transport") for messages; ``aliases`` are other names of some entries
