@@ -70,10 +70,10 @@ def port_schemes() -> Registry:
 # The NICs' transports and entropy modes (``TransportConfig.kind`` and ``.entropy``); the engine's
 # codes (``spin.engine.state.TRANSPORT_KINDS``, ``ENTROPY_POLICIES``) follow this order.
 TRANSPORTS: Registry[Option] = Registry("transport", (
-    Option("none", "open loop: no acknowledgements; a lost packet loses its message"),
-    Option("rc", "RoCEv2 reliable connection: go-back-N, retransmission timeout, DCQCN"),
-    Option("ue", "Ultra-Ethernet-style: out-of-order placement, selective ACKs, trimming, "
-           "NSCC-like window"),
+    Option("none", "open loop, no acknowledgements (a lost packet loses its message)"),
+    Option("rc", "RoCEv2 reliable connection (go-back-N, retransmission timeout, DCQCN)"),
+    Option("ue", "Ultra-Ethernet-style (out-of-order placement, selective ACKs, trimming, "
+           "NSCC-like window)"),
 ))
 ENTROPIES: Registry[Option] = Registry("entropy mode", (
     Option("per_flow", "one entropy value (UDP source port) per connection"),
