@@ -7,8 +7,8 @@ import tomllib
 from typing import Any
 
 from ..errors import ConfigError
-from .inventory import Inventory
 from .catalog import TOPOLOGIES
+from .inventory import Inventory
 from .registry import valid_range
 
 # A side-by-side set of about 128 endpoints each, 400 Gb/s links (``spin topo --compare``).
