@@ -261,6 +261,17 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # The names the options accept come from their registries (here, not at module import, so
+    # that importing spin.cli stays cheap); none of them reads switch_emulator.
+    from typing import get_args
+
+    from .collectives import ALGORITHMS
+    from .collectives.common import DTYPES
+    from .config import TRANSPORTS, EngineConfig
+    from .endpoint.spec import MODES as ENDPOINT_MODES
+    from .topologies import TOPOLOGIES
+    from .workloads import WORKLOADS
+    mtus = get_args(EngineConfig.model_fields["mtu_bytes"].annotation)
     p = argparse.ArgumentParser(
         prog="spin", description="sPIN-style network-offload emulator: handlers in emulated NICs "
         "and switches, real RoCEv2 frames, deterministic virtual time (ps).")
@@ -327,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--endpoint", action="append", metavar="HOST=tcp://ADDR:PORT",
                    help="serve HOST to an external program that attaches at that address "
                    "(spin.endpoint.Endpoint, or a scapy script); repeatable")
-    r.add_argument("--endpoint-mode", choices=("lockstep", "realtime"),
+    r.add_argument("--endpoint-mode", choices=ENDPOINT_MODES,
                    help="for --endpoint: lockstep (deterministic, the default) or realtime "
                    "(virtual time paced to the wall clock)")
 
@@ -336,7 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "ports, cables, capacity (Tb/s), bisection bandwidth (Tb/s, max-flow and "
                        "the builder's formula) and ports per Tb/s of bisection.")
     t.add_argument("specs", nargs="*", metavar="NAME[:k=v,...]",
-                   help="topology kind, optionally with parameters; several are set side by side")
+                   help=f"topology kind ({', '.join(TOPOLOGIES.names())}), optionally with "
+                   "parameters; several are set side by side")
     t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter of the one topology named (repeatable), e.g. k=8")
     t.add_argument("--compare", action="store_true",
@@ -368,12 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--size", default="1MiB", metavar="S[,S...]",
                    help="bytes per rank, e.g. 4KiB,1MiB,64MiB (default 1MiB)")
     a.add_argument("--algo", default="ring,rd,rabenseifner,nic", metavar="A[,A...]",
-                   help="registered algorithms: ring, rd, rabenseifner (host), nic, nic-int8, "
-                   "nic-sparse, nic-sparse-hash (sPIN handlers on the NICs), and any other "
-                   "registered one (e.g. switch); an unknown name is skipped with a message "
+                   help=f"algorithms of spin.collectives.ALGORITHMS: "
+                   f"{', '.join(ALGORITHMS.names())}; an unknown name is skipped with a message "
                    "(default ring,rd,rabenseifner,nic)")
-    a.add_argument("--dtype", default="float32",
-                   choices=("float32", "int32", "float16", "bfloat16"),
+    a.add_argument("--dtype", default="float32", choices=tuple(DTYPES),
                    help="element type (default float32; bfloat16 is stored as uint16)")
     a.add_argument("--workers", type=int, default=1, metavar="N",
                    help="worker processes (default 1; results are identical for any N)")
@@ -391,8 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(serialisation plus base latency) as a reference row.")
     lb.add_argument("--topology", default="fat_tree:k=8", metavar="NAME[:k=v,...]",
                     help="topology and its parameters (default fat_tree:k=8, 128 hosts)")
-    lb.add_argument("--workload", default="permutation", metavar="KIND",
-                    help="workload kind: permutation, ring_allreduce, all_to_all, incast "
+    lb.add_argument("--workload", default="permutation", choices=WORKLOADS.names(),
+                    metavar="KIND", help=f"workload kind: {', '.join(WORKLOADS.names())} "
                     "(default permutation)")
     lb.add_argument("--size", default="2MB", metavar="S",
                     help="message bytes per host (per destination for all_to_all), e.g. 2MB, "
@@ -407,12 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="print every scheme (the switches' port-selection schemes of "
                     "switch_emulator.lb, then the senders') with a summary, and exit")
     lb.add_argument("--rate-gbps", type=int, default=100, help="link rate in Gb/s (default 100)")
-    lb.add_argument("--mtu", type=int, default=4096, choices=(256, 512, 1024, 2048, 4096),
+    lb.add_argument("--mtu", type=int, default=4096, choices=mtus,
                     help="MTU in bytes (default 4096)")
-    lb.add_argument("--transport", default="ue", choices=("ue", "rc", "none"),
-                    help="the NICs' transport for every scheme (default ue: out-of-order "
-                    "placement, selective ACKs, NSCC, trimming switches; none: open-loop writes "
-                    "over lossless PFC switches)")
+    lb.add_argument("--transport", default="ue", choices=TRANSPORTS.names(),
+                    help="the NICs' transport for every scheme: "
+                    f"{'; '.join(f'{t.name}: {t.summary}' for t in TRANSPORTS)} (default ue, "
+                    "with trimming switches; none runs over lossless PFC switches)")
     lb.add_argument("--lossy", action="store_true",
                     help="no PFC, also with --transport none (lost frames are then not "
                     "recovered)")

@@ -5,12 +5,13 @@ Validation errors are raised as ``ConfigError`` naming the field, the value and 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
 from .errors import ConfigError
+from .registry import Option, Registry
 
 
 class _Frozen(BaseModel):
@@ -57,6 +58,30 @@ class LinkConfig(_Frozen):
     loss_seed: int = Field(0, ge=0, lt=2**32)
 
 
+@functools.lru_cache(maxsize=1)
+def port_schemes() -> Registry:
+    """The switches' port-selection schemes (``SwitchConfig.load_balancing``), in code order:
+    the ``PortScheme`` declarations of ``switch_emulator.lb``, read when a config first names a
+    scheme (never when spin is imported)."""
+    from switch_emulator.lb.registry import port_schemes as declared
+    return Registry("port-selection scheme", declared())
+
+
+# The NICs' transports and entropy modes (``TransportConfig.kind`` and ``.entropy``); the engine's
+# codes (``spin.engine.state.TRANSPORT_KINDS``, ``ENTROPY_POLICIES``) follow this order.
+TRANSPORTS: Registry[Option] = Registry("transport", (
+    Option("none", "open loop, no acknowledgements (a lost packet loses its message)"),
+    Option("rc", "RoCEv2 reliable connection (go-back-N, retransmission timeout, DCQCN)"),
+    Option("ue", "Ultra-Ethernet-style (out-of-order placement, selective ACKs, trimming, "
+           "NSCC-like window)"),
+))
+ENTROPIES: Registry[Option] = Registry("entropy mode", (
+    Option("per_flow", "one entropy value (UDP source port) per connection"),
+    Option("spray", "a new entropy value per packet (oblivious spraying)"),
+    Option("reps", "recycle the entropy values of unmarked ACKs, freeze on trims (REPS)"),
+))
+
+
 class TransportConfig(_Frozen):
     """How NICs deliver RDMA WRITE messages (``nic_emulator.transport``), set as
     ``NicConfig.transport`` (``[nic.transport]`` in scenario files).
@@ -73,8 +98,8 @@ class TransportConfig(_Frozen):
     freeze on trims and timeouts; Bonato et al., arXiv 2407.21625).
     """
 
-    kind: Literal["none", "rc", "ue"] = "none"
-    entropy: Literal["per_flow", "spray", "reps"] = "per_flow"
+    kind: str = "none"            # a name of TRANSPORTS
+    entropy: str = "per_flow"     # a name of ENTROPIES
     # The receiver acknowledges every Nth accepted packet, and always a message's last packet.
     ack_every_packets: int = Field(1, ge=1, le=64)
     # Retransmission timeout after the oldest unacknowledged packet stopped moving: well above
@@ -100,6 +125,16 @@ class TransportConfig(_Frozen):
     # REPS: after a trim or timeout only cached (known-good) EVs are used for this long
     # (htsim's buffer_reps default: 10 ms).
     reps_freeze_us: float = Field(10_000.0, ge=0, allow_inf_nan=False)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_transport(cls, name: str) -> str:
+        return TRANSPORTS.check(name)
+
+    @field_validator("entropy")
+    @classmethod
+    def _known_entropy(cls, name: str) -> str:
+        return ENTROPIES.check(name)
 
     @model_validator(mode="after")
     def _entropy_needs_acks(self) -> "TransportConfig":
@@ -198,14 +233,7 @@ class SwitchConfig(_Frozen):
     @field_validator("load_balancing")
     @classmethod
     def _known_scheme(cls, name: str) -> str:
-        """The scheme must be registered (``switch_emulator.lb.registry``, imported here, when a
-        config names a scheme, and not when spin is imported)."""
-        from switch_emulator.lb.registry import scheme_names
-        names = scheme_names()
-        if name not in names:
-            raise PydanticCustomError("load_balancing", "unknown port-selection scheme; valid "
-                                      "choices: {choices}", {"choices": ", ".join(names)})
-        return name
+        return port_schemes().check(name)
 
 
 class EngineConfig(_Frozen):

@@ -221,7 +221,7 @@ def run_reduce(hosts: int = 8, nbytes: int = 65536,
 def run_allreduce(hosts: int = 8, nbytes: int = 262144) -> dict[str, Any]:
     """The registered algorithms of DEMO_ALLREDUCE on a star, float32, checked against numpy
     (rows of ``spin.collectives.measure.with_speedup``, without their wall-clock time)."""
-    algs = [ALGORITHMS[a] for a in DEMO_ALLREDUCE if a in ALGORITHMS]
+    algs = [ALGORITHMS.get(a, "DEMO_ALLREDUCE") for a in DEMO_ALLREDUCE if a in ALGORITHMS]
     programs = shared_programs(algs)
     results = [measure(a.name, hosts, nbytes, "float32", topology=Topology.star(hosts),
                        **({"engine_programs": programs} if a.programs is not None else {}))

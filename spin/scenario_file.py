@@ -24,12 +24,12 @@ from .handler import ExecutionContext, HandlerProgram, same_program
 from .host_program import operator_of
 from .loadbalancing.schemes import get_scheme, scheme_configs
 from .simulation import Scenario, Simulation
-from .topologies import TOPOLOGIES
+from .topologies import TOPOLOGIES, build_topology
 from .topology import Topology
 from .engine.state import INF_PS
 from .scenario_limits import check_fits_in_memory, check_op_count, check_range
 from .units import US
-from .workloads import WORKLOADS
+from .workloads import build_workload
 from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
                               TopologySpec, WorkersSpec, WorkloadSpec)
 
@@ -150,16 +150,16 @@ class _Loader:
 
 # --- building -------------------------------------------------------------------------------------
 def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
-    """Build ``[topology]`` with the registry: unknown kinds and bad parameters are named there."""
-    return TOPOLOGIES.build(spec.kind, link=link, where=f"{ld.source}: topology", **spec.params())
+    """Build ``[topology]`` by its kind: unknown kinds and bad parameters are named there."""
+    return build_topology(spec.kind, link=link, where=f"{ld.source}: topology", **spec.params())
 
 
 def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | None):
-    """Add ``[workload]`` with the registry; a relative ``file`` is next to the scenario file."""
+    """Add ``[workload]`` by its kind; a relative ``file`` is next to the scenario file."""
     params = spec.params()
     if isinstance(params.get("file"), str) and base_dir is not None:
         params["file"] = str(base_dir / params["file"])
-    return WORKLOADS.build(sc, spec.kind, where=f"{ld.source}: workload", **params)
+    return build_workload(sc, spec.kind, where=f"{ld.source}: workload", **params)
 
 
 def _apply_scheme(ld: _Loader, doc: dict, sections: dict[str, Any]) -> None:
@@ -344,7 +344,7 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
             sections[key] = ld.validate(model, doc[key], [key])
     if "topology" not in sections:
         raise ld.error("topology", None, "required table [topology] is missing (kind = "
-                       f"{' | '.join(repr(k) for k in TOPOLOGIES.kinds())})")
+                       f"{' | '.join(repr(k) for k in TOPOLOGIES.names())})")
     if "loadbalancing" in sections:
         _apply_scheme(ld, doc, sections)
     link = sections.get("link") or LinkConfig()

@@ -6,9 +6,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     description = "..."
 
     [topology]
-    kind = "star"                       # a builder of spin.topologies (`spin topo --list`):
-                                        # pair, star, leaf_spine, fat_tree, hamming_mesh,
-                                        # supernode, custom
+    kind = "star"                       # a kind of spin.topologies (`spin topo --list`):
+                                        # $topology_kinds
     hosts = 2                           # every other key is a parameter of that builder
     # kind = "fat_tree"
     # k = 8                             # 4..16, even; host_rate_gbps, edge_agg_rate_gbps, ...
@@ -20,12 +19,12 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     [link]      # spin.config.LinkConfig fields:   rate_gbps, latency_ns, loss_rate (the default of every
                 #   link whose tier has no rate or latency parameter of its own)
     [nic]       # spin.config.NicConfig fields:    hpus, hpu_clock_mhz, pcie_rate_gbytes_per_s, ...
-    [nic.transport]  # spin.config.TransportConfig: kind ("none" | "rc" | "ue"), entropy
-                #   ("per_flow" | "spray" | "reps"), ack_every_packets, rto_us, dcqcn_*, ...
+    [nic.transport]  # spin.config.TransportConfig: kind ($transports), entropy
+                #   ($entropies), ack_every_packets, rto_us, dcqcn_*, ...
     [host]      # spin.config.HostConfig fields:   memory_bytes, send_overhead_ns, qps, ...
     [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes, ...,
                 #   load_balancing (a port-selection scheme of switch_emulator.lb, default "ecmp")
-    [engine]    # spin.config.EngineConfig fields: mtu_bytes (256|512|1024|2048|4096), ...
+    [engine]    # spin.config.EngineConfig fields: mtu_bytes ($mtus), ...
 
     [[program]]                         # a handler program, built by calling a factory
     name = "pong"                       # the name [[context]] refers to
@@ -78,13 +77,14 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
 
     [loadbalancing]                     # a named scheme (spin.loadbalancing.schemes()):
     scheme = "drill"                    # `spin lb --list`: every port-selection scheme of the
-                                        # switches (switch_emulator.lb) and the senders' spray,
-                                        # reps; sets the [switch] (and [nic]) fields of the
-                                        # scheme; [switch] may tune it (flowlet_gap_ns) but not
-                                        # contradict it
+                                        # switches (switch_emulator.lb), then the senders'
+                                        # (spin.loadbalancing.SENDER_SCHEMES); sets the [switch]
+                                        # (and [nic]) fields of the scheme; [switch] may tune
+                                        # it (flowlet_gap_ns) but not contradict it
 
     [workload]                          # an AI traffic pattern as host programs (spin.workloads)
-    kind = "permutation"                # permutation, ring_allreduce, all_to_all, incast, htsim_cm
+    kind = "permutation"                # a kind of spin.workloads:
+                                        # $workload_kinds
     message_bytes = 65536               # common: message_bytes, iterations, start_skew_ns, seed,
     iterations = 2                      # qp, fill, label; all_to_all: phases; incast: senders,
                                         # receiver; htsim_cm: file (relative to this file)
@@ -117,14 +117,34 @@ Factory modules must be importable (an installed package such as ``handlers``, a
 
 Errors are ``ConfigError``s naming the file, the field path (``host_program[2].ops[0].op``), the
 offending value and, where there is a finite set, the valid choices.
+
+The ``$$names`` above are filled in from the registries when this module is imported
+(``help(spin.scenario_schema)`` shows them), so a name is written only where it is declared.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from string import Template
+from typing import Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
+from .config import (ENTROPIES, TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig,
+                     SwitchConfig)
+from .topologies import TOPOLOGIES
+from .workloads import WORKLOADS
+
+
+def _render(doc: str) -> str:
+    """The schema text with the registries' names in place of its ``$names``."""
+    def choices(names, sep: str = " | ") -> str:
+        return sep.join(f'"{n}"' if isinstance(n, str) else str(n) for n in names)
+    return Template(doc).substitute(
+        topology_kinds=", ".join(TOPOLOGIES.names()), workload_kinds=", ".join(WORKLOADS.names()),
+        transports=choices(TRANSPORTS.names()), entropies=choices(ENTROPIES.names()),
+        mtus=choices(get_args(EngineConfig.model_fields["mtu_bytes"].annotation), "|"))
+
+
+__doc__ = _render(__doc__)
 
 MEMORY_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float32", "float64")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .capture import PcapWriter
-from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig
+from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
 from .engine import state as S
 from .engine.codegen import engine_lock_path, load_engine
 from .engine.handler_abi import MAX_MEMORY_DIMS, init_call_block
@@ -97,8 +97,7 @@ class Scenario:
         """Let ``switches`` pick ports by ``scheme`` (a ``SwitchConfig.load_balancing`` value)
         instead of ``switch.load_balancing``: e.g. flowlets at the edge, adaptive routing
         above it."""
-        from switch_emulator.lb.registry import scheme_code
-        scheme_code(scheme, "load_balancing scheme")
+        port_schemes().get(scheme, "load_balancing scheme")
         for name in switches:
             if name not in self.topology.switches:
                 raise ConfigError(f"load_balancing: {name!r} is not a switch; switches: "

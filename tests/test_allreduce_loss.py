@@ -20,8 +20,8 @@ from spin.topology import Topology
 
 HOSTS, COUNT = 4, 6002                # blocks of unequal length
 LOSS = LinkConfig(loss_rate=0.02, loss_seed=5)
-PROGRAMS = shared_programs([ALGORITHMS[a] for a in ALGORITHMS])
-CASES = [(name, dtype) for name in ALGORITHMS for dtype in ("int32", "float32")
+PROGRAMS = shared_programs(list(ALGORITHMS))
+CASES = [(name, dtype) for name in ALGORITHMS.names() for dtype in ("int32", "float32")
          if dtype in algorithm(name).dtypes]
 
 

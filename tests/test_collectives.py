@@ -127,7 +127,7 @@ def test_plans_describe_layout_and_refuse_bad_input():
     from spin.simulation import Scenario
     small = Scenario(Topology.star(4))
     with pytest.raises(ConfigError, match="HostConfig.memory_bytes >= "):
-        ALGORITHMS["rd"].build(small, 1 << 18, "float32")
+        ALGORITHMS.get("rd", "algorithm").build(small, 1 << 18, "float32")
     assert Fold(6).p == 4 and [Fold(6).new_rank(r) for r in range(6)] == [-1, 0, -1, 1, 2, 3]
     assert block_counts(7, 3) == [3, 2, 2]
 

@@ -195,7 +195,7 @@ def test_spin_lb_prints_the_table(tmp_path):
 def test_spin_lb_rejects_an_unknown_scheme():
     r = spin("lb", "--topology", "fat_tree:k=4", "--schemes", "ecmp,bogus")
     assert r.returncode == 2
-    assert "bogus" in r.stderr and f"valid schemes: {', '.join(scheme_names())}" in r.stderr
+    assert "bogus" in r.stderr and f"valid choices: {', '.join(scheme_names())}" in r.stderr
 
 
 def test_plots_are_written(collisions, tmp_path):

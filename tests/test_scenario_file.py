@@ -151,7 +151,7 @@ def test_unknown_top_level_key():
 
 def test_bad_topology():
     msg = error_of("", "[topology]\nkind = 'ring'\nhosts = 2\n")
-    assert "topology.kind = 'ring'" in msg and "valid kinds: custom, fat_tree," in msg
+    assert "topology.kind = 'ring'" in msg and "valid choices: custom, fat_tree," in msg
     msg = error_of("", "[link]\nrate_gbps = 100\n")
     assert "topology" in msg and "missing" in msg
     msg = error_of("", "[topology]\nkind = 'custom'\ndevices = [{name = 'a', kind = 'host'}]\n"

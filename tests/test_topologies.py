@@ -311,7 +311,7 @@ def test_disconnected_topologies_are_named():
     ("fat_tree", {"k": 5}, ["topology.k = 5", "even", "4, 6, 8"]),
     ("fat_tree", {"k": 18}, ["topology.k = 18", "4..16"]),
     ("fat_tree", {"kk": 4}, ["topology.kk = 4", "unknown parameter", "valid parameters: k,"]),
-    ("ring", {}, ["topology.kind = 'ring'", "valid kinds: custom, fat_tree, hamming_mesh"]),
+    ("ring", {}, ["topology.kind = 'ring'", "valid choices: custom, fat_tree, hamming_mesh"]),
     ("star", {}, ["topology.hosts = None", "required"]),
     ("supernode", {"layers": 3}, ["topology.layers = 3", "1, 2"]),
     ("supernode", {"layers": 2, "gpus": 8, "gpus_per_leaf": 3}, ["gpus_per_leaf = 3", "divid"]),
@@ -345,7 +345,7 @@ def test_scenario_file_topology_section():
     assert {l.config.latency_ns for l in sc.topology.links} == {50.0}
     with pytest.raises(ConfigError, match=r"t\.toml: topology\.k = 7: must be even"):
         load_scenario_text("[topology]\nkind = 'fat_tree'\nk = 7\n", "t.toml")
-    with pytest.raises(ConfigError, match=r"t\.toml: topology\.kind = 'torus': .*valid kinds"):
+    with pytest.raises(ConfigError, match=r"t\.toml: topology\.kind = 'torus': .*valid choices"):
         load_scenario_text("[topology]\nkind = 'torus'\n", "t.toml")
     with pytest.raises(ConfigError, match=r"t\.toml: topology\.planes = 0: .*1\.\.64"):
         load_scenario_text("[topology]\nkind = 'supernode'\nplanes = 0\n", "t.toml")

@@ -135,7 +135,7 @@ def test_fct_stats_by_nearest_rank():
 
 def test_clear_errors():
     sc = Scenario(build_topology("star", hosts=4))
-    with pytest.raises(ConfigError, match="unknown workload; valid kinds: all_to_all"):
+    with pytest.raises(ConfigError, match="unknown workload; valid choices: all_to_all"):
         build_workload(sc, "tornado")
     with pytest.raises(ConfigError, match=r"workload.message_bytes = 0: .*valid: >= 1"):
         build_workload(sc, "permutation", message_bytes=0)

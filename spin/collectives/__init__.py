@@ -6,8 +6,9 @@ Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``. NIC-off
 handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``.
 In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``; floats
 added natively) and ``switch-quantized`` (SwitchML's own float mode: block-exponent int32).
-Another variant joins the table with ``register(Algorithm(...))``: a builder ``build(scenario,
-count, dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its layout needs;
+Another variant joins the table as one more ``Algorithm`` entry of ``ALGORITHMS``: a builder
+``build(scenario, count, dtype, *, hosts, inputs, qp) -> AllreducePlan`` and the host memory its
+layout needs;
 optionally the handler programs it installs (so one engine is compiled for every algorithm of a
 table), its own result check (lossy variants) and the density of the inputs it is measured on.
 """
@@ -16,16 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..registry import Registry
 from . import nic, rabenseifner, recursive_doubling, ring, switch
 from .common import DTYPES, AllreducePlan, reliable_transport
 
-__all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm", "register"]
+__all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm"]
 
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A registered allreduce: its table name, a title, its builder and its memory need."""
+    """An allreduce of ``ALGORITHMS``: its table name, a title, its builder and its memory
+    need."""
 
     name: str
     title: str
@@ -41,43 +43,33 @@ class Algorithm:
     recovery: Callable[[int, int], tuple[dict, dict]] | None = None
 
 
-ALGORITHMS: dict[str, Algorithm] = {}
-ALIASES = {"recursive_doubling": "rd", "rab": "rabenseifner"}
+def _nic_variant(name: str, mode: str) -> Algorithm:
+    return Algorithm(name, f"NIC ring ({mode}; sPIN handlers)", nic.builder(name), nic.plan_memory,
+                     programs=nic.programs, check=nic.check_int8 if mode == "int8" else None,
+                     input_density=nic.SPARSE_DENSITY if mode.startswith("sparse") else 1.0,
+                     dtypes=nic.MODE_DTYPES[mode], configs=nic.run_configs,
+                     recovery=nic.loss_recovery)
 
 
-def register(alg: Algorithm) -> Algorithm:
-    """Add (or replace) an algorithm under ``alg.name``; the CLI and ``measure`` find it."""
-    ALGORITHMS[alg.name] = alg
-    return alg
+ALGORITHMS: Registry[Algorithm] = Registry("allreduce algorithm", (
+    Algorithm("ring", "ring (reduce-scatter + allgather)", ring.build, ring.plan_memory,
+              recovery=reliable_transport),
+    Algorithm("rd", "recursive doubling", recursive_doubling.build,
+              recursive_doubling.plan_memory, recovery=reliable_transport),
+    Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
+              rabenseifner.plan_memory, recovery=reliable_transport),
+    *(_nic_variant(name, mode) for name, mode in nic.VARIANTS.items()),
+    Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
+              switch.plan_memory, programs=switch.programs, check=switch.check_result,
+              dtypes=switch.DTYPES, configs=switch.run_configs),
+    Algorithm("switch-quantized", "in-switch aggregation, SwitchML's float->int32 "
+              "block-exponent quantization", switch.build_quantized,
+              switch.plan_memory_quantized, programs=switch.programs,
+              check=switch.check_quantized, dtypes=("float32",), configs=switch.run_configs),
+), aliases={"recursive_doubling": "rd", "rab": "rabenseifner"})
 
 
-def algorithm(name: str) -> Algorithm:
-    """The registered algorithm ``name`` (or an alias of one)."""
-    key = ALIASES.get(name, name)
-    if key not in ALGORITHMS:
-        raise ConfigError(f"allreduce algorithm={name!r}; valid choices: "
-                          f"{', '.join(ALGORITHMS)} (aliases: {', '.join(ALIASES)})")
-    return ALGORITHMS[key]
-
-
-register(Algorithm("ring", "ring (reduce-scatter + allgather)", ring.build, ring.plan_memory,
-                   recovery=reliable_transport))
-register(Algorithm("rd", "recursive doubling", recursive_doubling.build,
-                   recursive_doubling.plan_memory, recovery=reliable_transport))
-register(Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
-                   rabenseifner.plan_memory, recovery=reliable_transport))
-for _name, _mode in nic.VARIANTS.items():
-    register(Algorithm(_name, f"NIC ring ({_mode}; sPIN handlers)", nic.builder(_name),
-                       nic.plan_memory, programs=nic.programs,
-                       check=nic.check_int8 if _mode == "int8" else None,
-                       input_density=nic.SPARSE_DENSITY if _mode.startswith("sparse") else 1.0,
-                       dtypes=nic.MODE_DTYPES[_mode], configs=nic.run_configs,
-                       recovery=nic.loss_recovery))
-register(Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
-                   switch.plan_memory, programs=switch.programs, check=switch.check_result,
-                   dtypes=switch.DTYPES, configs=switch.run_configs))
-register(Algorithm("switch-quantized", "in-switch aggregation, SwitchML's float->int32 "
-                   "block-exponent quantization", switch.build_quantized,
-                   switch.plan_memory_quantized, programs=switch.programs,
-                   check=switch.check_quantized, dtypes=("float32",),
-                   configs=switch.run_configs))
+def algorithm(name: str, where: str = "algorithm") -> Algorithm:
+    """The algorithm ``name`` (or an alias of one); a ConfigError naming ``where``, the value
+    and the valid choices otherwise."""
+    return ALGORITHMS.get(name, where)

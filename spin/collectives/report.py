@@ -60,7 +60,7 @@ def selected_algorithms(spec: str, dtype: str) -> list:
             alg = algorithm(name)
         except ConfigError:
             print(f"spin allreduce: skipping {name!r}: no such algorithm is registered "
-                  f"(registered: {', '.join(ALGORITHMS)})", file=sys.stderr)
+                  f"(registered: {', '.join(ALGORITHMS.names())})", file=sys.stderr)
             continue
         if dtype not in alg.dtypes:
             print(f"spin allreduce: skipping {alg.name!r}: it takes dtype "
@@ -70,7 +70,7 @@ def selected_algorithms(spec: str, dtype: str) -> list:
             chosen.append(alg)
     if not chosen:
         raise ConfigError(f"--algo {spec!r}: no registered algorithm to run for dtype {dtype}; "
-                          f"registered: {', '.join(ALGORITHMS)}")
+                          f"registered: {', '.join(ALGORITHMS.names())}")
     return chosen
 
 

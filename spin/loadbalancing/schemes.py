@@ -3,7 +3,7 @@
 entropy values, which transport carries the messages), applied to a scenario's configs.
 
 Two kinds, one source of truth each: every switch port-selection scheme of
-``switch_emulator.lb`` is a scheme here under its own name (read from that package's registry
+``switch_emulator.lb`` is a scheme here under its own name (``spin.config.port_schemes()``, read
 when first needed, never when spin is imported); sender-side schemes are the entries of
 ``SENDER_SCHEMES``, which name NIC fields (``spray`` and ``reps`` set the transport's
 ``entropy``; the transport itself stays the scenario's) over per-flow ECMP switches.
@@ -11,13 +11,11 @@ when first needed, never when spin is imported); sender-side schemes are the ent
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any
 
-from ..config import NicConfig, SwitchConfig
-from ..errors import ConfigError
+from ..config import NicConfig, SwitchConfig, port_schemes
+from ..registry import Registry
 
 
 @dataclass(frozen=True)
@@ -43,32 +41,25 @@ SENDER_SCHEMES = (
 
 
 @functools.lru_cache(maxsize=1)
-def schemes() -> Mapping[str, Scheme]:
-    """Every scheme by name: the switches' port-selection schemes in their registry's order
-    (``ecmp`` first), then the sender-side ones (the order of ``spin lb``'s rows)."""
-    from switch_emulator.lb.registry import port_schemes
-    out = {p.name: Scheme(p.name, p.summary, switch={"load_balancing": p.name},
-                          per_packet=p.per_packet) for p in port_schemes()}
-    for s in SENDER_SCHEMES:
-        if s.name in out:
-            raise ConfigError(f"load-balancing scheme {s.name!r} is both a sender-side scheme "
-                              f"and a port-selection scheme of switch_emulator.lb")
-        out[s.name] = s
-    return MappingProxyType(out)
+def schemes() -> Registry[Scheme]:
+    """Every scheme: the switches' port-selection schemes in their registry's order (``ecmp``
+    first), then the sender-side ones (the order of ``spin lb``'s rows). A sender-side scheme
+    named like a port-selection one is refused as declared twice."""
+    return Registry("load-balancing scheme", (
+        *(Scheme(p.name, p.summary, switch={"load_balancing": p.name}, per_packet=p.per_packet)
+          for p in port_schemes()),
+        *SENDER_SCHEMES))
 
 
 def scheme_names() -> list[str]:
     """Every scheme's name, in the order of ``schemes()``."""
-    return list(schemes())
+    return list(schemes().names())
 
 
 def get_scheme(name: str, where: str = "scheme") -> Scheme:
-    """The scheme called ``name``, or a ConfigError naming ``where`` and the valid schemes."""
-    try:
-        return schemes()[name]
-    except (KeyError, TypeError):
-        raise ConfigError(f"{where} = {name!r}: unknown load-balancing scheme; valid schemes: "
-                          f"{', '.join(schemes())}") from None
+    """The scheme called ``name``, or a ConfigError naming ``where``, the value and the valid
+    schemes."""
+    return schemes().get(name, where)
 
 
 def scheme_configs(name: str, switch: SwitchConfig, nic: NicConfig,

@@ -4,11 +4,9 @@
 file, ``spin topo fat_tree --param k=8`` on the command line. ``topology_inventory`` counts
 switches, ports and links by tier and computes the bisection bandwidth.
 """
-from .registry import (TOPOLOGIES, ParamError, TopologyKind, TopologyParams, TopologyRegistry,
-                       build_topology, register, topology_kinds)
-from . import basic, custom, fat_tree, hamming_mesh, leaf_spine, supernode  # noqa: F401  (register)
+from .registry import ParamError, TopologyKind, TopologyParams, builder
+from .catalog import TOPOLOGIES, build_topology, topology_kinds
 from .inventory import Inventory, topology_inventory
 
 __all__ = ["TOPOLOGIES", "Inventory", "ParamError", "TopologyKind", "TopologyParams",
-           "TopologyRegistry", "build_topology", "register", "topology_inventory",
-           "topology_kinds"]
+           "build_topology", "builder", "topology_inventory", "topology_kinds"]

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import TopologyParams, register
+from .registry import TopologyParams, builder
 
 
 class PairParams(TopologyParams):
@@ -18,7 +18,7 @@ def _pair_bisection(p: PairParams, link: LinkConfig) -> float:
     return float(link.rate_gbps)
 
 
-@register("pair", PairParams, _pair_bisection)
+@builder("pair", PairParams, _pair_bisection)
 def pair(p: PairParams, link: LinkConfig) -> Topology:
     """Two hosts connected back to back (no switch). Bisection: one link."""
     t = Topology()
@@ -35,7 +35,7 @@ def _star_bisection(p: StarParams, link: LinkConfig) -> float:
     return (p.hosts // 2) * float(link.rate_gbps)
 
 
-@register("star", StarParams, _star_bisection)
+@builder("star", StarParams, _star_bisection)
 def star(p: StarParams, link: LinkConfig) -> Topology:
     """``hosts`` hosts on one switch ``s0``. Any split is a worst case: the first half of the
     hosts reaches the second half through its own links, hosts // 2 of them."""

@@ -20,7 +20,7 @@ from pydantic import Field
 from ..config import LinkConfig
 from ..errors import ConfigError
 from ..topology import Topology
-from .registry import ParamError, TopologyParams, link_config, register
+from .registry import ParamError, TopologyParams, builder, link_config
 
 DEVICE_KEYS = ("name", "kind", "role", "latency_ns")
 EDGE_KEYS = ("a", "b", "rate_gbps", "latency_ns", "kind")
@@ -88,7 +88,7 @@ def _edge_entries(p: CustomParams) -> tuple[str, list[dict[str, Any]]]:
     return name, out
 
 
-@register("custom", CustomParams)
+@builder("custom", CustomParams)
 def custom(p: CustomParams, link: LinkConfig) -> Topology:
     """Any graph, from an edge list, a networkx graph or devices and links tables. Hosts in the
     order given, then switches, then links in order. The builder cannot know

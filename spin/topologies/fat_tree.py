@@ -13,7 +13,7 @@ from pydantic import Field
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import ParamError, TopologyParams, link_config, register
+from .registry import ParamError, TopologyParams, builder, link_config
 
 
 class FatTreeParams(TopologyParams):
@@ -41,7 +41,7 @@ def _bisection(p: FatTreeParams, link: LinkConfig) -> float:
     return float(half * per_pod)
 
 
-@register("fat_tree", FatTreeParams, _bisection)
+@builder("fat_tree", FatTreeParams, _bisection)
 def fat_tree(p: FatTreeParams, link: LinkConfig) -> Topology:
     """Three-tier k-ary fat tree. Pods ``p0..`` of edge switches ``p0e0..`` (with their hosts)
     and aggregation switches ``p0a0..``, then core switches ``c0..``. Hosts are numbered pod by

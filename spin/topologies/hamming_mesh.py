@@ -26,7 +26,7 @@ from pydantic import Field
 from ..config import LinkConfig
 from ..topology import Topology
 from .clos import join
-from .registry import TopologyParams, link_config, register
+from .registry import TopologyParams, builder, link_config
 
 
 class HammingMeshParams(TopologyParams):
@@ -65,7 +65,7 @@ def _bisection(p: HammingMeshParams, link: LinkConfig) -> float | None:
     return None
 
 
-@register("hamming_mesh", HammingMeshParams, _bisection)
+@builder("hamming_mesh", HammingMeshParams, _bisection)
 def hamming_mesh(p: HammingMeshParams, link: LinkConfig) -> Topology:
     """HammingMesh: boards of accelerators in a 2D mesh, rows and columns joined by fat trees.
     Routers ``a<R>.<C>.<i>.<j>`` (board row R, board column C, accelerator i, j on the board),

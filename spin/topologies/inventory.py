@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import networkx as nx
 
 from ..topology import Topology
-from .registry import TOPOLOGIES
+from .catalog import formula_bisection_gbps
 
 INTERNAL = "internal"
 ACCELERATOR = "accelerator"
@@ -107,4 +107,4 @@ def topology_inventory(topo: Topology) -> Inventory:
         accelerator_ports=accel_ports,
         links_by_rate_kind=tuple((r, k, n) for (r, k), n in sorted(by.items())),
         capacity_gbps=capacity, bisection_gbps=bisection_gbps(topo),
-        bisection_formula_gbps=TOPOLOGIES.bisection_gbps(topo))
+        bisection_formula_gbps=formula_bisection_gbps(topo))

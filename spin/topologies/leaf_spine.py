@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import ParamError, TopologyParams, link_config, register
+from .registry import ParamError, TopologyParams, builder, link_config
 
 
 class LeafSpineParams(TopologyParams):
@@ -79,7 +79,7 @@ def _bisection(p: LeafSpineParams, link: LinkConfig) -> float | None:
     return p.leaves / 2 * min(p.hosts_per_leaf * host, spines * fabric)
 
 
-@register("leaf_spine", LeafSpineParams, _bisection)
+@builder("leaf_spine", LeafSpineParams, _bisection)
 def leaf_spine(p: LeafSpineParams, link: LinkConfig) -> Topology:
     """Two-tier leaf-spine with an oversubscription ratio and per-tier rates. Leaves ``leaf0..``
     with ``hosts_per_leaf`` hosts each and one link to each spine.

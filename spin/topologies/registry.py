@@ -1,9 +1,10 @@
-"""The registry of topology builders: ``@register("name", Params)`` on a function that builds a
-``Topology`` (Mininet's ``Topo.build`` as one function), ``build_topology(name, **params)`` to
-call one by name from Python, a scenario file or the CLI.
+"""How a topology builder is declared: ``@builder("name", Params)`` on a function that builds a
+``Topology`` (Mininet's ``Topo.build`` as one function) makes it a ``TopologyKind``;
+``spin.topologies.catalog`` lists every kind once in ``TOPOLOGIES`` and ``build_topology(name,
+**params)`` calls one by name from Python, a scenario file or the CLI.
 
 Each builder declares its parameters as a frozen pydantic model with units in the field names;
-the registry validates them and names the parameter, the value and the valid range or choices
+the kind validates them and names the parameter, the value and the valid range or choices
 in every error. A builder may also give its analytic bisection bandwidth, which the inventory
 reports next to the max-flow figure (tests hold the two equal).
 """
@@ -33,73 +34,61 @@ Bisection = Callable[[Any, LinkConfig], float | None]
 
 @dataclass(frozen=True)
 class TopologyKind:
+    """A topology builder declared by ``@builder``: its name, parameters, build function,
+    analytic bisection (None: not known) and the first sentence of its docstring."""
+
     name: str
     params: type[TopologyParams]
     build: Builder
     bisection_gbps: Bisection | None
     summary: str
 
-
-class TopologyRegistry:
-    """Name -> builder. One instance, ``TOPOLOGIES``, is filled when ``spin.topologies`` is
-    imported; tests or plug-ins may build their own."""
-
-    def __init__(self) -> None:
-        self._kinds: dict[str, TopologyKind] = {}
-
-    def register(self, name: str, params: type[TopologyParams],
-                 bisection_gbps: Bisection | None = None) -> Callable[[Builder], Builder]:
-        def deco(fn: Builder) -> Builder:
-            if name in self._kinds:
-                raise TopologyError(f"topology kind {name!r} is registered twice")
-            text = " ".join((fn.__doc__ or "").split())
-            summary = text.split(". ")[0].rstrip(".") + "." if text else ""
-            self._kinds[name] = TopologyKind(name, params, fn, bisection_gbps, summary)
-            return fn
-        return deco
-
-    def kinds(self) -> list[str]:
-        return sorted(self._kinds)
-
-    def kind(self, name: str, where: str = "topology") -> TopologyKind:
+    def validated(self, params: dict[str, Any], where: str = "topology") -> TopologyParams:
+        """Validate ``params``; errors name parameter, value and valid range."""
         try:
-            return self._kinds[name]
-        except (KeyError, TypeError):
-            raise TopologyError(f"{where}.kind = {name!r}: unknown topology; valid kinds: "
-                                f"{', '.join(self.kinds())}") from None
-
-    def params(self, name: str, params: dict[str, Any], where: str = "topology") -> TopologyParams:
-        """Validate ``params`` for the builder ``name``; errors name parameter, value, range."""
-        spec = self.kind(name, where)
-        try:
-            return spec.params(**params)
+            return self.params(**params)
         except ValidationError as exc:
-            raise _param_error(spec, exc, where) from None
+            raise _param_error(self, exc, where) from None
 
-    def build(self, name: str, *, link: LinkConfig | None = None, where: str = "topology",
-              **params: Any) -> Topology:
-        spec = self.kind(name, where)
-        p = self.params(name, params, where)
+    def make(self, *, link: LinkConfig | None = None, where: str = "topology",
+             **params: Any) -> Topology:
+        """Build, validate and label the topology (``kind`` and ``params`` recorded on it)."""
+        p = self.validated(params, where)
         link = link or LinkConfig()
         try:
-            topo = spec.build(p, link)
+            topo = self.build(p, link)
             topo.validate()
         except ParamError as exc:
             raise TopologyError(f"{where}.{exc.param} = {exc.value!r}: {exc.why}") from None
         except TopologyError as exc:
-            raise TopologyError(f"{where} (kind = {name!r}): {exc}") from None
-        topo.kind = name
+            raise TopologyError(f"{where} (kind = {self.name!r}): {exc}") from None
+        topo.kind = self.name
         topo.params = {k: v for k, v in p.model_dump().items() if _plain(v)}
         topo.params["link"] = link
         return topo
 
-    def bisection_gbps(self, topo: Topology) -> float | None:
-        """The builder's analytic bisection bandwidth for ``topo`` (None when not known)."""
-        spec = self._kinds.get(topo.kind)
-        if spec is None or spec.bisection_gbps is None:
+    def bisection_of(self, topo: Topology) -> float | None:
+        """The analytic bisection bandwidth of ``topo``, built by this kind (None when not
+        known)."""
+        if self.bisection_gbps is None:
             return None
-        fields = {k: v for k, v in topo.params.items() if k in spec.params.model_fields}
-        return spec.bisection_gbps(spec.params(**fields), topo.params.get("link") or LinkConfig())
+        fields = {k: v for k, v in topo.params.items() if k in self.params.model_fields}
+        return self.bisection_gbps(self.params(**fields), topo.params.get("link") or LinkConfig())
+
+
+def builder(name: str, params: type[TopologyParams],
+            bisection_gbps: Bisection | None = None) -> Callable[[Builder], TopologyKind]:
+    """Declare the decorated function as topology kind ``name`` (its module's attribute becomes
+    the ``TopologyKind``; ``spin.topologies.catalog`` lists it in ``TOPOLOGIES``)."""
+    def deco(fn: Builder) -> TopologyKind:
+        return TopologyKind(name, params, fn, bisection_gbps, first_sentence(fn.__doc__))
+    return deco
+
+
+def first_sentence(doc: str | None) -> str:
+    """A docstring's first sentence, on one line, for listings."""
+    text = " ".join((doc or "").split())
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
 
 
 def _plain(v: Any) -> bool:
@@ -161,25 +150,11 @@ def _param_error(spec: TopologyKind, exc: ValidationError, where: str) -> Topolo
 
 class ParamError(TopologyError):
     """Raised by a builder for a parameter value the model cannot rule out on its own (an odd
-    k, ratios that do not divide); the registry prefixes the parameter's path."""
+    k, ratios that do not divide); its kind prefixes the parameter's path."""
 
     def __init__(self, param: str, value: Any, why: str):
         super().__init__(f"{param} = {value!r}: {why}")
         self.param, self.value, self.why = param, value, why
-
-
-TOPOLOGIES = TopologyRegistry()
-register = TOPOLOGIES.register
-
-
-def build_topology(name: str, *, link: LinkConfig | None = None, **params: Any) -> Topology:
-    """Build the registered topology ``name``; ``link`` is the default for every link whose tier
-    has no rate or latency of its own."""
-    return TOPOLOGIES.build(name, link=link, **params)
-
-
-def topology_kinds() -> list[str]:
-    return TOPOLOGIES.kinds()
 
 
 def link_config(link: LinkConfig, rate_gbps: int | None = None,

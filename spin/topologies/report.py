@@ -7,8 +7,9 @@ import tomllib
 from typing import Any
 
 from ..errors import ConfigError
+from .catalog import TOPOLOGIES
 from .inventory import Inventory
-from .registry import TOPOLOGIES, valid_range
+from .registry import valid_range
 
 # A side-by-side set of about 128 endpoints each, 400 Gb/s links (``spin topo --compare``).
 COMPARE: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -54,9 +55,8 @@ def label(name: str, params: dict[str, Any]) -> str:
 def kinds_text() -> str:
     """Every registered builder with its parameters, defaults and valid ranges."""
     lines = []
-    for name in TOPOLOGIES.kinds():
-        spec = TOPOLOGIES.kind(name)
-        lines.append(f"{name}: {spec.summary}")
+    for spec in TOPOLOGIES:
+        lines.append(f"{spec.name}: {spec.summary}")
         for field, info in spec.params.model_fields.items():
             default = "required" if info.is_required() else f"default {info.default!r}"
             lines.append(f"    {field:<26} {default:<18} valid: {valid_range(spec.params, field)}")

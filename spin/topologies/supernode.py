@@ -26,7 +26,7 @@ from pydantic import Field
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import ParamError, TopologyParams, link_config, register
+from .registry import ParamError, TopologyParams, builder, link_config
 
 
 class SupernodeParams(TopologyParams):
@@ -74,7 +74,7 @@ def _bisection(p: SupernodeParams, link: LinkConfig) -> float | None:
     return float(p.planes * plane + p.gpus // 2 * out)
 
 
-@register("supernode", SupernodeParams, _bisection)
+@builder("supernode", SupernodeParams, _bisection)
 def supernode(p: SupernodeParams, link: LinkConfig) -> Topology:
     """Scale-up domains (one or two switch layers) with a scale-out leaf-spine behind them.
     GPU routers ``n<S>g<G>``, plane switches ``n<S>p<P>`` (or ``n<S>p<P>l<L>`` leaves and

@@ -7,14 +7,13 @@ buffers) to a ``Scenario`` and return a ``Workload``; ``workload_report(wl, sc, 
 flow and collective completion times against the ideal.
 """
 from .common import Flow, Workload, send_pattern
-from .registry import (WORKLOADS, WorkloadKind, WorkloadParams, WorkloadRegistry, build_workload,
-                       register, workload_kinds)
-from . import all_to_all, incast, permutation, ring  # noqa: F401  (register)
+from .registry import WorkloadKind, WorkloadParams, builder
+from .catalog import WORKLOADS, build_workload, workload_kinds
 from .metrics import FctStats, WorkloadReport, collective_times_ps, flow_messages, workload_report
 from .htsim_cm import HtsimConnection, load_htsim_cm
 from .htsim_topo import load_htsim_topo
 
 __all__ = ["FctStats", "Flow", "HtsimConnection", "WORKLOADS", "Workload", "WorkloadKind",
-           "WorkloadParams", "WorkloadRegistry", "WorkloadReport", "build_workload",
+           "WorkloadParams", "WorkloadReport", "build_workload", "builder",
            "collective_times_ps", "flow_messages", "load_htsim_cm", "load_htsim_topo",
-           "register", "send_pattern", "workload_kinds", "workload_report"]
+           "send_pattern", "workload_kinds", "workload_report"]

@@ -9,14 +9,14 @@ from typing import Literal
 
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, register
+from .registry import WorkloadParams, builder
 
 
 class AllToAllParams(WorkloadParams):
     phases: Literal["dispatch", "combine", "both"] = "both"
 
 
-@register("all_to_all", AllToAllParams)
+@builder("all_to_all", AllToAllParams)
 def all_to_all(sc, p: AllToAllParams) -> Workload:
     """Each host sends ``message_bytes`` to every other host (dispatch, on ``qp``), waits for
     the n - 1 chunks it receives, then sends each back to its origin (combine, on ``qp + 1``:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .common import Workload
-from .registry import WorkloadParams, register
+from .registry import WorkloadParams, builder
 
 TRIGGER_KINDS = ("oneshot", "multishot", "barrier")
 CONN_TOKENS = ("id", "size", "start", "trigger", "send_done_trigger", "recv_done_trigger", "prio")
@@ -227,7 +227,7 @@ class HtsimCmParams(WorkloadParams):
     file: str
 
 
-@register("htsim_cm", HtsimCmParams)
+@builder("htsim_cm", HtsimCmParams)
 def htsim_cm(sc, p: HtsimCmParams) -> Workload:
     """An htsim connection matrix (``file``, relative to the scenario file), its sizes, start
     times and triggers; message_bytes, iterations and start_skew_ns do not apply."""

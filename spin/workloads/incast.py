@@ -12,7 +12,7 @@ from pydantic import Field
 from ..errors import ConfigError
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, register
+from .registry import WorkloadParams, builder
 
 RELEASE_BYTES = 1
 
@@ -22,7 +22,7 @@ class IncastParams(WorkloadParams):
     receiver: int = Field(0, ge=0)
 
 
-@register("incast", IncastParams)
+@builder("incast", IncastParams)
 def incast(sc, p: IncastParams) -> Workload:
     """``senders`` hosts (drawn from the seed among the others; all others by default) each
     send ``message_bytes`` to ``receiver``, once per iteration."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, register
+from .registry import WorkloadParams, builder
 
 
 class PermutationParams(WorkloadParams):
@@ -25,7 +25,7 @@ def derangement(n: int, seed: int) -> list[int]:
             return [int(x) for x in perm]
 
 
-@register("permutation", PermutationParams)
+@builder("permutation", PermutationParams)
 def permutation(sc, p: PermutationParams) -> Workload:
     """Each host sends ``message_bytes`` to its image under a random derangement, then waits
     for the one message it receives, once per iteration."""

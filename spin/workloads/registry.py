@@ -1,7 +1,8 @@
-"""The registry of workload builders, shaped like the topologies' one: ``@register("name",
+"""How a workload builder is declared, shaped like the topologies' one: ``@builder("name",
 Params)`` on a function that adds host programs to a ``Scenario`` and returns the ``Workload``
-it built, ``build_workload(scenario, "name", **params)`` to call one by name from Python, a
-scenario file (``[workload] kind = ...``) or the command line.
+it built makes it a ``WorkloadKind``; ``spin.workloads.catalog`` lists every kind once in
+``WORKLOADS`` and ``build_workload(scenario, "name", **params)`` calls one by name from Python,
+a scenario file (``[workload] kind = ...``) or the command line.
 
 Parameters are frozen pydantic models with units in the field names; errors name the
 parameter, the value and the valid range or choices.
@@ -14,7 +15,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
-from ..topologies.registry import valid_range
+from ..topologies.registry import first_sentence, valid_range
 from .common import Workload
 
 
@@ -38,75 +39,44 @@ Builder = Callable[[Any, Any], Workload]
 
 @dataclass(frozen=True)
 class WorkloadKind:
+    """A workload builder declared by ``@builder``: its name, parameters, build function and
+    the first sentence of its docstring."""
+
     name: str
     params: type[WorkloadParams]
     build: Builder
     summary: str
 
-
-class WorkloadRegistry:
-    """Name -> builder. One instance, ``WORKLOADS``, is filled when ``spin.workloads`` is
-    imported."""
-
-    def __init__(self) -> None:
-        self._kinds: dict[str, WorkloadKind] = {}
-
-    def register(self, name: str, params: type[WorkloadParams]) -> Callable[[Builder], Builder]:
-        def deco(fn: Builder) -> Builder:
-            if name in self._kinds:
-                raise ConfigError(f"workload kind {name!r} is registered twice")
-            text = " ".join((fn.__doc__ or "").split())
-            summary = text.split(". ")[0].rstrip(".") + "." if text else ""
-            self._kinds[name] = WorkloadKind(name, params, fn, summary)
-            return fn
-        return deco
-
-    def kinds(self) -> list[str]:
-        return sorted(self._kinds)
-
-    def kind(self, name: str, where: str = "workload") -> WorkloadKind:
+    def validated(self, params: dict[str, Any], where: str = "workload") -> WorkloadParams:
+        """Validate ``params``; errors name parameter, value and valid range."""
         try:
-            return self._kinds[name]
-        except (KeyError, TypeError):
-            raise ConfigError(f"{where}.kind = {name!r}: unknown workload; valid kinds: "
-                              f"{', '.join(self.kinds())}") from None
-
-    def params(self, name: str, params: dict[str, Any], where: str = "workload") -> WorkloadParams:
-        spec = self.kind(name, where)
-        try:
-            return spec.params(**params)
+            return self.params(**params)
         except ValidationError as exc:
             lines = []
             for err in exc.errors():
                 field = str(err["loc"][0]) if err["loc"] else "(params)"
                 if err["type"] == "extra_forbidden":
-                    why = (f"unknown parameter of kind = {name!r}; valid parameters: "
-                           f"{', '.join(spec.params.model_fields)}")
+                    why = (f"unknown parameter of kind = {self.name!r}; valid parameters: "
+                           f"{', '.join(self.params.model_fields)}")
                 elif err["type"] == "missing":
-                    why = f"required by kind = {name!r}"
+                    why = f"required by kind = {self.name!r}"
                 else:
-                    why = f"{err['msg']}; valid: {valid_range(spec.params, field)}"
+                    why = f"{err['msg']}; valid: {valid_range(self.params, field)}"
                 lines.append(f"{where}.{field} = {err.get('input')!r}: {why}")
             raise ConfigError("\n".join(dict.fromkeys(lines))) from None
 
-    def build(self, scenario, name: str, *, where: str = "workload", **params: Any) -> Workload:
-        spec = self.kind(name, where)
-        p = self.params(name, params, where)
+    def add(self, scenario, *, where: str = "workload", **params: Any) -> Workload:
+        """Add this workload to ``scenario`` and return what was added."""
+        p = self.validated(params, where)
         try:
-            return spec.build(scenario, p)
+            return self.build(scenario, p)
         except ConfigError as exc:
-            raise ConfigError(f"{where} (kind = {name!r}): {exc}") from None
+            raise ConfigError(f"{where} (kind = {self.name!r}): {exc}") from None
 
 
-WORKLOADS = WorkloadRegistry()
-register = WORKLOADS.register
-
-
-def build_workload(scenario, name: str, **params: Any) -> Workload:
-    """Add the registered workload ``name`` to ``scenario`` (its host programs and send
-    buffers) and return what was added."""
-    return WORKLOADS.build(scenario, name, **params)
-
-
-def workload_kinds() -> list[str]:
-    return WORKLOADS.kinds()
+def builder(name: str, params: type[WorkloadParams]) -> Callable[[Builder], WorkloadKind]:
+    """Declare the decorated function as workload kind ``name`` (its module's attribute becomes
+    the ``WorkloadKind``; ``spin.workloads.catalog`` lists it in ``WORKLOADS``)."""
+    def deco(fn: Builder) -> WorkloadKind:
+        return WorkloadKind(name, params, fn, first_sentence(fn.__doc__))
+    return deco

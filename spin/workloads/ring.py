@@ -8,14 +8,14 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, register
+from .registry import WorkloadParams, builder
 
 
 class RingParams(WorkloadParams):
     pass
 
 
-@register("ring_allreduce", RingParams)
+@builder("ring_allreduce", RingParams)
 def ring_allreduce(sc, p: RingParams) -> Workload:
     """Ring allreduce of ``message_bytes`` per host (a multiple of the host count): step s
     sends chunk (i - s) mod n of host i to host i + 1 and lands in its own slot of the
