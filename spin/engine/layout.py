@@ -336,7 +336,7 @@ EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
 ])])
 
 # --- st.cap: captured frames (their bytes in st.cap_frames) ----------------------------------
-CAP = Table("cap", "C_", "CAP_COLS", [Columns("spin.engine.ports", [
+CAP = Table("cap", "CAP_", "CAP_COLS", [Columns("spin.engine.ports", [
     ("TIME", "time captured"), ("PORT", "global port"),
     ("LEN", "frame bytes"),
 ])])
@@ -348,7 +348,7 @@ OUT = Table("out", "O_", "OUT_COLS", [Columns("spin.engine.ports", [
 ])])
 
 # --- st.trace: trace records (written by spin.engine.tracing, read by spin.trace) ------------
-TRACE = Table("trace", "TR_", "TRACE_COLS", [Columns("spin.engine.tracing", [
+TRACE = Table("trace", "TRC_", "TRACE_COLS", [Columns("spin.engine.tracing", [
     ("KIND", "record kind"), ("DEV", "device"), ("T0", "start"), ("T1", "end"),
     ("A", 7, "+ i: the record kind's arguments A..G"),
 ])])

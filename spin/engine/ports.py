@@ -176,9 +176,9 @@ def capture_frame(st, gp, slot, now):
     sc = st.sc
     k = sc[S.SC_CAP_N]
     length = st.slot_len[slot]
-    st.cap[k, S.C_TIME] = now
-    st.cap[k, S.C_PORT] = gp
-    st.cap[k, S.C_LEN] = length
+    st.cap[k, S.CAP_TIME] = now
+    st.cap[k, S.CAP_PORT] = gp
+    st.cap[k, S.CAP_LEN] = length
     ensure_icrc(st, slot)
     copy_bytes(st.cap_frames[k], 0, st.pool[slot], 0, length)
     sc[S.SC_CAP_N] = k + 1
