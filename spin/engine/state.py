@@ -8,7 +8,7 @@ state as one argument (``st``) and mutates arrays in place. Python builds it onc
 The column constants of the tables (``D_*`` of ``st.dev``, ``PT_*`` of ``st.port``, ``SC_*``, ...)
 and their widths (``DEV_COLS``...) are not numbered here: their owners declare the columns in
 ``spin.engine.layout`` and this module defines one plain int per column from those declarations
-(Numba reads module globals as compile-time constants).
+(Numba reads module globals as compile-time constants). ``state_view(st)`` reads rows by name.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..drops import NUM_DROP_REASONS
-from .columns import export
+from . import layout as L
+from .columns import RowView, Table, export
 from .layout import REPS_SLOTS, TABLES  # noqa: F401  (REPS_SLOTS: part of this module's names)
 
 INF_PS = np.int64(2**62)
@@ -288,3 +289,58 @@ def allocate_state(z: StateSizes) -> EngineState:
     st.ec[:, _C["EC_MATCH_HDR_TYPE"]] = -1
     return st
 
+
+class StateView:
+    """Named read-only access to an engine state's tables, for results and reports:
+    ``state_view(st).dev(d).hpu_busy_ps``, ``.port(gp).tx_bytes``, ``.sc().now``; a field of
+    several columns reads as a tuple (``.dev(d).hc``); ``.dev(d).as_dict()`` gives a whole row.
+    Values are copied out as Python ints, so a view never writes to the state."""
+
+    def __init__(self, st: EngineState) -> None:
+        self._st = st
+
+    def _row(self, table: Table, array: np.ndarray, i: int) -> RowView:
+        return table.row(array[i])
+
+    def sc(self) -> RowView:
+        return L.SC.row(self._st.sc)
+
+    def cur(self) -> RowView:
+        return L.CUR.row(self._st.cur)
+
+    def transport_params(self) -> RowView:
+        return L.TRP.row(self._st.sc[L.SC.index("TRP"):][:L.TRP.width])
+
+    def dev(self, d: int) -> RowView:
+        return self._row(L.DEV, self._st.dev, d)
+
+    def transport_counters(self, d: int) -> RowView:
+        """A NIC's transport counters (``NT_*``, inside its ``st.dev`` row at ``D_NTR``)."""
+        start = L.DEV.index("NTR")
+        return L.NT.row(self._st.dev[d, start:start + L.NT.width])
+
+    def port(self, gp: int) -> RowView:
+        return self._row(L.PORT, self._st.port, gp)
+
+    def msg(self, m: int) -> RowView:
+        return self._row(L.MSG, self._st.msg, m)
+
+    def txm(self, m: int) -> RowView:
+        return self._row(L.TXM, self._st.txm, m)
+
+    def conn(self, c: int) -> RowView:
+        return self._row(L.CONN, self._st.conn, c)
+
+    def ec(self, e: int) -> RowView:
+        return self._row(L.EC, self._st.ec, e)
+
+    def msglog(self, k: int) -> RowView:
+        return self._row(L.MSGLOG, self._st.msglog, k)
+
+    def txlog(self, k: int) -> RowView:
+        return self._row(L.TXLOG, self._st.txlog, k)
+
+
+def state_view(st: EngineState) -> StateView:
+    """Named read-only views of ``st``'s rows (see ``StateView``)."""
+    return StateView(st)
