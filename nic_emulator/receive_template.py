@@ -212,14 +212,14 @@ def nic_complete(st, hmem, dev, m, now):
     k = sc[S.SC_MSGLOG_N]
     if k < st.msglog.shape[0]:
         row = st.msglog[k]
-        row[0] = st.dev[dev, S.D_NODE]
-        row[1] = st.msg[m, S.M_SRC]
-        row[2] = qp
-        row[3] = st.msg[m, S.M_LEN]
-        row[4] = st.msg[m, S.M_T_FIRST]
-        row[5] = t_notify
-        row[6] = ec
-        row[7] = handled
-        row[8] = st.msg[m, S.M_FIRST_PSN] & PSN_MASK
+        row[S.ML_NODE] = st.dev[dev, S.D_NODE]
+        row[S.ML_SRC] = st.msg[m, S.M_SRC]
+        row[S.ML_QP] = qp
+        row[S.ML_BYTES] = st.msg[m, S.M_LEN]
+        row[S.ML_T_FIRST_PS] = st.msg[m, S.M_T_FIRST]
+        row[S.ML_T_DONE_PS] = t_notify
+        row[S.ML_EC] = ec
+        row[S.ML_HANDLED] = handled
+        row[S.ML_FIRST_PSN] = st.msg[m, S.M_FIRST_PSN] & PSN_MASK
         sc[S.SC_MSGLOG_N] = k + 1
     free_message(st, m)

@@ -64,12 +64,12 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
     k = sc[S.SC_TXLOG_N]
     if k < st.txlog.shape[0]:
         row = st.txlog[k]
-        row[0] = me
-        row[1] = dst_node
-        row[2] = qp
-        row[3] = nbytes
-        row[4] = t_post
-        row[5] = st.txm[m, S.T_PSN] & PSN_MASK
+        row[S.TL_SRC] = me
+        row[S.TL_DST] = dst_node
+        row[S.TL_QP] = qp
+        row[S.TL_BYTES] = nbytes
+        row[S.TL_T_POST_PS] = t_post
+        row[S.TL_FIRST_PSN] = st.txm[m, S.T_PSN] & PSN_MASK
         sc[S.SC_TXLOG_N] = k + 1
     kick_tx(st, dev, t_post)
 

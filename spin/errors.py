@@ -32,6 +32,10 @@ class WireError(SpinError):
     """A frame could not be built or parsed (used by tools; the engine counts drops instead)."""
 
 
+class StateLayoutError(SpinError):
+    """An engine table declaration is inconsistent (a column declared twice, a bad width)."""
+
+
 class TransportError(SpinError):
     """ZeroMQ transport failure: a peer timed out, was refused, or sent a foreign batch."""
 

@@ -5,36 +5,50 @@ import numpy as np
 
 from . import drops as D
 from .engine import state as S
-from .results import (HandlerCalls, HostStats, LinkStats, MessageRecord, NicStats, RunResult,
-                      SwitchStats)
+from .engine.columns import RowView
+from .engine.state import StateView, state_view
+from .results import (
+    HandlerCalls,
+    HostStats,
+    LinkStats,
+    MessageRecord,
+    NicStats,
+    RunResult,
+    SwitchStats,
+)
 
 
-def _waiting_for(st, d: int) -> str:
+def _waiting_for(st, dev: RowView, d: int) -> str:
     """Where an unfinished host program stopped, in the words of its ops ("" when finished)."""
-    state, pc = int(st.dev[d, S.D_HOST_STATE]), int(st.dev[d, S.D_HOST_PC])
-    target = int(st.dev[d, S.D_WAIT1])
+    state, pc, target = dev.host_state, dev.host_pc, dev.wait1
     if state == S.HOST_WAIT_RECV:
-        qp = int(st.dev[d, S.D_WAIT0])
+        qp = dev.wait0
         return (f"waits at op {pc} (wait_recv qp={qp}): {int(st.host_recv_count[d, qp])} of "
                 f"{target} messages received on qp {qp}")
     if state == S.HOST_WAIT_EVENT:
-        return (f"waits at op {pc} (wait_event): {int(st.dev[d, S.D_HOST_EVENT_COUNT])} of "
+        return (f"waits at op {pc} (wait_event): {dev.host_event_count} of "
                 f"{target} host events received")
     if state == S.HOST_RUNNING:
-        return f"was still running at op {pc} of {int(st.dev[d, S.D_HOST_OP_COUNT])}"
+        return f"was still running at op {pc} of {dev.host_op_count}"
     return ""
 
 
-_TRANSPORT_COUNTERS = {"retransmissions": S.NT_RETX, "timeouts": S.NT_TIMEOUTS,
-                       "acks_sent": S.NT_ACKS_TX, "naks_sent": S.NT_NAKS_TX,
-                       "cnps_sent": S.NT_CNPS_TX, "acks_received": S.NT_ACKS_RX,
-                       "naks_received": S.NT_NAKS_RX, "cnps_received": S.NT_CNPS_RX,
-                       "out_of_order": S.NT_OOO, "reorder_degree": S.NT_REORDER,
-                       "duplicates": S.NT_DUPS, "min_rate_mbps": S.NT_MIN_RATE}
+# NicStats field -> transport counter (NT_* column of the NIC's counters)
+_TRANSPORT_COUNTERS = {"retransmissions": "retx", "timeouts": "timeouts",
+                       "acks_sent": "acks_tx", "naks_sent": "naks_tx",
+                       "cnps_sent": "cnps_tx", "acks_received": "acks_rx",
+                       "naks_received": "naks_rx", "cnps_received": "cnps_rx",
+                       "out_of_order": "ooo", "reorder_degree": "reorder",
+                       "duplicates": "dups", "min_rate_mbps": "min_rate"}
 
 
-def _transport_counters(st, d: int) -> dict[str, int]:
-    return {name: int(st.dev[d, S.D_NTR + col]) for name, col in _TRANSPORT_COUNTERS.items()}
+def _transport_counters(view: StateView, d: int) -> dict[str, int]:
+    counters = view.transport_counters(d)
+    return {name: counters[col] for name, col in _TRANSPORT_COUNTERS.items()}
+
+
+def _handler_calls(dev: RowView) -> HandlerCalls:
+    return HandlerCalls(**dict(zip(S.HANDLER_KIND_NAMES, dev.hc, strict=True)))
 
 
 def build_result(sim) -> RunResult:
@@ -42,64 +56,61 @@ def build_result(sim) -> RunResult:
     topo = scen.topology
     local = sim.local
     n_hosts = scen.n_hosts
-    posts = [[int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])]
-             for r in st.txlog[:int(st.sc[S.SC_TXLOG_N])]]
+    view = state_view(st)
+    sc = view.sc()
+    posts = []
+    for k in range(sc.txlog_n):
+        r = view.txlog(k)
+        posts.append([r.src, r.dst, r.qp, r.bytes, r.t_post_ps, r.first_psn])
     messages = []
-    for row in st.msglog[:int(st.sc[S.SC_MSGLOG_N])]:
-        dst, src, qp = int(row[0]), int(row[1]), int(row[2])
-        messages.append(MessageRecord(src=src, dst=dst, qp=qp, bytes=int(row[3]), t_post_ps=None,
-                                      t_first_arrival_ps=int(row[4]), t_done_ps=int(row[5]),
-                                      handled_by_nic=bool(row[7]), first_psn=int(row[8])))
+    for k in range(sc.msglog_n):
+        r = view.msglog(k)
+        messages.append(MessageRecord(src=r.src, dst=r.node, qp=r.qp, bytes=r.bytes,
+                                      t_post_ps=None, t_first_arrival_ps=r.t_first_ps,
+                                      t_done_ps=r.t_done_ps, handled_by_nic=bool(r.handled),
+                                      first_psn=r.first_psn))
     links = []
-    now = int(st.sc[S.SC_NOW])
+    now = sc.now
     for i, link in enumerate(topo.links):
         for gp, a, b in ((sim.port_of_link[i][0], link.a, link.b),
                          (sim.port_of_link[i][1], link.b, link.a)):
-            if int(st.port[gp, S.PT_DEV]) not in local:
+            p = view.port(gp)
+            if p.dev not in local:
                 continue
-            p = st.port[gp]
-            area = int(p[S.PT_Q_AREA]) \
-                + int(p[S.PT_Q_BYTES]) * max(0, now - int(p[S.PT_Q_LAST_T])) // 1000
+            area = p.q_area + p.q_bytes * max(0, now - p.q_last_t) // 1000
             links.append(LinkStats(link=i, from_device=a, to_device=b, tier=link.kind,
-                                   tx_frames=int(p[S.PT_TX_FRAMES]), tx_bytes=int(p[S.PT_TX_BYTES]),
-                                   drops=int(p[S.PT_DROPS]),
-                                   max_queue_bytes=int(p[S.PT_MAX_Q_BYTES]),
-                                   busy_ps=int(p[S.PT_BUSY_PS]), queue_byte_ns=area,
-                                   ecn_marks=int(p[S.PT_ECN_MARKS]), trims=int(p[S.PT_TRIMS]),
-                                   pauses_sent=int(p[S.PT_PAUSES_TX]),
-                                   pauses_received=int(p[S.PT_PAUSES_RX])))
+                                   tx_frames=p.tx_frames, tx_bytes=p.tx_bytes, drops=p.drops,
+                                   max_queue_bytes=p.max_q_bytes, busy_ps=p.busy_ps,
+                                   queue_byte_ns=area, ecn_marks=p.ecn_marks, trims=p.trims,
+                                   pauses_sent=p.pauses_tx, pauses_received=p.pauses_rx))
     nics, hosts = [], []
     for d in range(n_hosts):
         if d not in local:
             continue
-        calls = HandlerCalls(**{k: int(st.dev[d, S.D_HC + i])
-                                for i, k in enumerate(S.HANDLER_KIND_NAMES)})
-        nics.append(NicStats(node=d, dma_write_bytes=int(st.dev[d, S.D_NIC_DMA_W_BYTES]),
-                             dma_read_bytes=int(st.dev[d, S.D_NIC_DMA_R_BYTES]),
-                             hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]), handler_calls=calls,
-                             messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
-                             messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED]),
-                             loopback_frames=int(st.dev[d, S.D_LOOPBACK_FRAMES]),
-                             timers=int(st.dev[d, S.D_TIMERS]),
-                             **_transport_counters(st, d)))
-        hosts.append(HostStats(node=d, cpu_busy_ps=int(st.dev[d, S.D_HOST_BUSY_PS]),
-                               finished=bool(st.dev[d, S.D_HOST_STATE] == S.HOST_DONE),
+        dev = view.dev(d)
+        nics.append(NicStats(node=d, dma_write_bytes=dev.nic_dma_w_bytes,
+                             dma_read_bytes=dev.nic_dma_r_bytes, hpu_busy_ps=dev.hpu_busy_ps,
+                             handler_calls=_handler_calls(dev),
+                             messages_abandoned=dev.msgs_abandoned,
+                             messages_expired=dev.msgs_expired,
+                             loopback_frames=dev.loopback_frames, timers=dev.timers,
+                             **_transport_counters(view, d)))
+        hosts.append(HostStats(node=d, cpu_busy_ps=dev.host_busy_ps,
+                               finished=dev.host_state == S.HOST_DONE,
                                messages_received=int(st.host_recv_count[d].sum()),
-                               events_received=int(st.dev[d, S.D_HOST_EVENT_COUNT]),
-                               waiting_for=_waiting_for(st, d)))
+                               events_received=dev.host_event_count,
+                               waiting_for=_waiting_for(st, dev, d)))
     switches = []
     for s, name in enumerate(topo.switches):
         d = n_hosts + s
         if d in local:
-            calls = HandlerCalls(**{k: int(st.dev[d, S.D_HC + i])
-                                    for i, k in enumerate(S.HANDLER_KIND_NAMES)})
+            dev = view.dev(d)
             switches.append(SwitchStats(name=name, drops=D.drop_counts_to_dict(st.drops[d]),
-                                        hpu_busy_ps=int(st.dev[d, S.D_HPU_BUSY_PS]),
-                                        handler_calls=calls,
-                                        messages_abandoned=int(st.dev[d, S.D_MSGS_ABANDONED]),
-                                        messages_expired=int(st.dev[d, S.D_MSGS_EXPIRED]),
-                                        flowlets=int(st.dev[d, S.D_SW_FLOWLETS]),
-                                        timers=int(st.dev[d, S.D_TIMERS])))
+                                        hpu_busy_ps=dev.hpu_busy_ps,
+                                        handler_calls=_handler_calls(dev),
+                                        messages_abandoned=dev.msgs_abandoned,
+                                        messages_expired=dev.msgs_expired,
+                                        flowlets=dev.sw_flowlets, timers=dev.timers))
     drops: dict[str, int] = {}
     for d in sorted(local):
         for k, v in D.drop_counts_to_dict(st.drops[d]).items():
@@ -108,7 +119,7 @@ def build_result(sim) -> RunResult:
     for label, idx in scen.mark_index.items():
         marks[label] = {d: int(st.marks[d, idx]) for d in range(n_hosts)
                         if d in local and st.marks[d, idx] >= 0}
-    end = max([int(st.sc[S.SC_NOW])] + [m.t_done_ps for m in messages])
+    end = max([now] + [m.t_done_ps for m in messages])
     queue_samples, link_samples = [], []
     if sim.queue_samples:
         direction = {}
@@ -119,9 +130,8 @@ def build_result(sim) -> RunResult:
                 queue_samples.append([t, *direction[gp], q])
             if busy > 0:
                 link_samples.append([t, *direction[gp], busy])
-    result = RunResult(end_time_ps=end, events=int(st.sc[S.SC_EVENTS]),
-                       packet_events=int(st.sc[S.SC_PKT_EVENTS]), messages=messages, links=links,
-                       nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
+    result = RunResult(end_time_ps=end, events=sc.events, packet_events=sc.pkt_events,
+                       messages=messages, links=links, nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
                        marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts,
                        queue_samples=queue_samples, link_samples=link_samples)
     result.handler_memories = sim.local_handler_memories()

@@ -471,8 +471,8 @@ class Simulation:
         n = int(st.sc[S.SC_CAP_N])
         if n:
             self.captured = CapturedFrames.concat([self.captured, CapturedFrames(
-                st.cap[:n, S.C_TIME].copy(), st.cap[:n, S.C_PORT].copy(),
-                st.cap[:n, S.C_LEN].copy(), st.cap_frames[:n].copy())])
+                st.cap[:n, S.CAP_TIME].copy(), st.cap[:n, S.CAP_PORT].copy(),
+                st.cap[:n, S.CAP_LEN].copy(), st.cap_frames[:n].copy())])
         st.sc[S.SC_CAP_N] = 0
         n = int(st.sc[S.SC_TRACE_N])
         if n:

@@ -111,7 +111,7 @@ def canonical_order(records: np.ndarray) -> np.ndarray:
     from any number of workers come out in the same order."""
     if records.shape[0] == 0:
         return records
-    cols = [S.TR_T0, S.TR_DEV, S.TR_KIND, S.TR_T1] + [S.TR_A + i for i in range(7)]
+    cols = [S.TRC_T0, S.TRC_DEV, S.TRC_KIND, S.TRC_T1] + [S.TRC_A + i for i in range(7)]
     return records[np.lexsort(tuple(records[:, c] for c in reversed(cols)))]
 
 
@@ -140,9 +140,9 @@ class Trace:
         out: list[Span] = []
         hosts: dict[int, list[list[int]]] = {}
         for r in self.records.tolist():   # Python ints: much faster per row than numpy scalars
-            kind = r[S.TR_KIND]
+            kind = r[S.TRC_KIND]
             if kind == TRK_HOST:
-                hosts.setdefault(r[S.TR_DEV], []).append(r)
+                hosts.setdefault(r[S.TRC_DEV], []).append(r)
             else:
                 out.append(self._span(kind, r))
         for dev in sorted(hosts):
@@ -154,8 +154,8 @@ class Trace:
 
     def _span(self, kind: int, r: list[int]) -> Span:
         n = self.names
-        dev, t0, t1 = r[S.TR_DEV], r[S.TR_T0], r[S.TR_T1]
-        a = r[S.TR_A:S.TR_A + 7]
+        dev, t0, t1 = r[S.TRC_DEV], r[S.TRC_T0], r[S.TRC_T1]
+        a = r[S.TRC_A:S.TRC_A + 7]
         device = n.devices[dev]
         if kind == TRK_HANDLER:
             hpu, hkind, ec, src, qp, psn, cycles = a
@@ -184,9 +184,9 @@ class Trace:
         """A host program is a sequence: a wait starts where the previous step ended."""
         n = self.names
         out, prev_end = [], 0
-        for r in sorted(rows, key=lambda r: r[S.TR_A + 1]):   # by op index
-            op, pc, c, d, e = r[S.TR_A:S.TR_A + 5]
-            t0, t1 = r[S.TR_T0], r[S.TR_T1]
+        for r in sorted(rows, key=lambda r: r[S.TRC_A + 1]):   # by op index
+            op, pc, c, d, e = r[S.TRC_A:S.TRC_A + 5]
+            t0, t1 = r[S.TRC_T0], r[S.TRC_T1]
             name = _HOST_OPS.get(op, f"op {op}")
             args: dict[str, Any] = {"op_index": pc}
             if op == S.OP_SEND:

@@ -30,14 +30,21 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 from . import state as S
-from .handler_context import (HC_COLS, HC_EXTRA_CYCLES, HC_ICRC, HC_PEND_N, HC_STAGE_N,
-                              HandlerContext)
+from .handler_context import (
+    HC_COLS,
+    HC_EXTRA_CYCLES,
+    HC_ICRC,
+    HC_PEND_N,
+    HC_STAGE_N,
+    HandlerContext,
+)
+from .layout import CALL_WORDS, MEMORY_DIMS
 from .pool import ICRC_VALID
 
-MAX_MEMORY_DIMS = 4   # ranks of handler memory an entry can rebuild
+MAX_MEMORY_DIMS = MEMORY_DIMS   # ranks of handler memory an entry can rebuild (st.ec EC_MEM_DIMS)
 
-# Words of the call block (``st.cur[CUR_CALL:]``): the context's scalars, then each array as its
-# address and length. Fixed-shape arrays (``ctl``, ``pend``, ``msg_state``) need no length.
+# Words of the call block (``st.cur[CUR_CALL:]``, CALL_WORDS of them: spin.engine.layout): the
+# context's scalars, then each array as its address and length. Fixed-shape arrays (``ctl``, ``pend``, ``msg_state``) need no length.
 CB_SCALARS = 0        # 15 words: the HandlerContext scalars, in field order
 N_SCALARS = 15
 CB_CTL = 15
@@ -49,7 +56,6 @@ CB_FRAME = 22         # address, length
 CB_PKT = 24           # address, length
 CB_MEM = 26           # address, length in bytes
 CB_DIMS = 28          # address of the memory's shape (MAX_MEMORY_DIMS words of its st.ec row)
-CALL_WORDS = 32
 
 _I64 = types.int64
 _BYTES = types.Array(types.uint8, 1, "C")

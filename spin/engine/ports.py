@@ -176,9 +176,9 @@ def capture_frame(st, gp, slot, now):
     sc = st.sc
     k = sc[S.SC_CAP_N]
     length = st.slot_len[slot]
-    st.cap[k, S.C_TIME] = now
-    st.cap[k, S.C_PORT] = gp
-    st.cap[k, S.C_LEN] = length
+    st.cap[k, S.CAP_TIME] = now
+    st.cap[k, S.CAP_PORT] = gp
+    st.cap[k, S.CAP_LEN] = length
     ensure_icrc(st, slot)
     copy_bytes(st.cap_frames[k], 0, st.pool[slot], 0, length)
     sc[S.SC_CAP_N] = k + 1
@@ -359,10 +359,10 @@ def sample_queues(st, now):
         q = st.port[gp, S.PT_Q_BYTES] + st.port[gp, S.PT_PQ_BYTES]
         busy = st.port[gp, S.PT_BUSY_PS] - st.port[gp, S.PT_SAMPLED_BUSY_PS]
         if q > 0 or busy > 0:
-            st.qsamples[k, 0] = now
-            st.qsamples[k, 1] = gp
-            st.qsamples[k, 2] = q
-            st.qsamples[k, 3] = busy
+            st.qsamples[k, S.QS_TIME] = now
+            st.qsamples[k, S.QS_PORT] = gp
+            st.qsamples[k, S.QS_BYTES] = q
+            st.qsamples[k, S.QS_BUSY_PS] = busy
             st.port[gp, S.PT_SAMPLED_BUSY_PS] = st.port[gp, S.PT_BUSY_PS]
             k += 1
     st.sc[S.SC_QS_N] = k

@@ -1,6 +1,6 @@
 """Trace records written by the engine while a run is traced (``Scenario.trace``).
 
-Each record is one row of ``st.trace`` (columns ``S.TR_*``): what happened (``TRK_*``), on which
+Each record is one row of ``st.trace`` (columns ``S.TRC_*``): what happened (``TRK_*``), on which
 device, from when to when (ps), and up to seven kind-specific arguments. The engine only appends
 rows; ``spin.simulation`` drains the table whenever it is nearly full (the event loop stops with
 ``STATUS_CAPTURE_FULL`` while ``TRACE_HEADROOM`` rows are still free) and ``spin.trace`` turns the
@@ -48,15 +48,15 @@ def trace_row(st, kind, dev, t0, t1, a, b, c, d, e, f, g):
         sc[S.SC_TRACE_LOST] += 1
         return
     r = st.trace[k]
-    r[S.TR_KIND] = kind
-    r[S.TR_DEV] = dev
-    r[S.TR_T0] = t0
-    r[S.TR_T1] = t1
-    r[S.TR_A] = a
-    r[S.TR_A + 1] = b
-    r[S.TR_A + 2] = c
-    r[S.TR_A + 3] = d
-    r[S.TR_A + 4] = e
-    r[S.TR_A + 5] = f
-    r[S.TR_A + 6] = g
+    r[S.TRC_KIND] = kind
+    r[S.TRC_DEV] = dev
+    r[S.TRC_T0] = t0
+    r[S.TRC_T1] = t1
+    r[S.TRC_A] = a
+    r[S.TRC_A + 1] = b
+    r[S.TRC_A + 2] = c
+    r[S.TRC_A + 3] = d
+    r[S.TRC_A + 4] = e
+    r[S.TRC_A + 5] = f
+    r[S.TRC_A + 6] = g
     sc[S.SC_TRACE_N] = k + 1

@@ -1,0 +1,167 @@
+"""Engine tables declared as lists of named columns, compiled to integer column constants.
+
+The engine keeps each entity in one int64 2-D table (``st.dev``, ``st.port``, ``st.conn``...) and
+jitted code indexes it with module-level integer constants (``st.dev[d, S.D_KIND]``). Numbering
+those by hand let columns overlap, leave gaps and drift from the allocated width. Here, as
+``spin.wire.fields`` declares headers, a table is declared once as the ordered concatenation of
+its owners' column lists; the constants (``prefix + NAME``) and the width are derived from it, so
+columns are contiguous from 0 by construction and a name declared twice raises at import.
+
+A column spec is ``(NAME, doc)`` or ``(NAME, width, doc)``: a field of ``width`` consecutive
+columns (handler calls per kind, transport counters, ...) whose constant is its first column.
+``Table.row(values)`` reads one row by name (``RowView``), so results never hard-code indices.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import StateLayoutError
+
+Spec = tuple[str, str] | tuple[str, int, str]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared field: ``width`` columns from ``index``, declared by ``owner``."""
+
+    name: str
+    index: int
+    width: int
+    owner: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns one owner (a module or package, named as imported) declares in a table."""
+
+    owner: str
+    specs: tuple[Spec, ...]
+
+    def __init__(self, owner: str, specs: Sequence[Spec]) -> None:
+        object.__setattr__(self, "owner", owner)
+        object.__setattr__(self, "specs", tuple(specs))
+
+
+def _parse(spec: Spec, owner: str) -> tuple[str, int, str]:
+    if len(spec) == 2:
+        name, doc = spec         # type: ignore[misc]
+        width = 1
+    elif len(spec) == 3:
+        name, width, doc = spec  # type: ignore[misc]
+    else:
+        raise StateLayoutError(f"{owner}: column spec {spec!r} is not (NAME, doc) or "
+                               f"(NAME, width, doc)")
+    if not isinstance(name, str) or not name.isidentifier() or name.upper() != name:
+        raise StateLayoutError(f"{owner}: column name {name!r} must be an UPPER_CASE identifier")
+    if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+        raise StateLayoutError(f"{owner}: column {name!r} has width {width!r}; it must be an "
+                               f"int >= 1")
+    return name, width, str(doc)
+
+
+class Table:
+    """A table's layout: its owners' columns in order, numbered from 0 without gaps.
+
+    ``prefix`` makes the constants (``D_`` + ``KIND`` -> ``D_KIND``); ``count`` names the
+    constant holding the width (``DEV_COLS``)."""
+
+    def __init__(self, name: str, prefix: str, count: str, parts: Sequence[Columns]) -> None:
+        self.name, self.prefix, self.count_name = name, prefix, count
+        self.parts = tuple(parts)
+        cols: dict[str, Column] = {}
+        index = 0
+        for part in self.parts:
+            for spec in part.specs:
+                col_name, width, doc = _parse(spec, part.owner)
+                if col_name in cols:
+                    raise StateLayoutError(
+                        f"table {name!r}: column {col_name!r} declared by {part.owner} is "
+                        f"already declared by {cols[col_name].owner}")
+                cols[col_name] = Column(col_name, index, width, part.owner, doc)
+                index += width
+        self.columns: Mapping[str, Column] = MappingProxyType(cols)
+        self.width = index
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {len(self.columns)} fields, {self.width} columns)"
+
+    def index(self, name: str) -> int:
+        """First column of field ``name``."""
+        return self._column(name).index
+
+    def _column(self, name: str) -> Column:
+        try:
+            return self.columns[name.upper()]
+        except KeyError:
+            raise StateLayoutError(f"table {self.name!r} has no column {name!r}; columns: "
+                                   f"{list(self.columns)}") from None
+
+    def constants(self) -> dict[str, int]:
+        """``prefix + NAME`` -> first column, and ``count`` -> width (plain Python ints)."""
+        out = {self.prefix + c.name: c.index for c in self.columns.values()}
+        out[self.count_name] = self.width
+        return out
+
+    def row(self, values: Any) -> RowView:
+        """Named read-only view of one row (a 1-D array of this table's width)."""
+        if len(values) != self.width:
+            raise StateLayoutError(f"table {self.name!r}: a row has {self.width} columns, "
+                                   f"got {len(values)}")
+        return RowView(self, values)
+
+    def describe(self) -> str:
+        """The layout as text: index, width, owner, name and meaning of every field."""
+        lines = [f"{self.name}: {self.width} columns ({self.count_name})"]
+        for c in self.columns.values():
+            span = f"{c.index}" if c.width == 1 else f"{c.index}..{c.index + c.width - 1}"
+            lines.append(f"  {span:>7}  {self.prefix + c.name:<28} {c.owner:<28} {c.doc}")
+        return "\n".join(lines)
+
+
+class RowView:
+    """One table row read by field name: ``row.hpu_busy_ps`` (an int), ``row.hc`` (a tuple of
+    ints for a field of several columns); ``row.as_dict()`` gives them all."""
+
+    __slots__ = ("_table", "_values")
+
+    def __init__(self, table: Table, values: Any) -> None:
+        self._table, self._values = table, values
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            c = self._table._column(name)
+        except StateLayoutError as e:
+            raise AttributeError(str(e)) from None
+        if c.width == 1:
+            return int(self._values[c.index])
+        return tuple(int(v) for v in self._values[c.index:c.index + c.width])
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name.lower())
+
+    def as_dict(self) -> dict[str, Any]:
+        """Field name (lower case) -> value, in column order."""
+        return {c.name.lower(): getattr(self, c.name.lower())
+                for c in self._table.columns.values()}
+
+    def __repr__(self) -> str:
+        return f"{self._table.name}({self.as_dict()})"
+
+
+def export(tables: Sequence[Table], namespace: dict[str, Any]) -> dict[str, int]:
+    """Write every table's constants into ``namespace`` (a module's globals); a constant that
+    another table (or the module itself) already defines raises."""
+    made: dict[str, int] = {}
+    for t in tables:
+        for k, v in t.constants().items():
+            if k in made or k in namespace:
+                raise StateLayoutError(f"constant {k} of table {t.name!r} is already defined")
+            made[k] = v
+    namespace.update(made)
+    return made

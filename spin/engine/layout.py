@@ -1,0 +1,376 @@
+"""The columns of every engine table, declared by their owners (``spin.engine.columns``).
+
+A table one owner fills is one ``Columns`` list. ``st.dev`` (one row per device) is shared: the
+engine core, the sPIN handler model, the NIC, its host, its transports, the switch and its
+load-balancing schemes each declare their own columns below, and the table is their
+concatenation in that fixed order. The declarations live here, in the engine package, because
+the engine's own functions index these tables and the engine must not import ``nic_emulator`` or
+``switch_emulator`` (DESIGN.md section 3); each part names the package that owns it.
+``spin.engine.state`` turns these tables into its integer constants (``D_KIND``, ``DEV_COLS``).
+"""
+from __future__ import annotations
+
+from .columns import Columns, Table
+
+REPS_SLOTS = 8       # REPS' circular EV buffer (the paper's and htsim's size)
+CALL_WORDS = 32      # words of a handler's call block (spin.engine.handler_abi)
+MEMORY_DIMS = 4      # axes of a context's handler memory kept in its st.ec row
+N_HANDLER_KINDS = 3  # header, payload, completion
+
+# transport parameters, one vector for the fabric (from TransportConfig), at st.sc[SC_TRP + TRP_*]
+TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transport", [
+    ("ACK_EVERY", "receiver: ACK after this many packets"),
+    ("RTO_PS", "retransmission timeout"),
+    ("CNP_INTERVAL_PS", "least time between two CNPs of a connection"),
+    ("G_SHIFT", "DCQCN: alpha gain as a shift"),
+    ("TIMER_PS", "DCQCN: rate-increase timer"),
+    ("FR_STAGES", "DCQCN: fast-recovery stages"),
+    ("AI_MBPS", "DCQCN: additive increase"),
+    ("HAI_MBPS", "DCQCN: hyper increase"),
+    ("MIN_RATE_MBPS", "DCQCN: lowest rate"),
+    ("CWND_INIT", "UE: initial congestion window, bytes"),
+    ("CWND_MAX", "UE: largest congestion window, bytes"),
+    ("FREEZE_PS", "REPS: freezing period"),
+])])
+
+# --- st.sc: scalars (an int64 vector: namedtuple fields are immutable) ------------------------
+SC = Table("sc", "SC_", "NUM_SC", [
+    Columns("spin.engine", [
+        ("NOW", "virtual time, ps"),
+        ("HEAP_N", "events in the heap"),
+        ("EV_FREE_TOP", "free event rows"),
+        ("SLOT_FREE_TOP", "free frame slots"),
+        ("EVENTS", "events processed"),
+        ("STATUS", "why run_until returned (STATUS_*)"),
+        ("OUT_N", "rows used in st.out"),
+        ("CAP_N", "rows used in st.cap"),
+        ("MSG_FREE_TOP", "free receive-message rows"),
+        ("TXM_FREE_TOP", "free transmit-message rows"),
+        ("MSGLOG_N", "rows used in st.msglog"),
+        ("TXLOG_N", "rows used in st.txlog"),
+        ("MTU", "bytes of payload per packet"),
+        ("CHECK_ICRC", "1: verify the RoCE ICRC of received frames"),
+        ("N_NODES", "nodes (NICs) of the fabric"),
+        ("MAX_QP", "QPs per node"),
+        ("PKT_EVENTS", "packet events processed"),
+        ("SLOTS_IN_USE_MAX", "most frame slots in use at once"),
+        ("ROUTE_EPOCH", "index of the routing tables in force (faults switch it)"),
+        ("N_DEVS", "devices of the fabric"),
+        ("TRIM_DSCP", "DSCP of trimmed frames (a NIC counts them instead of delivering them)"),
+        ("FLOW_KEY_MAX_QP", "QP range of switch flow keys (see spin.engine.messages)"),
+        ("HANDLER_CALLS", "handler invocations so far (the watchdog tells them apart)"),
+        ("MSG_TIMEOUT_PS", "an incomplete message idle this long may be evicted for a new one"),
+        ("SAMPLE_PS", "queue-occupancy sampling interval (0: off)"),
+        ("SAMPLE_PENDING", "a sampling event is scheduled"),
+        ("QS_N", "rows used in st.qsamples"),
+    ]),
+    Columns("spin.host_program", [
+        ("CALL_DEV", "device whose host program asked for a Python callback"),
+        ("CALL_ID", "that callback's id"),
+    ]),
+    Columns("spin.engine.tracing", [
+        ("TRACE_LOST", "trace records that found st.trace full"),
+        ("TRACE", "what the run traces: TRACE_ON | TRACE_LINKS bits (0: nothing)"),
+        ("TRACE_N", "rows of st.trace written since the last drain"),
+    ]),
+    Columns("nic_emulator.transport", [
+        ("CONN_N", "rows used in st.conn (reliable-transport connections)"),
+        ("TRP", TRP.width, "transport parameters: SC_TRP + TRP_* (from TransportConfig)"),
+    ]),
+])
+
+# --- st.cur: the running handler (read by the handler API and by error reports) ---------------
+CUR = Table("cur", "CUR_", "NUM_CUR", [
+    Columns("spin.engine.handler_context", [
+        ("DEV", "device"), ("EC", "execution context"), ("MSG", "message row"),
+        ("KIND", "handler kind (KIND_*)"), ("SLOT", "frame slot"), ("TIME", "start time, ps"),
+        ("PAYLOAD_OFF", "payload offset in the frame"), ("PAYLOAD_LEN", "payload bytes"),
+        ("MSG_OFFSET", "payload offset in the message"), ("SRC", "source node"),
+        ("HPU", "HPU running it"), ("PSN", "packet sequence number"), ("QP", "queue pair"),
+        ("EXTRA_PS", "time the handler added (blocking DMA)"), ("FRAME_LEN", "frame bytes"),
+        ("ACTIVE", "1 while a handler runs"),
+    ]),
+    Columns("spin.engine.handler_abi", [
+        ("CALL", CALL_WORDS, "the call block of the running handler"),
+    ]),
+])
+
+# --- st.dev: one row per device; its owners' columns in this order ----------------------------
+NT = Table("ntr", "NT_", "NTR_COLS", [Columns("nic_emulator.transport", [
+    ("RETX", "packets sent again"),
+    ("TIMEOUTS", "retransmission timeouts"),
+    ("ACKS_TX", "ACKs sent"),
+    ("NAKS_TX", "RC NAKs and UE NACKs sent"),
+    ("CNPS_TX", "CNPs sent"),
+    ("ACKS_RX", "ACKs received"),
+    ("NAKS_RX", "NAKs received"),
+    ("CNPS_RX", "CNPs received"),
+    ("OOO", "data packets that arrived after a higher PSN of their connection"),
+    ("REORDER", "largest such PSN distance"),
+    ("DUPS", "duplicate data packets"),
+    ("MIN_RATE", "RC: lowest DCQCN rate any connection fell to, Mb/s (0: never cut)"),
+])])
+
+DEV_ENGINE = Columns("spin.engine (every device)", [
+    ("KIND", "device kind: DEV_NIC or DEV_SWITCH"),
+    ("SEQ", "sequence number of the device's next event (tie-breaking key)"),
+    ("PORT0", "global index of its first port"),
+    ("NPORTS", "ports"),
+    ("LOCAL", "1: this worker runs the device"),
+    ("NODE", "node id of a NIC (-1: switch)"),
+    ("SW", "switch index of a switch (-1: NIC)"),
+])
+# the sPIN handler model, shared by NICs and switches (spin.engine.messages, the loop)
+DEV_HANDLERS = Columns("spin.engine (handler model)", [
+    ("HPUS", "handler processing units"),
+    ("CYCLE_PS", "HPU clock period, ps"),
+    ("MATCH_HDR_CYCLES", "cycles to match a message's header packet"),
+    ("MATCH_PKT_CYCLES", "cycles to match any other packet"),
+    ("HPU_BUSY_PS", "HPU time spent in handlers"),
+    ("MAX_MSGS", "receive messages it may track at once"),
+    ("MSGS_ACTIVE", "receive messages tracked now"),
+    ("MSGS_ABANDONED", "messages replaced by a new one on their connection before completing"),
+    ("MSGS_EXPIRED", "incomplete messages evicted after EngineConfig.message_timeout_ns"),
+    ("EC_FIRST", "first row of its execution contexts in st.ec"),
+    ("EC_COUNT", "its execution contexts"),
+    ("HC", N_HANDLER_KINDS, "handler calls: D_HC + kind"),
+    ("TIMERS", "handler timers that expired on the device (spin_set_timer)"),
+])
+DEV_NIC = Columns("nic_emulator", [
+    ("PCIE_LAT_PS", "PCIe latency"),
+    ("PCIE_MPS_PER_BYTE", "PCIe transfer time, milli-ps per byte"),
+    ("PCIE_W_BUSY", "PCIe write direction busy until"),
+    ("PCIE_R_BUSY", "PCIe read direction busy until"),
+    ("NIC_DMA_W_BYTES", "bytes written to host memory"),
+    ("NIC_DMA_R_BYTES", "bytes read from host memory"),
+    ("NIC_TX_WINDOW", "transmit engine: packets in flight it allows"),
+    ("NIC_TX_SCHED", "transmit engine: an EV_TXM event is scheduled"),
+    ("TXQ_HEAD", "send queue (st.txq) head"),
+    ("TXQ_N", "send queue length"),
+    ("LOOPBACK_PS", "latency of a frame to its own node (NicConfig.loopback_latency_ns)"),
+    ("LOOPBACK_FRAMES", "frames sent to its own node through the loopback"),
+])
+DEV_HOST = Columns("nic_emulator.host", [
+    ("HOST_MEM_OFF", "offset of the host's memory in st.host_mem"),
+    ("HOST_MEM_SIZE", "its size in bytes"),
+    ("HOST_O_SEND_PS", "software overhead of a send"),
+    ("HOST_O_RECV_PS", "software overhead of a receive"),
+    ("HOST_REDUCE_MPS_PER_BYTE", "host reduce time, milli-ps per byte"),
+    ("HOST_OP_FIRST", "first row of its program in st.host_ops"),
+    ("HOST_OP_COUNT", "ops of its program"),
+    ("HOST_PC", "op running or waiting"),
+    ("HOST_STATE", "HOST_RUNNING, HOST_WAIT_RECV, HOST_WAIT_EVENT or HOST_DONE"),
+    ("HOST_EVENT_COUNT", "host events received"),
+    ("HOST_BUSY_PS", "CPU time spent"),
+    ("WAIT0", "what it waits for: the QP of a wait_recv"),
+    ("WAIT1", "what it waits for: the cumulative count"),
+])
+DEV_TRANSPORT = Columns("nic_emulator.transport", [
+    ("TRANSPORT", "TR_NONE, TR_RC, TR_UE"),
+    ("ENTROPY", "entropy policy: ENT_PER_FLOW, ENT_SPRAY, ENT_REPS"),
+    ("TX_NOWORK", "1: the reliable transmit engine waits for an ACK or a timer"),
+    ("RTX_PENDING", "UE: packets marked for retransmission over all the NIC's connections"),
+    ("NTR", NT.width, "transport counters: D_NTR + NT_* (NicStats)"),
+])
+DEV_SWITCH = Columns("switch_emulator", [
+    ("SW_LAT_PS", "switching latency"),
+    ("SW_TRIM", "1: trim frames that overflow a queue instead of dropping them"),
+    ("SW_PFC_XOFF", "ingress bytes above which a PFC pause is sent (0: PFC off)"),
+    ("SW_PFC_XON", "ingress bytes below which the pause is lifted"),
+    ("SW_PFC_QUANTA", "pause time sent in a PFC frame, in 512-bit quanta"),
+    ("SW_TRIM_DSCP", "DSCP code point that marks a trimmed frame"),
+])
+DEV_LB = Columns("switch_emulator.lb", [
+    ("SW_LB", "port-selection scheme (code: switch_emulator.lb.registry)"),
+    ("SW_SEED", "per-switch hash seed (avoids ECMP polarisation across tiers)"),
+    ("SW_RNG", "the switch's PRNG state (xorshift64, never 0)"),
+    ("SW_FLOWLET_GAP_PS", "idle gap after which a flow may change path"),
+    ("SW_FLOWLETS", "flowlets started (a path chosen for a flow afresh)"),
+])
+DEV = Table("dev", "D_", "DEV_COLS",
+            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, DEV_TRANSPORT, DEV_SWITCH, DEV_LB])
+
+# --- st.port: one row per port (both directions of a link are two ports) ----------------------
+PORT = Table("port", "PT_", "PORT_COLS", [
+    Columns("spin.engine.ports", [
+        ("DEV", "device"),
+        ("PEER", "global index of the port at the other end (-1: none)"),
+        ("RATE_GBPS", "link rate"),
+        ("LAT_PS", "link latency"),
+        ("REMOTE", "1: the peer is on another worker"),
+        ("CAPTURE", "1: frames sent on it are captured"),
+        ("Q_HEAD", "output queue: ring head in st.port_q"),
+        ("Q_N", "output queue: frames"),
+        ("Q_BYTES", "output queue: bytes"),
+        ("Q_LIMIT_BYTES", "output queue: capacity"),
+        ("BUSY", "a frame is serialising"),
+        ("TX_FRAMES", "frames sent"),
+        ("TX_BYTES", "bytes sent"),
+        ("DROPS", "frames dropped at its queue"),
+        ("MAX_Q_BYTES", "largest queue"),
+        ("BUSY_PS", "time spent serialising"),
+        ("UP", "0: the link is down (frames to it are dropped)"),
+        ("ECN_THRESH", "queue bytes above which ECN-capable frames are marked CE (0: never)"),
+        ("ECN_MARKS", "frames marked CE"),
+        ("TRIMS", "frames trimmed"),
+        ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
+        ("PQ_N", "priority queue: frames"),
+        ("PQ_BYTES", "priority queue: bytes"),
+        ("PAUSED_UNTIL", "PFC: no data frame starts before this time"),
+        ("PAUSES_TX", "PFC frames sent from this port"),
+        ("PAUSES_RX", "PFC frames received on this port"),
+        ("Q_AREA", "integral of queue bytes over time, in byte*ns (mean occupancy)"),
+        ("Q_LAST_T", "when PT_Q_AREA was last brought up to date"),
+        ("IN_BYTES", "PFC: bytes that entered on this port and still wait in the switch"),
+        ("XOFF", "PFC: 1 while this port has paused its peer"),
+        ("LOCAL_IDX", "index of the port on its device"),
+        ("RESUME_SCHED", "a resume event is pending"),
+        ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),
+        ("SAMPLED_BUSY_PS", "PT_BUSY_PS at the last queue sample (utilisation over time)"),
+        ("LOSS_THRESHOLD", "random loss: a draw below this (of 2^32) loses the frame (0: off)"),
+        ("LOSS_STATE", "random loss: the port's xorshift32 state"),
+    ]),
+])
+
+# --- st.msg: receive messages being matched and handled --------------------------------------
+MSG = Table("msg", "M_", "MSG_COLS", [
+    Columns("spin.engine.messages", [
+        ("DEV", "device"), ("SRC", "source node"), ("QP", "queue pair"),
+        ("EC", "matched execution context (-1: none)"), ("FIRST_PSN", "PSN of its first packet"),
+        ("NPKTS", "packets"), ("SEEN", "packets received"), ("VA", "remote virtual address"),
+        ("RKEY", "remote key"), ("LEN", "bytes"), ("HDR_END", "end of its header handler"),
+        ("PL_END", "end of its latest payload handler"), ("DMA_END", "end of its latest DMA to the host"),
+        ("LAST_READY", "latest time one of its packets was ready"), ("FLAGS", "MSG_FLAG_* bits"),
+        ("T_FIRST", "arrival of its first packet"),
+        ("KEY", "connection key in the receive hash map (-1: not in it)"),
+        ("LAST_T", "time of the message's latest packet (stale messages expire)"),
+        ("ACTIVE", "1 while the row holds a message"),
+    ]),
+    Columns("nic_emulator.transport", [
+        ("CONN", "reliable transports: the receiving connection's row in st.conn"),
+    ]),
+])
+
+# --- st.txm: messages a NIC transmits ---------------------------------------------------------
+TXM = Table("txm", "T_", "TXM_COLS", [
+    Columns("nic_emulator.tx", [
+        ("DEV", "device"), ("DST", "destination node"), ("QP", "queue pair"), ("LEN", "bytes"),
+        ("SENT", "bytes sent"), ("HOST_ADDR", "source address in host memory"),
+        ("REMOTE_VA", "remote virtual address"), ("RKEY", "remote key"),
+        ("EV", "entropy value"), ("T_POST", "time posted"), ("PSN", "PSN of its first packet"),
+    ]),
+    Columns("nic_emulator.transport", [
+        ("NPKTS", "reliable transports: packets of the message"),
+        ("NEXT", "next packet index to send (go-back-N rewinds it)"),
+        ("CONN", "the sending connection's row in st.conn"),
+    ]),
+])
+
+# --- st.conn: one row per (NIC, peer, QP) connection, as sender or receiver ------------------
+CONN = Table("conn", "C_", "CONN_COLS", [Columns("nic_emulator.transport", [
+    ("DEV", "device"), ("PEER", "peer node"), ("QP", "queue pair"),
+    ("EV", "per-flow entropy value (also the EV of the ACKs it sends)"),
+    ("SND_PSN", "sender: next PSN to assign to a posted message (not wrapped)"),
+    ("UNA", "sender: oldest unacknowledged PSN"),
+    ("HIGH", "sender: highest PSN sent + 1"),
+    ("INFLIGHT", "UE sender: packets sent and neither acknowledged nor known lost"),
+    ("RTX_N", "UE sender: packets marked for retransmission"),
+    ("CWND", "UE sender: congestion window, bytes"),
+    ("ACKED_WIN", "UE sender: bytes acknowledged in the current window"),
+    ("MARKED_WIN", "UE sender: of those, bytes acknowledged with ECN (or trimmed)"),
+    ("ALPHA", "fraction of marks, fixed point (ALPHA_ONE = 1.0)"),
+    ("RATE", "RC sender (DCQCN): current rate R_C, Mb/s"),
+    ("TARGET", "RC sender (DCQCN): target rate R_T, Mb/s"),
+    ("T_ALPHA", "RC sender: last alpha update"),
+    ("T_INC", "RC sender: last rate-increase timer expiry"),
+    ("STAGE", "RC sender: rate-increase timer expiries since the last cut"),
+    ("NEXT_SEND", "RC sender: pacing, earliest start of the next packet"),
+    ("RTO_AT", "sender: retransmission deadline (lazy: the event re-arms itself)"),
+    ("RTO_PENDING", "sender: a timer event is scheduled"),
+    ("PRNG", "entropy PRNG state (spray and REPS exploration)"),
+    ("REPS_HEAD", "REPS: head of the EV buffer"),
+    ("REPS_N", "REPS: EVs in the buffer"),
+    ("FREEZE_UNTIL", "REPS: only cached EVs before this time"),
+    ("LAST_GOOD", "REPS: latest EV an unmarked ACK echoed (0: none)"),
+    ("RCV", "receiver: RC expected PSN; UE cumulative PSN (every earlier one arrived)"),
+    ("NAK_SENT", "RC receiver: a NAK for the current gap went out"),
+    ("UNACKED", "receiver: accepted packets not acknowledged yet"),
+    ("ACK_ECN", "receiver: one of those arrived ECN-marked"),
+    ("LAST_CNP", "RC receiver: time of the latest CNP (-1: none)"),
+    ("MAX_PSN", "receiver: highest PSN seen + 1 (reorder degree)"),
+    ("MSN", "RC receiver: messages completed (AETH MSN)"),
+    ("REPS0", REPS_SLOTS, "REPS: the EV buffer"),
+])])
+
+# --- st.ec: execution contexts (match rules and handler memory) ------------------------------
+EC = Table("ec", "EC_", "EC_COLS", [Columns("spin.engine.messages", [
+    ("PROG", "handler program (row of st.prog)"), ("INST", "instance"),
+    ("MATCH_QP", "match rule: QP (-1: any)"), ("MATCH_RKEY", "match rule: rkey (-1: any)"),
+    ("MATCH_SRC", "match rule: source node (-1: any)"),
+    ("MATCH_DST", "match rule: destination node (-1: any)"),
+    ("MATCH_UDP_DPORT", "match rule: UDP destination port (-1: any)"),
+    ("MATCH_HDR_TYPE", "match rule: header type (-1: any)"),
+    ("MEM_OFF", "byte offset of the context's handler memory in the handler-memory arena"),
+    ("MEM_BYTES", "its size in bytes"),
+    ("MEM_DIMS", MEMORY_DIMS, "+ axis: its shape, as the program declared it for the context"),
+])])
+
+# --- st.prog: handler programs ----------------------------------------------------------------
+PROG = Table("prog", "PR_", "PROG_COLS", [Columns("spin.engine.handler_abi", [
+    ("HAS", N_HANDLER_KINDS, "+ kind: the program has this handler"),
+    ("CYCLES", N_HANDLER_KINDS, "+ kind: cycles per call"),
+    ("MCPB", N_HANDLER_KINDS, "+ kind: milli-cycles per payload byte"),
+    ("ENTRY", N_HANDLER_KINDS, "+ kind: address of the handler's compiled entry"),
+])])
+
+# --- st.ctl: fabric-wide control actions, applied by EV_CONTROL events -----------------------
+CTL = Table("ctl", "CTL_", "CTL_COLS", [Columns("spin.engine.control", [
+    ("KIND", "CTL_LINK_DOWN, ..."), ("A", "argument a"), ("B", "argument b"),
+    ("C", "argument c"), ("T", "time it takes effect"),
+])])
+
+# --- st.ev: events ----------------------------------------------------------------------------
+EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
+    ("TIME", "time, ps"), ("KEY", "deterministic tie-breaking key"), ("KIND", "EV_*"),
+    ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
+])])
+
+# --- st.cap: captured frames (their bytes in st.cap_frames) ----------------------------------
+CAP = Table("cap", "CAP_", "CAP_COLS", [Columns("spin.engine.ports", [
+    ("TIME", "time captured"), ("PORT", "global port"),
+    ("LEN", "frame bytes"),
+])])
+
+# --- st.out: frames leaving for other workers (their bytes in st.out_frames) -----------------
+OUT = Table("out", "O_", "OUT_COLS", [Columns("spin.engine.ports", [
+    ("TIME", "arrival time at the peer"), ("PORT", "global port of the peer"),
+    ("KEY", "event key"), ("LEN", "frame bytes"),
+])])
+
+# --- st.trace: trace records (written by spin.engine.tracing, read by spin.trace) ------------
+TRACE = Table("trace", "TRC_", "TRACE_COLS", [Columns("spin.engine.tracing", [
+    ("KIND", "record kind"), ("DEV", "device"), ("T0", "start"), ("T1", "end"),
+    ("A", 7, "+ i: the record kind's arguments A..G"),
+])])
+
+# --- st.qsamples: queue occupancy over time --------------------------------------------------
+QSAMPLES = Table("qsamples", "QS_", "QS_COLS", [Columns("spin.engine.ports", [
+    ("TIME", "sample time"), ("PORT", "global port"), ("BYTES", "queued bytes"),
+    ("BUSY_PS", "busy ps since the previous sample"),
+])])
+
+# --- st.msglog / st.txlog: completed receives and posted sends -------------------------------
+MSGLOG = Table("msglog", "ML_", "MSGLOG_WIDTH", [Columns("nic_emulator", [
+    ("NODE", "receiving node"), ("SRC", "source node"), ("QP", "queue pair"),
+    ("BYTES", "message bytes"), ("T_FIRST_PS", "arrival of its first packet"),
+    ("T_DONE_PS", "delivered (or handled)"), ("EC", "execution context (-1: none)"),
+    ("HANDLED", "1: handled on the NIC"), ("FIRST_PSN", "PSN of its first packet"),
+])])
+TXLOG = Table("txlog", "TL_", "TXLOG_WIDTH", [Columns("nic_emulator.tx", [
+    ("SRC", "source node"), ("DST", "destination node"), ("QP", "queue pair"),
+    ("BYTES", "message bytes"), ("T_POST_PS", "time posted"),
+    ("FIRST_PSN", "PSN of its first packet"),
+])])
+
+TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, CAP, OUT, TRACE,
+          QSAMPLES, MSGLOG, TXLOG)
