@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from spin.scenario_file import load_scenario, run_loaded
 
@@ -61,3 +62,24 @@ def test_first_handler_runs_identically_in_debug_mode():
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1]
+
+
+SCENARIO_FILES = sorted(p for p in EXAMPLES.rglob("*.toml") if p.parent.name != "endpoint")
+
+
+def test_every_scenario_file_is_covered():
+    """All example scenarios run below, except the endpoint fabric, which waits for an attached
+    program and runs in tests/test_endpoint.py with one attached."""
+    assert len(SCENARIO_FILES) + len(list((EXAMPLES / "endpoint").glob("*.toml"))) == \
+        len(list(EXAMPLES.rglob("*.toml")))
+
+
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_scenario_file_finishes(path):
+    """Every host program finishes (``require_finished`` raises naming each one that waits) and
+    the file's checks pass."""
+    sc, opts = load_scenario(path)
+    run = run_loaded(sc, opts)
+    run.result.require_finished()
+    assert run.checks_passed
+    assert run.result.messages
