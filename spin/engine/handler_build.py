@@ -16,6 +16,7 @@ compiled engine.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -136,13 +137,18 @@ def _memory_view(ndim: int) -> str:
 def entry_source(fn: Callable, memory: np.ndarray, debug: bool = False) -> tuple[str, str]:
     """(module name, source) of the entry of handler ``fn`` over handler memory like
     ``memory``."""
-    py = _python_function(fn)
+    return _entry_source(_python_function(fn), memory.dtype, max(memory.ndim, 1), debug)
+
+
+@functools.lru_cache(maxsize=1024)
+def _entry_source(py: Callable, dtype: np.dtype, ndim: int, debug: bool) -> tuple[str, str]:
+    """Computed once per function object in a process (the digest reads sources: ~30 ms); a
+    module imported again, e.g. after an edit, gives new function objects and a new digest."""
     module, qualname = py.__module__, py.__qualname__
-    ndim = max(memory.ndim, 1)
     if ndim > MAX_MEMORY_DIMS:
         raise HandlerError(f"handler {qualname!r}: handler memory of rank {ndim}; at most "
                            f"{MAX_MEMORY_DIMS} dimensions are supported")
-    descr = np.lib.format.dtype_to_descr(memory.dtype)
+    descr = np.lib.format.dtype_to_descr(dtype)
     template = _DEBUG_TEMPLATE if debug else _COMPILED_TEMPLATE
     text = template.format(module=module, qualname=qualname, descr=descr, ndim=ndim,
                            memory_view=_memory_view(ndim))
