@@ -10,6 +10,26 @@ and are re-exported here.
 Every per-device record is owned by exactly one worker, so merging workers is concatenation; a
 record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results travel as
 JSON and ``RunResult.from_dict(r.to_dict()) == r``.
+
+Shape (read attributes; dict-style ``r.hosts[0]["finished"]`` still works for now, with a
+``DeprecationWarning`` naming the attribute)::
+
+    RunResult
+      end_time_ps, events, packet_events       ints (virtual time in ps)
+      messages   [MessageRecord]               src, dst (node ids), qp, bytes, t_*_ps, ...
+      links      [LinkStats]                   one per link direction: from_device, to_device
+      nics       [NicStats]                    node, name, DMA bytes, HPU time, handler calls
+      hosts      [HostStats]                   node, name, cpu_busy_ps, finished, waiting_for
+      switches   [SwitchStats]                 name, drops by reason, handler calls
+      endpoints  [EndpointStats]               hosts served by an external program
+      drops      {reason: frames}              fabric-wide
+      marks      {label: {node: t_ps}}         HostProgram.mark times
+      totals()   Totals                        fabric-wide sums (link, PCIe, CPU, HPU, drops)
+      tier_loads() [TierLoad]                  load per tier of links
+
+``to_dict``/``to_json`` write the same fields plus ``schema_version`` (``SCHEMA_VERSION``),
+``totals`` and ``tiers``; the version goes up whenever a field is renamed or removed or its
+meaning changes (adding a field does not: readers ignore fields they do not know).
 """
 from __future__ import annotations
 
@@ -19,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, RunIncompleteError
 from .records import (EndpointStats, HandlerCalls, HostStats, LinkStats,  # noqa: F401 (re-export)
-                      MessageRecord, NicStats, SwitchStats, TierLoad, Totals, _record, tier_loads)
+                      MessageRecord, NicStats, SwitchStats, TierLoad, Totals, _record, host_label,
+                      tier_loads)
 from .tables import RunTables, run_tables
 
 if TYPE_CHECKING:
@@ -27,6 +48,11 @@ if TYPE_CHECKING:
 
     from .handler import ExecutionContext
     from .trace import Trace
+
+
+# Version of the JSON form of a RunResult (``to_dict``): 1 is the first versioned form, with
+# host and NIC names (HostStats.name, NicStats.name).
+SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -65,15 +91,28 @@ class RunResult:
                                                     compare=False)
     handler_contexts: tuple = field(default=(), repr=False, compare=False)
 
+    def host_name(self, node: int) -> str:
+        """The topology's name of host ``node`` (``h1``); ``node 1`` when the result has no
+        names (results of old versions)."""
+        for h in self.hosts:
+            if h.node == node and h.name:
+                return h.name
+        return f"node {node}"
+
+    def host_label(self, node: int) -> str:
+        """Host ``node`` as messages name it: ``'h1' (node 1)``."""
+        name = self.host_name(node)
+        return host_label(node, "" if name == f"node {node}" else name)
+
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
         if label not in self.marks:
             raise ConfigError(f"mark label={label!r} is not a mark of this run; marks: "
                               f"{', '.join(map(repr, sorted(self.marks))) or 'none'}")
         if node not in self.marks[label]:
-            passed = ", ".join(map(str, sorted(self.marks[label]))) or "none"
-            raise ConfigError(f"mark label={label!r} node={node}: that host never passed this "
-                              f"mark; nodes that did: {passed}")
+            passed = ", ".join(self.host_label(n) for n in sorted(self.marks[label])) or "none"
+            raise ConfigError(f"mark label={label!r}: host {self.host_label(node)} never passed "
+                              f"this mark; hosts that did: {passed}")
         return self.marks[label][node]
 
     def read(self, node: int, addr: int, count: int, dtype: str = "uint8") -> "np.ndarray":
@@ -121,7 +160,7 @@ class RunResult:
         finish and what it waits for: a run that ended with waiting hosts is not a success."""
         stuck = self.unfinished_hosts()
         if stuck:
-            shown = "; ".join(f"node {h.node} {h.waiting_for or 'did not finish'}"
+            shown = "; ".join(f"host {h.label} {h.waiting_for or 'did not finish'}"
                               for h in stuck[:8])
             more = f"; and {len(stuck) - 8} more" if len(stuck) > 8 else ""
             raise RunIncompleteError(f"{len(stuck)} host program(s) did not finish by "
@@ -149,7 +188,8 @@ class RunResult:
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
         """Plain JSON-ready dict (int keys as strings), plus derived ``totals`` and ``tiers``."""
-        d = asdict(replace(self, trace=None, handler_memories={}, handler_contexts=()))
+        d = {"schema_version": SCHEMA_VERSION,
+             **asdict(replace(self, trace=None, handler_memories={}, handler_contexts=()))}
         for key in ("memory_regions", "trace", "handler_memories", "handler_contexts"):
             d.pop(key)
         d["totals"] = asdict(self.totals())
@@ -166,8 +206,13 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunResult":
-        """Inverse of to_dict (JSON-decoded dicts have string keys)."""
+        """Inverse of to_dict (JSON-decoded dicts have string keys); reads every schema
+        version up to ``SCHEMA_VERSION`` and unversioned dicts of earlier releases."""
         d = dict(d)
+        version = d.pop("schema_version", 0)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ConfigError(f"result schema_version = {version!r}: this spin reads versions "
+                              f"up to {SCHEMA_VERSION}; upgrade spin to read it")
         d.pop("totals", None)
         d.pop("tiers", None)
         d["messages"] = [_record(MessageRecord, m) for m in d["messages"]]

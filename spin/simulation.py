@@ -62,20 +62,16 @@ class Scenario:
     def n_hosts(self) -> int:
         return len(self.topology.hosts)
 
-    def _check_node(self, node: int, what: str) -> None:
-        if not 0 <= node < self.n_hosts:
-            raise ConfigError(f"{what}: node={node}; valid nodes are 0..{self.n_hosts - 1}")
+    def _check_node(self, node: int | str, what: str) -> int:
+        """Node id of a host given by node id or name; a ConfigError naming the hosts else."""
+        return self.topology.host_node(node, what)
 
     def install(self, ctx: ExecutionContext) -> ExecutionContext:
         """Install an execution context on a device: a host's NIC (node id or name) or a switch
         (name). Contexts of a device are matched in installation order."""
-        if isinstance(ctx.node, str):
-            names = self.topology.device_names()
-            if ctx.node not in names:
-                raise ConfigError(f"execution context: device {ctx.node!r} is not in the "
-                                  f"topology; devices: {', '.join(names)}")
-        else:
-            self._check_node(ctx.node, "execution context")
+        if not (isinstance(ctx.node, str) and ctx.node in self.topology.switches):
+            self.topology.host_node(ctx.node, f"execution context of program "
+                                              f"{ctx.program.name!r}", switches_too=True)
         ctx.initial_memory()
         self.contexts.append(ctx)
         return ctx
@@ -125,16 +121,19 @@ class Scenario:
         for i, j in swaps:
             self._fault(LinkFault(at_ns, "swap", i, other=j))
 
-    def host_program(self, node: int) -> HostProgram:
-        self._check_node(node, "host program")
+    def host_program(self, node: int | str) -> HostProgram:
+        """The program of host ``node`` (node id or host name), created empty on first use."""
+        node = self._check_node(node, "host program")
         if node not in self.host_programs:
             self.host_programs[node] = HostProgram(node, self.host.qps, _mark_index=self.mark_index,
-                                                   _callbacks=self.callbacks)
+                                                   _callbacks=self.callbacks,
+                                                   _hosts=tuple(self.topology.hosts))
         return self.host_programs[node]
 
-    def write_host_memory(self, node: int, addr: int, data) -> None:
-        """Initial contents of a host's memory (e.g. the buffer a host will send)."""
-        self._check_node(node, "host memory")
+    def write_host_memory(self, node: int | str, addr: int, data) -> None:
+        """Initial contents of a host's memory (e.g. the buffer a host will send); ``node`` is
+        a node id or a host name."""
+        node = self._check_node(node, "host memory")
         raw = np.ascontiguousarray(data).tobytes()
         if addr < 0 or addr + len(raw) > self.host.memory_bytes:
             raise ConfigError(f"host memory write at addr={addr} of {len(raw)} B exceeds "

@@ -74,8 +74,10 @@ def run_tables(result: RunResult) -> RunTables:
         return out
 
     duration = result.end_time_ps
-    messages = _frame(pd, [_flat(m, completion_ps=m.completion_ps) for m in result.messages],
-                      cols(MessageRecord) + ["completion_ps"])
+    names = {h.node: h.name for h in result.hosts}
+    messages = _frame(pd, [_flat(m, completion_ps=m.completion_ps, src_name=names.get(m.src, ""),
+                                 dst_name=names.get(m.dst, "")) for m in result.messages],
+                      cols(MessageRecord) + ["completion_ps", "src_name", "dst_name"])
     links = _frame(pd, [_flat(l, utilisation=l.utilisation(duration),
                               mean_queue_bytes=l.mean_queue_bytes(duration))
                         for l in result.links],
