@@ -38,9 +38,20 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, RunIncompleteError
-from .records import (EndpointStats, HandlerCalls, HostStats, LinkStats,  # noqa: F401 (re-export)
-                      MessageRecord, NicStats, SwitchStats, TierLoad, Totals, _record, host_label,
-                      tier_loads)
+from .records import (  # noqa: F401 (re-export)
+    EndpointStats,
+    HandlerCalls,
+    HostStats,
+    LinkStats,
+    MessageRecord,
+    NicStats,
+    SwitchStats,
+    TierLoad,
+    Totals,
+    _record,
+    host_label,
+    tier_loads,
+)
 from .tables import RunTables, run_tables
 
 if TYPE_CHECKING:

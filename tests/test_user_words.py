@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from handlers.ping_pong import ping_pong_program
 from spin.errors import ConfigError, RunIncompleteError
 from spin.handler import ExecutionContext
 from spin.records import HostStats, LinkStats, Totals
@@ -17,7 +18,6 @@ from spin.results import SCHEMA_VERSION, RunResult
 from spin.simulation import Scenario
 from spin.topologies import build_topology
 from spin.topology import Topology
-from handlers.ping_pong import ping_pong_program
 
 
 # --- Python-side mistakes ---------------------------------------------------------------------
