@@ -62,7 +62,12 @@ def comparison_table(cmp, extra_rows: Sequence[Sequence[Any]] = ()) -> str:
         rows.append([label, fmt(bv), fmt(ov), ratio(bv / ov) if (ov and bv) else "-"])
     rows += [list(r) for r in extra_rows]
     rows.append(["speedup (x)", "1.00x", ratio(cmp.speedup), ""])
-    return table(["", "host baseline", "NIC offload", "offload gain"], rows, cmp.title or None)
+    text = table(["", "host baseline", "NIC offload", "offload gain"], rows, cmp.title or None)
+    b, o = cmp.baseline.measure, cmp.offload.measure
+    if b or o:   # what "completion" means here: which marks, on which host
+        text += (f"\ncompletion measured: {b}" if b == o else
+                 f"\ncompletion measured: baseline {b or '?'}; offload {o or '?'}")
+    return text
 
 
 # --- spin run -------------------------------------------------------------------------------------
