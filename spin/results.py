@@ -34,7 +34,7 @@ meaning changes (adding a field does not: readers ignore fields they do not know
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, RunIncompleteError
@@ -235,7 +235,8 @@ class RunResult:
         d["marks"] = {k: {int(n): t for n, t in v.items()} for k, v in d["marks"].items()}
         d["host_memory_sha256"] = {int(n): h for n, h in d.get("host_memory_sha256", {}).items()}
         d.setdefault("wall", {})
-        return cls(**d)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})   # `spin run --json` adds some
 
     @classmethod
     def merge(cls, parts: list["RunResult"]) -> "RunResult":
