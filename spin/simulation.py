@@ -222,8 +222,13 @@ def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
     return paths
 
 
-def _device_label(node) -> str:
-    return f"device {node!r}" if isinstance(node, str) else f"node {node}"
+def _device_label(topo: Topology, node: int | str) -> str:
+    """A device as errors name it: ``host 'h1' (node 1)`` or ``switch 'leaf0'``."""
+    if isinstance(node, str) and node in topo.switches:
+        return f"switch {node!r}"
+    if isinstance(node, str) and node in topo.hosts:
+        node = topo.hosts.index(node)
+    return f"host {topo.host_label(node)}" if isinstance(node, int) else f"device {node!r}"
 
 
 class Simulation:
@@ -439,8 +444,8 @@ class Simulation:
 
     def describe_running_handler(self, reason: str = "") -> str:
         """The handler running now (from the engine's current-handler slots): its name, file
-        and line, program, execution context and device, ``reason`` (what went wrong), then
-        the packet it was given."""
+        and line, program, execution context and device (named as the topology names it),
+        ``reason`` (what went wrong), then the packet it was given, its frame dump last."""
         st = self.st
         cur = st.cur
         ec = self.ec_order[int(cur[S.CUR_EC])]
@@ -452,10 +457,11 @@ class Simulation:
         where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
         slot = int(cur[S.CUR_SLOT])
         frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
+        topo, src = self.scenario.topology, int(cur[S.CUR_SRC])
         return (f"{kind} handler {fname!r}{where} (program {ec.program.name!r}, execution "
-                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)})"
-                + (f" {reason}" if reason else "") + "; packet: src node "
-                f"{int(cur[S.CUR_SRC])}, qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, "
+                f"context #{int(cur[S.CUR_EC])} on {_device_label(topo, ec.node)})"
+                + (f" {reason}" if reason else "") + "; packet: src "
+                f"{_device_label(topo, src)}, qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, "
                 f"message offset {int(cur[S.CUR_MSG_OFFSET])}, payload "
                 f"{int(cur[S.CUR_PAYLOAD_LEN])} B, t={int(cur[S.CUR_TIME])} ps; frame "
                 f"({len(frame)} B): {frame[:96].hex()}" + ("..." if len(frame) > 96 else ""))
