@@ -478,10 +478,20 @@ def _subcommand_parser(parser: argparse.ArgumentParser, command: str | None
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """``parser.parse_args``, except that an unknown option is reported by its subcommand
-    (with that subcommand's usage) and with the closest option it has: ``spin allreduce
-    --sizes 4KiB`` says "did you mean --size?" instead of printing the top-level usage."""
+    """``parser.parse_args``, except that a mistyped command or option names the close match:
+    ``spin alreduce`` says "did you mean 'allreduce'?", and an unknown option is reported by
+    its subcommand (with that subcommand's usage) and with the closest option it has:
+    ``spin allreduce --sizes 4KiB`` says "did you mean --size?" instead of printing the
+    top-level usage."""
     from .suggest import close_match
+    words = sys.argv[1:] if argv is None else list(argv)
+    commands = [name for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+                for name in a.choices]
+    if commands and words and not words[0].startswith("-") and words[0] not in commands:
+        match = close_match(words[0], commands)
+        if match is not None:
+            parser.error(f"unknown command {words[0]!r} (did you mean {match!r}?); commands: "
+                         f"{', '.join(commands)}")
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         sub = _subcommand_parser(parser, getattr(args, "command", None))

@@ -154,13 +154,26 @@ class RunResult:
                               f"result; contexts with one: {sorted(self.handler_memories)}")
         return self.handler_memories[i]
 
-    def nic(self, node: int) -> NicStats:
-        """The stats of ``node``'s NIC."""
-        return next(n for n in self.nics if n.node == node)
+    def nic(self, node: int | str) -> NicStats:
+        """The stats of ``node``'s NIC (node id or host name)."""
+        for n in self.nics:
+            if n.node == node or (isinstance(node, str) and n.name == node):
+                return n
+        raise self._no_host(node, "nic")
 
-    def host(self, node: int) -> HostStats:
-        """The stats of ``node``'s host."""
-        return next(h for h in self.hosts if h.node == node)
+    def host(self, node: int | str) -> HostStats:
+        """The stats of ``node``'s host (node id or host name)."""
+        for h in self.hosts:
+            if h.node == node or (isinstance(node, str) and h.name == node):
+                return h
+        raise self._no_host(node, "host")
+
+    def _no_host(self, node: int | str, what: str) -> ConfigError:
+        hosts = ", ".join(f"{h.name} (node {h.node})" if h.name else str(h.node)
+                          for h in self.hosts[:16])
+        more = f", ... ({len(self.hosts)} in all)" if len(self.hosts) > 16 else ""
+        return ConfigError(f"RunResult.{what}({node!r}): no such host in this result; hosts: "
+                           f"{hosts or 'none'}{more}")
 
     def unfinished_hosts(self) -> list[HostStats]:
         """Hosts whose program did not run to its end (``waiting_for`` says where it stopped)."""

@@ -79,3 +79,9 @@ def test_spin_allreduce_on_a_star_runs_switch_aggregation_by_default(capsys):
     out = capsys.readouterr().out
     rows = [line.split()[1] for line in out.splitlines() if line.startswith("4,096")]
     assert rows == ["ring", "rd", "rabenseifner", "nic", "switch"]
+
+
+def test_a_mistyped_command_names_the_close_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["alreduce", "--size", "4KiB"])
+    assert "unknown command 'alreduce' (did you mean 'allreduce'?)" in capsys.readouterr().err

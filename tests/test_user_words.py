@@ -150,3 +150,15 @@ def test_json_results_carry_their_schema_version():
     assert RunResult.from_dict(unversioned) == result        # files of earlier releases
     with pytest.raises(ConfigError, match="schema_version = 2: this spin reads versions up to 1"):
         RunResult.from_dict({**data, "schema_version": 2})
+
+
+def test_result_lookups_take_names_and_name_the_hosts_when_missing():
+    sc = Scenario(Topology.pair())
+    sc.host_program("h0").send("h1", 64)
+    result = sc.run()
+    assert result.host("h1") is result.host(1) and result.nic("h0") is result.nic(0)
+    with pytest.raises(ConfigError, match=r"RunResult.host\(5\): no such host in this result; "
+                       r"hosts: h0 \(node 0\), h1 \(node 1\)"):
+        result.host(5)                                     # was a bare StopIteration
+    with pytest.raises(ConfigError, match=r"RunResult.nic\('h9'\)"):
+        result.nic("h9")
