@@ -97,7 +97,8 @@ class Registry(Generic[T]):
         """``name`` (an alias resolved) for a pydantic field validator, or a pydantic error
         whose message is ``unknown_text()``: the model's own error adds field and value."""
         if name not in self:
-            raise PydanticCustomError("unknown_name", "{text}", {"text": self.unknown_text()})
+            raise PydanticCustomError("unknown_name", "{text}", {
+                "text": self.unknown_text() + did_you_mean(name, self.names())})
         return self.aliases.get(name, name)
 
     def __contains__(self, name: object) -> bool:

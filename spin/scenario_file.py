@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import sys
 import tomllib
 import typing
@@ -141,7 +142,9 @@ class _Loader:
                 msg = (f"unknown key {loc[-1]!r}{did_you_mean(loc[-1], names)}; valid keys: "
                        f"{', '.join(names) or '?'}")
             elif err["type"] == "literal_error":
-                msg = f"invalid choice; valid choices: {ctx.get('expected', '?')}"
+                expected = str(ctx.get("expected", "?"))
+                hint = did_you_mean(value, re.findall(r"'([^']*)'", expected))
+                msg = f"invalid choice{hint}; valid choices: {expected}"
             elif err["type"] == "missing":
                 typo = _typo_of_missing(model, loc, value)
                 if typo is not None:   # report the typo, not the key it hides

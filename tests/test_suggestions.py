@@ -36,6 +36,11 @@ def test_close_match_offers_only_close_names():
     ('[topology]\nkind = "star"\nhost = 2\n',
      "topology.host = 2: unknown parameter 'host' of kind = 'star' (did you mean 'hosts'?)"),
     ('[topolgy]\nkind = "star"\n', "unknown key 'topolgy' (did you mean 'topology'?)"),
+    (STAR + '[switch]\nload_balancing = "ecpm"\n',
+     "switch.load_balancing = 'ecpm': unknown port-selection scheme; valid choices: ecmp, "),
+    (STAR + '[switch]\nload_balancing = "ecpm"\n', "(did you mean 'ecmp'?)"),
+    (STAR + '[[fault]]\nat_ns = 5\nkind = "dwon"\nlink = 0\n',
+     "fault[0].kind = 'dwon': invalid choice (did you mean 'down'?); valid choices: 'down'"),
 ])
 def test_toml_typos_name_the_close_match(text, expected):
     with pytest.raises(ConfigError) as err:
