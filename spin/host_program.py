@@ -110,6 +110,18 @@ class HostProgram:
     # every host's name, by node id (from the topology): names in errors, names as destinations
     _hosts: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        """One line: the host and how many ops of each kind (a ring of 1024 ranks has six
+        thousand ops per host)."""
+        names = {code: name.removeprefix("OP_").lower() for name, code in vars(S).items()
+                 if name.startswith("OP_") and isinstance(code, int)}
+        kinds: dict[str, int] = {}
+        for op in self.ops:
+            kind = names.get(op[0], str(op[0]))
+            kinds[kind] = kinds.get(kind, 0) + 1
+        shown = ", ".join(f"{k} x{n}" for k, n in kinds.items())
+        return f"HostProgram(host {self.label}, {len(self.ops)} ops{': ' + shown if shown else ''})"
+
     @property
     def label(self) -> str:
         """This host as errors name it: ``'h1' (node 1)`` (``1`` without a topology)."""

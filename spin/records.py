@@ -5,7 +5,8 @@ external program); ``Totals`` sums them over the fabric and ``TierLoad`` (``tier
 sums the links per tier.
 
 Every record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results
-travel as JSON. They depend on nothing else of spin, so whatever reads results (tables,
+travel as JSON. Records were plain dicts in early releases: ``DictStyleAccess`` keeps
+``record["field"]`` working, with a ``DeprecationWarning`` naming the attribute to read. They depend on nothing else of spin, so whatever reads results (tables,
 figures, reports) imports them without the run machinery.
 """
 from __future__ import annotations

@@ -102,6 +102,16 @@ class RunResult:
                                                     compare=False)
     handler_contexts: tuple = field(default=(), repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        """One line of what the run did: a field-by-field repr of a large run prints pages."""
+        stuck = len(self.unfinished_hosts())
+        return (f"RunResult(end_time_ps={self.end_time_ps}, {self.events} events, "
+                f"{len(self.messages)} messages, {len(self.hosts)} hosts"
+                f"{f' ({stuck} unfinished)' if stuck else ''}, {len(self.switches)} "
+                f"switch{'' if len(self.switches) == 1 else 'es'}, "
+                f"{len(self.links)} link directions, drops={sum(self.drops.values())}, "
+                f"marks={sorted(self.marks)})")
+
     def host_name(self, node: int) -> str:
         """The topology's name of host ``node`` (``h1``); ``node 1`` when the result has no
         names (results of old versions)."""

@@ -58,6 +58,13 @@ class Scenario:
     # switch name -> port-selection scheme overriding switch.load_balancing (load_balancing())
     switch_load_balancing: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line: the topology and counts (host programs and memory can be huge)."""
+        programs = ", ".join(dict.fromkeys(c.program.name for c in self.contexts)) or "none"
+        return (f"Scenario({self.topology!r}, {len(self.host_programs)} host programs, "
+                f"{len(self.contexts)} execution contexts (programs: {programs}), "
+                f"{len(self.faults)} faults)")
+
     @property
     def n_hosts(self) -> int:
         return len(self.topology.hosts)

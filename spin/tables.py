@@ -3,7 +3,9 @@
 pandas is an optional extra (``pip install spin-emulator[pandas]``): the emulator itself never
 needs it, so it is imported only here, when tables are asked for. Columns are the fields of the
 result records (times in ps, sizes in bytes) plus a few derived ones, flattened so every cell is
-a scalar: ``handler_calls_header``, ``drops_<reason>``, ``utilisation``, ``completion_ps``.
+a scalar: ``handler_calls_header``, ``drops_<reason>``, ``utilisation``, ``completion_ps``, and
+the hosts' names as the topology gave them (``name`` of nics and hosts, ``src_name`` and
+``dst_name`` of messages, next to the node ids).
 """
 from __future__ import annotations
 

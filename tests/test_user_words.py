@@ -162,3 +162,20 @@ def test_result_lookups_take_names_and_name_the_hosts_when_missing():
         result.host(5)                                     # was a bare StopIteration
     with pytest.raises(ConfigError, match=r"RunResult.nic\('h9'\)"):
         result.nic("h9")
+
+
+def test_scenario_program_and_result_reprs_are_one_line():
+    sc = Scenario(build_topology("fat_tree", k=4))
+    for node in range(16):
+        for _ in range(200):
+            sc.host_program(node).send((node + 1) % 16, 64).wait_recv()
+    assert repr(sc) == ("Scenario(Topology(kind='fat_tree', k=4, oversubscription=1: 16 hosts, "
+                        "20 switches, 48 links), 16 host programs, 0 execution contexts "
+                        "(programs: none), 0 faults)")
+    assert repr(sc.host_program("h3")) == ("HostProgram(host 'h3' (node 3), 400 ops: send x200, "
+                                           "wait_recv x200)")
+    result = sc.run()
+    text = repr(result)
+    assert "\n" not in text and len(text) < 200
+    assert text.startswith(f"RunResult(end_time_ps={result.end_time_ps}, ")
+    assert "3200 messages, 16 hosts, 20 switches, 96 link directions, drops=0" in text
