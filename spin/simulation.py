@@ -76,9 +76,17 @@ class Scenario:
     def install(self, ctx: ExecutionContext) -> ExecutionContext:
         """Install an execution context on a device: a host's NIC (node id or name) or a switch
         (name). Contexts of a device are matched in installation order."""
+        what = f"execution context of program {ctx.program.name!r}"
         if not (isinstance(ctx.node, str) and ctx.node in self.topology.switches):
-            self.topology.host_node(ctx.node, f"execution context of program "
-                                              f"{ctx.program.name!r}", switches_too=True)
+            self.topology.host_node(ctx.node, what, switches_too=True)
+        for field_name in ("match_src", "match_dst"):   # matched against packets' node ids
+            value = getattr(ctx, field_name)
+            if value is not None and (isinstance(value, str) or not 0 <= value < self.n_hosts):
+                raise ConfigError(f"{what}: {field_name}={value!r} is not a host's node id; "
+                                  f"hosts: {self.topology.hosts_text()}"
+                                  + (f" (give {self.topology.node_id(value)} for {value!r})"
+                                     if isinstance(value, str) and value in self.topology.hosts
+                                     else ""))
         ctx.initial_memory()
         self.contexts.append(ctx)
         return ctx

@@ -179,3 +179,14 @@ def test_scenario_program_and_result_reprs_are_one_line():
     assert "\n" not in text and len(text) < 200
     assert text.startswith(f"RunResult(end_time_ps={result.end_time_ps}, ")
     assert "3200 messages, 16 hosts, 20 switches, 96 link directions, drops=0" in text
+
+
+def test_a_context_matching_a_missing_source_names_the_hosts():
+    sc = Scenario(Topology.star(2))
+    prog = ping_pong_program(reply_qp=2)
+    with pytest.raises(ConfigError, match=r"program 'ping_pong': match_src=4 is not a host's node "
+                       r"id; hosts: h0 \(node 0\), h1 \(node 1\)$"):
+        sc.install(ExecutionContext(1, prog, match_src=4))
+    with pytest.raises(ConfigError, match=r"match_dst='h1' .* \(give 1 for 'h1'\)"):
+        sc.install(ExecutionContext(1, prog, match_dst="h1"))
+    assert sc.contexts == []
