@@ -77,15 +77,20 @@ def utilisation_series(result, interval_ps: int) -> dict[str, tuple[list[int], l
     directions: dict[str, int] = {}
     for l in result.links:
         directions[l.tier] = directions.get(l.tier, 0) + 1
-    tier_of = {l.link: l.tier for l in result.links}
-    last = max((t for t, *_ in result.link_samples), default=0) // interval_ps
-    rows: dict[str, dict[tuple[int, int], int]] = {tier: {} for tier in directions}
-    for t, link, direction, _busy in result.link_samples:
-        rows[tier_of[link]].setdefault((link, direction), len(rows[tier_of[link]]))
-    busy = {tier: np.zeros((len(r), last + 1)) for tier, r in rows.items()}
-    for t, link, direction, b in result.link_samples:
-        tier = tier_of[link]
-        busy[tier][rows[tier][(link, direction)], t // interval_ps] += b
+    tiers = list(directions)
+    tier_of = np.zeros(max((l.link for l in result.links), default=0) + 1, np.int64)
+    for l in result.links:
+        tier_of[l.link] = tiers.index(l.tier)
+    rows = np.asarray(result.link_samples, np.int64).reshape(-1, 4)   # t, link, direction, busy
+    column = rows[:, 0] // interval_ps
+    last = int(column.max()) if len(rows) else 0
+    sample_tier = tier_of[rows[:, 1]]
+    busy = {}   # tier -> busy ps per (direction that sent anything, interval)
+    for i, tier in enumerate(tiers):
+        mine = sample_tier == i
+        directions_seen, row = np.unique(rows[mine, 1] * 2 + rows[mine, 2], return_inverse=True)
+        busy[tier] = np.zeros((len(directions_seen), last + 1))
+        np.add.at(busy[tier], (row, column[mine]), rows[mine, 3])
     used = {tier: _spill(b, interval_ps) for tier, b in busy.items()}
     n = max([last + 1] + [u.shape[1] for u in used.values()])
     times = [k * interval_ps for k in range(n)]
