@@ -151,8 +151,9 @@ class Scenario:
         node = self._check_node(node, "host memory")
         raw = np.ascontiguousarray(data).tobytes()
         if addr < 0 or addr + len(raw) > self.host.memory_bytes:
-            raise ConfigError(f"host memory write at addr={addr} of {len(raw)} B exceeds "
-                              f"HostConfig.memory_bytes={self.host.memory_bytes}")
+            raise ConfigError(f"host {self.topology.host_label(node)} memory write at "
+                              f"addr={addr} of {len(raw)} B exceeds HostConfig.memory_bytes="
+                              f"{self.host.memory_bytes}")
         self.host_memory.append((node, addr, raw))
 
     def capture(self, *links: int) -> None:

@@ -41,6 +41,13 @@ def test_a_send_made_bad_after_the_fact_is_refused_before_the_run():
         sc.run()
 
 
+def test_a_host_memory_write_out_of_range_names_the_host():
+    sc = Scenario(Topology.star(2))
+    with pytest.raises(ConfigError, match=r"^host 'h1' \(node 1\) memory write at addr=1048572 "
+                       r"of 8 B exceeds HostConfig.memory_bytes=1048576$"):
+        sc.write_host_memory("h1", (1 << 20) - 4, np.zeros(8, np.uint8))
+
+
 def test_hosts_are_given_by_name_as_well_as_by_node_id():
     sc = Scenario(Topology.star(3))
     assert sc.host_program("h2") is sc.host_program(2)
