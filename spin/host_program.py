@@ -142,8 +142,8 @@ class HostProgram:
             return int(dst)
         hosts = ", ".join(f"{h} (node {i})" for i, h in enumerate(self._hosts[:16]))
         more = f", ... ({n} in all)" if n > 16 else ""
-        raise ConfigError(f"{self._where} (send): dst={dst!r} is not a "
-                          f"host; give a node id 0..{n - 1} or a host name: {hosts}{more}")
+        raise ConfigError(f"{self._where} (send): dst={dst!r} is not a host; give a node id "
+                          f"0..{n - 1} or a host name: {hosts}{more}")
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_array": None}     # workers rebuild it; do not ship it twice
@@ -168,8 +168,7 @@ class HostProgram:
         ``dst`` is a node id or a host name."""
         dst = self._destination(dst)
         if nbytes < 0:
-            raise ConfigError(f"{self._where} (send): nbytes={nbytes} "
-                              f"must be >= 0")
+            raise ConfigError(f"{self._where} (send): nbytes={nbytes} must be >= 0")
         self.ops.append([S.OP_SEND, dst, self._qp(qp), nbytes, local_addr, remote_addr, rkey, 0])
         return self
 

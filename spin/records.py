@@ -6,8 +6,9 @@ sums the links per tier.
 
 Every record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results
 travel as JSON. Records were plain dicts in early releases: ``DictStyleAccess`` keeps
-``record["field"]`` working, with a ``DeprecationWarning`` naming the attribute to read. They depend on nothing else of spin, so whatever reads results (tables,
-figures, reports) imports them without the run machinery.
+``record["field"]`` working, with a ``DeprecationWarning`` naming the attribute to read. They
+depend on nothing else of spin, so whatever reads results (tables, figures, reports) imports
+them without the run machinery.
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ class DictStyleAccess:
     dict keys whose attribute has another name (``"from"`` is ``LinkStats.from_device``)."""
 
     _RENAMED: ClassVar[dict[str, str]] = {}
+    # a record is not a sequence: without this, __getitem__ would make iter() try keys 0, 1...
+    __iter__ = None
 
     def _attribute_of(self, key: object) -> str:
         names = [f.name for f in fields(self)]            # type: ignore[arg-type]

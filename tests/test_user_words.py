@@ -140,6 +140,8 @@ def test_a_key_that_never_existed_fails_in_one_line_naming_the_attributes():
         with pytest.raises(KeyError) as err:
             totals["host_cpu"]
         assert totals.get("host_cpu", -1) == -1
+        with pytest.raises(TypeError, match="not iterable"):
+            list(totals)                                   # a record is no sequence
     assert str(err.value) == ("Totals has no field 'host_cpu'; results are dataclasses: read "
                               "their attributes (link_bytes, pcie_bytes, host_cpu_ps, "
                               "hpu_busy_ps, drops)")
