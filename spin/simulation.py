@@ -244,7 +244,12 @@ def _device_label(topo: Topology, node: int | str) -> str:
         return f"switch {node!r}"
     if isinstance(node, str) and node in topo.hosts:
         node = topo.hosts.index(node)
-    return f"host {topo.host_label(node)}" if isinstance(node, int) else f"device {node!r}"
+    if not isinstance(node, int):
+        return f"device {node!r}"
+    if 0 <= node < len(topo.hosts):
+        return f"host {topo.host_label(node)}"
+    names = topo.device_names()      # engine device ids: hosts, then switches
+    return f"switch {names[node]!r}" if 0 <= node < len(names) else f"node {node}"
 
 
 class Simulation:
