@@ -9,17 +9,17 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from spin.cli import main  # noqa: E402
-from spin.collectives.measure import allreduce_scenario, evaluate, with_speedup  # noqa: E402
-from spin.collectives.plot import PANELS, allreduce_figure  # noqa: E402
-from spin.config import EngineConfig  # noqa: E402
-from spin.loadbalancing import plots  # noqa: E402
-from spin.loadbalancing.metrics import utilisation_series  # noqa: E402
-from spin.results import RunResult  # noqa: E402
-from spin.runs import run  # noqa: E402
-from spin.simulation import Scenario  # noqa: E402
-from spin.topology import Topology  # noqa: E402
-from spin.units import US  # noqa: E402
+from spin.cli import main
+from spin.collectives.measure import allreduce_scenario, evaluate, with_speedup
+from spin.collectives.plot import PANELS, allreduce_figure
+from spin.config import EngineConfig
+from spin.loadbalancing import plots
+from spin.loadbalancing.metrics import utilisation_series
+from spin.results import RunResult
+from spin.runs import run
+from spin.simulation import Scenario
+from spin.topology import Topology
+from spin.units import US
 
 INTERVAL_PS = 1_000_000            # 1 µs samples
 

@@ -43,7 +43,8 @@ def test_the_package_docstring_example_runs():
     example = spin.__doc__.split("reads::\n", 1)[1].split("\n\n", 1)[0]
     code = "\n".join(line[4:] for line in example.splitlines())
     namespace: dict = {}
-    exec(compile(code.replace("print(", "_shown = ("), "<spin docstring>", "exec"), namespace)
+    exec(compile(code.replace("print(", "_shown = ("), "<spin docstring>", "exec"),  # noqa: S102
+         namespace)                                  # the docstring example itself
     result = namespace["result"]
     assert isinstance(result, spin.RunResult) and result.require_finished() is result
     assert result.host(1).name == "h1" and result.totals().link_bytes > 4096
