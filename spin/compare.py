@@ -13,6 +13,7 @@ from typing import Any
 from .errors import ConfigError, OffloadAssertionError
 from .report import comparison_table
 from .results import RunResult
+from .suggest import did_you_mean
 
 # metric -> what it is called in messages
 METRIC_NAMES = {"completion_ps": "completion time", "host_cpu_ps": "host CPU time",
@@ -141,7 +142,8 @@ class OffloadComparison:
     def gain(self, metric: str) -> float:
         """How many times lower the offload's ``metric`` is (above 1: the offload is better)."""
         if metric not in METRIC_NAMES:
-            raise ConfigError(f"metric={metric!r}; valid choices: {', '.join(METRIC_NAMES)}")
+            raise ConfigError(f"metric={metric!r}{did_you_mean(metric, METRIC_NAMES)}; valid "
+                              f"choices: {', '.join(METRIC_NAMES)}")
         return gain(getattr(self.baseline, metric), getattr(self.offload, metric))
 
     @property

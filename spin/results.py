@@ -52,6 +52,7 @@ from .records import (  # noqa: F401 (re-export)
     host_label,
     tier_loads,
 )
+from .suggest import did_you_mean
 from .tables import RunTables, run_tables
 
 if TYPE_CHECKING:
@@ -128,7 +129,8 @@ class RunResult:
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
         if label not in self.marks:
-            raise ConfigError(f"mark label={label!r} is not a mark of this run; marks: "
+            raise ConfigError(f"mark label={label!r} is not a mark of this run"
+                              f"{did_you_mean(label, self.marks)}; marks: "
                               f"{', '.join(map(repr, sorted(self.marks))) or 'none'}")
         if node not in self.marks[label]:
             passed = ", ".join(self.host_label(n) for n in sorted(self.marks[label])) or "none"

@@ -62,3 +62,13 @@ def test_the_comparison_table_prints_what_was_measured():
 def test_spin_testing_compare_measures_a_receiver_on_host_1():
     cmp = compare(_send_to_receiver(65536), _send_to_receiver(4096))
     assert cmp.speedup > 1 and "latest of 1 host: h1" in cmp.table()
+
+
+def test_mistyped_marks_and_metrics_name_the_close_match():
+    result = _send_to_receiver(64).run()
+    with pytest.raises(ConfigError, match=r"label='don' is not a mark of this run \(did you "
+                       r"mean 'done'\?\); marks: 'done', 'start'"):
+        result.mark("don", 1)
+    cmp = OffloadComparison.of(result, result)
+    with pytest.raises(ConfigError, match=r"metric='pcie_byte' \(did you mean 'pcie_bytes'\?\)"):
+        cmp.gain("pcie_byte")
