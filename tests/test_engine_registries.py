@@ -61,8 +61,8 @@ def test_a_new_transport_is_one_module_and_its_registration(tmp_path, monkeypatc
     extended = _plugin(tmp_path, monkeypatch, _OPEN_LOOP_AGAIN)
     code = extended.names().index("zz_extra")
     source = transports.dispatch_source()
-    assert f"from zz_extra_transport import tx_step as _zz_extra_tx_step" in source
-    assert f"return _zz_extra_on_timeout(st, dev, c, now)" in source
+    assert "from zz_extra_transport import tx_step as _zz_extra_tx_step" in source
+    assert "return _zz_extra_on_timeout(st, dev, c, now)" in source
     assert f"    if tr == {code - 1}:" in source            # the one before it is a branch now
     assert TransportConfig.make(kind="zz_extra").kind == "zz_extra"   # config, schema, CLI: the registry
     other, _ = engine_module_source.__wrapped__()
