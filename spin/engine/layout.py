@@ -335,6 +335,13 @@ EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
 ])])
 
+# --- st.heap: pending events as a binary min-heap, each entry its event's order and id --------
+HEAP = Table("heap", "HP_", "HEAP_COLS", [Columns("spin.engine.heap", [
+    ("TIME", "the event's time, ps (the first order)"),
+    ("KEY", "its tie-breaking key (the second)"),
+    ("EVENT", "its row in st.ev"),
+])])
+
 # --- st.cap: captured frames (their bytes in st.cap_frames) ----------------------------------
 CAP = Table("cap", "CAP_", "CAP_COLS", [Columns("spin.engine.ports", [
     ("TIME", "time captured"), ("PORT", "global port"),
@@ -372,5 +379,5 @@ TXLOG = Table("txlog", "TL_", "TXLOG_WIDTH", [Columns("nic_emulator.tx", [
     ("FIRST_PSN", "PSN of its first packet"),
 ])])
 
-TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, CAP, OUT, TRACE,
+TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, HEAP, CAP, OUT, TRACE,
           QSAMPLES, MSGLOG, TXLOG)
