@@ -9,6 +9,7 @@ Public API (imported lazily so ``import spin`` stays cheap):
 * ``Endpoint``, ``EndpointSpec``: real programs attached to host ports (``spin.endpoint``)
 * ``OffloadComparison``: a host baseline against an offloaded run (``spin.testing`` for pytest)
 * ``HandlerProgram``, ``ExecutionContext``, ``HandlerCost``, ``handler``
+* ``program_factory``, ``scenario_function``: what a scenario file may call (``spin.scenario_code``)
 * configs: ``LinkConfig``, ``NicConfig``, ``HostConfig``, ``SwitchConfig``, ``EngineConfig``
 * errors: ``SpinError`` and subclasses in ``spin.errors``
 * the handler API (``spin_dma_to_host``, ``spin_send_packet``, return codes...) in ``spin.api``
@@ -32,6 +33,7 @@ _EXPORTS = {
     "SwitchConfig": "spin.config", "EngineConfig": "spin.config",
     "run_scenario": "spin.fabric", "OffloadComparison": "spin.compare",
     "Endpoint": "spin.endpoint", "EndpointSpec": "spin.endpoint",
+    "program_factory": "spin.scenario_code", "scenario_function": "spin.scenario_code",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,9 +3,7 @@ file, the field path, the bad value and the valid choices. The schema is documen
 in ``spin.scenario_schema``."""
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
 import tomllib
 import typing
 from dataclasses import dataclass, field, replace
@@ -20,6 +18,7 @@ from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfi
 from .errors import ConfigError, SpinError
 from .fabric import run_scenario
 from .faults import LinkFault
+from .scenario_code import FACTORY, resolve
 from .handler import ExecutionContext, HandlerProgram, same_program
 from .host_program import operator_of
 from .loadbalancing.schemes import get_scheme, scheme_configs
@@ -201,30 +200,11 @@ def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
 
 
 def _load_factory(ld: _Loader, spec: ProgramSpec, path: str, base_dir: Path | None) -> HandlerProgram:
-    mod_name, _, fn_name = spec.factory.partition(":")
+    """Call the declared factory ``spec.factory`` names (see spin.scenario_code), nothing else."""
     try:
-        module = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        local = base_dir / (mod_name.replace(".", "/") + ".py") if base_dir else None
-        if local is None or not local.exists() or exc.name != mod_name.split(".")[0]:
-            raise ld.error(f"{path}.factory", spec.factory,
-                           f"cannot import module {mod_name!r} ({exc})") from None
-        if str(base_dir) not in sys.path:
-            sys.path.insert(0, str(base_dir))
-        module = importlib.import_module(mod_name)
-    except Exception as exc:
-        raise ld.error(f"{path}.factory", spec.factory, f"importing module {mod_name!r} failed: "
-                       f"{type(exc).__name__}: {exc}") from None
-    obj: Any = module
-    for part in fn_name.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            break
-    if obj is None or not callable(obj):
-        choices = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                         and getattr(v, "__module__", None) == module.__name__)
-        raise ld.error(f"{path}.factory", spec.factory, f"module {mod_name!r} has no function "
-                       f"{fn_name!r}; functions defined there: {', '.join(choices) or 'none'}")
+        obj = resolve(spec.factory, FACTORY, base_dir)
+    except ConfigError as exc:
+        raise ld.error(f"{path}.factory", spec.factory, str(exc)) from None
     try:
         program = obj(**spec.args)
     except SpinError as exc:
@@ -235,6 +215,9 @@ def _load_factory(ld: _Loader, spec: ProgramSpec, path: str, base_dir: Path | No
         except (TypeError, ValueError):
             params = "?"
         raise ld.error(f"{path}.args", spec.args, f"{exc}; {spec.factory} takes ({params})") from None
+    except Exception as exc:  # noqa: BLE001 - the factory's own failure, named, not a traceback
+        raise ld.error(f"{path}.factory", spec.factory, f"the factory raised "
+                       f"{type(exc).__name__}: {exc}") from None
     if not isinstance(program, HandlerProgram):
         raise ld.error(f"{path}.factory", spec.factory, f"returned {type(program).__name__}, "
                        f"expected a spin.handler.HandlerProgram")
