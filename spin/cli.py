@@ -66,6 +66,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         options = options.with_until_us(args.until_us)
     transport = {}
     if args.remote_workers:
+        if not args.key_file:
+            raise SpinError(f"--remote-workers {args.remote_workers} needs --key-file: workers that "
+                            f"join over tcp (loopback included) must hold the run's key, or any "
+                            f"local process could take their slot; create one with `spin keys DIR`")
         transport = dict(remote_workers=args.remote_workers, bind=args.bind, port=args.port,
                          key_file=args.key_file)
         if options.workers <= args.remote_workers:
@@ -76,6 +80,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                   + (f" --key-file {args.key_file}" if args.key_file else ""), flush=True)
     elif args.bind != "127.0.0.1" or args.key_file:
         transport = dict(bind=args.bind, port=args.port, key_file=args.key_file)
+    if args.silence_timeout_s is not None:
+        if not 0 < args.silence_timeout_s < float("inf"):
+            raise SpinError(f"--silence-timeout-s {args.silence_timeout_s}: must be a time > 0 s")
+        transport["silence_timeout_s"] = args.silence_timeout_s
     if args.endpoint:
         from .endpoint.spec import parse_endpoint_arg
         options = options.with_endpoints(
@@ -335,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address the coordinator listens on (beyond loopback needs --key-file)")
     r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")
     r.add_argument("--key-file", metavar="F", help="CurveZMQ secret key file from 'spin keys'")
+    r.add_argument("--silence-timeout-s", type=float, metavar="S",
+                   help="with several workers: end the run when a worker sends no heartbeat for S "
+                   "seconds (stopped, wedged or lost; default 15)")
     r.add_argument("--endpoint", action="append", metavar="HOST=tcp://ADDR:PORT",
                    help="serve HOST to an external program that attaches at that address "
                    "(spin.endpoint.Endpoint, or a scapy script); repeatable")
