@@ -30,6 +30,16 @@ def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
     Simulation(probe, quiet=quiet).compile()
 
 
+def check_worker_count(workers: int, n_devices: int, where: str = "workers",
+                       remote_workers: int = 0) -> None:
+    """Refuse a worker count before any process starts: each worker owns at least one device."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= n_devices:
+        raise ConfigError(f"{where} = {workers!r}: must be 1..{n_devices} (a worker owns at least "
+                          f"one of the topology's {n_devices} devices)")
+    if not 0 <= remote_workers <= workers:
+        raise ConfigError(f"remote_workers = {remote_workers}: must be 0..{workers} (the workers)")
+
+
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,
                  quiet: bool = True, partition: dict[str, int] | None = None,
                  timeout_s: float | None = None, bind: str = "127.0.0.1",
@@ -50,6 +60,8 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     ``silence_timeout_s`` (default 15 s; stopped, wedged or lost) ends the run with a
     WorkerError naming it.
     """
+    check_worker_count(workers, len(scenario.topology.device_names()),
+                       remote_workers=remote_workers)
     from .endpoint.spec import attach_endpoints
     attached = attach_endpoints(scenario, endpoints)
     if until_ps is not None and (workers != 1 or remote_workers):

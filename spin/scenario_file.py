@@ -55,8 +55,12 @@ class RunOptions:
                        + tuple(specs))
 
     def with_workers(self, n: int) -> "RunOptions":
-        if n < 1:
-            raise ConfigError(f"--workers = {n}: must be >= 1")
+        """Another worker count, refused before anything starts if the topology has fewer
+        devices than workers."""
+        if n < 1 or (self.device_names and n > len(self.device_names)):
+            d = len(self.device_names)
+            raise ConfigError(f"--workers = {n}: must be 1..{d or 'N'} (a worker owns at least one "
+                              f"of the topology's {d or 'N'} devices)")
         part = self.partition
         if part is not None and any(w >= n for w in part.values()):
             raise ConfigError(f"--workers = {n}: [workers] assign uses worker ids up to "
@@ -335,6 +339,10 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
     sc = Scenario(topo, nic=sections.get("nic") or NicConfig(), host=sections.get("host") or HostConfig(),
                   switch=sections.get("switch") or SwitchConfig(),
                   engine=sections.get("engine") or EngineConfig())
+    try:  # before anything the file sizes is allocated (memory tables, checks), and once more below
+        check_fits_in_memory(sc)
+    except ConfigError as exc:
+        raise ConfigError(f"{ld.source}: {exc}") from None
     # programs
     programs: dict[str, HandlerProgram] = {}
     for i, p in enumerate(sections["program"]):

@@ -243,7 +243,7 @@ class WaitEventOp(_Spec):
 
 class ComputeOp(_Spec):
     op: Literal["compute"]
-    ns: float = Field(ge=0)
+    ns: float = Field(ge=0, le=1e12, allow_inf_nan=False)  # up to 1000 s of compute
 
 
 class ReduceOp(_Spec):
@@ -254,7 +254,7 @@ class ReduceOp(_Spec):
     dtype: Literal["int32", "int64", "float32", "float64"]
     operator: Literal["sum", "max", "min", "prod", "band", "bor", "bxor"] = "sum"
     function: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-    ps_per_byte: float | None = Field(None, ge=0)
+    ps_per_byte: float | None = Field(None, ge=0, le=1e9, allow_inf_nan=False)
 
 
 class MarkOp(_Spec):
@@ -297,11 +297,11 @@ class EndpointTableSpec(_Spec):
     host: str
     url: str
     mode: Literal["lockstep", "realtime"] = "lockstep"
-    realtime_factor: float = Field(1e4, gt=0)
-    max_lag_ms: float = Field(500.0, gt=0)
+    realtime_factor: float = Field(1e4, gt=0, le=1e12, allow_inf_nan=False)
+    max_lag_ms: float = Field(500.0, gt=0, allow_inf_nan=False)
     on_lag: Literal["error", "warn"] = "error"
-    attach_timeout_s: float = Field(120.0, gt=0)
-    reply_timeout_s: float = Field(300.0, gt=0)
+    attach_timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False)
+    reply_timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
     key_file: str | None = None
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..config import LinkConfig
 from ..errors import ConfigError
+from ..fabric import check_worker_count
 from ..handler import same_program
 from ..report import count, table, us
 from ..scenario_limits import check_writable
@@ -108,6 +109,7 @@ def run_allreduce_cli(args) -> int:
     if not 2 <= hosts <= len(topo.hosts):
         raise ConfigError(f"--hosts {hosts}: an allreduce needs 2..{len(topo.hosts)} hosts on "
                           f"{where}")
+    check_worker_count(args.workers, len(topo.device_names()), "--workers")
     algs = selected_algorithms(args.algo, args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)
