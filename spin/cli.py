@@ -18,9 +18,12 @@ EXIT_ERROR = 2
 
 def _write_json(path: str, data) -> None:
     p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    try:
+        if p.parent and not p.parent.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    except OSError as exc:   # a folder, a read-only place: one line, not a traceback
+        raise SpinError(f"--json {path}: cannot write there: {exc.strerror or exc}") from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -65,6 +68,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.until_us is not None:
         options = options.with_until_us(args.until_us)
     transport = {}
+    if not 0 <= args.port <= 65535:
+        raise SpinError(f"--port {args.port}: must be 0..65535 (0: a random free port)")
+    if args.remote_workers < 0:
+        raise SpinError(f"--remote-workers {args.remote_workers}: must be >= 0")
     if args.remote_workers:
         if not args.key_file:
             raise SpinError(f"--remote-workers {args.remote_workers} needs --key-file: workers that "
@@ -225,6 +232,9 @@ def cmd_topo(args: argparse.Namespace) -> int:
                         "or --list")
     if args.param:
         specs[0] = (specs[0][0], {**specs[0][1], **parse_params(args.param)})
+    if args.json:
+        from .scenario_limits import check_writable
+        check_writable(args.json, "--json", directory=False)   # before building, not after
     named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
     print(inventory_table(named))
     if args.json:
@@ -244,7 +254,11 @@ def cmd_lb(args: argparse.Namespace) -> int:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     from .parallel.auth import generate_keys
-    secret = generate_keys(args.directory)
+    try:
+        secret = generate_keys(args.directory)
+    except OSError as exc:
+        raise SpinError(f"spin keys {args.directory}: cannot write the key files there: "
+                        f"{exc.strerror or exc}") from None
     print(f"secret key: {secret}  (give it to the coordinator and every worker with --key-file;"
           f" anyone holding it can join a run)")
     return 0
@@ -485,6 +499,13 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except SpinError as exc:
         print(f"spin: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - only pydantic's, re-raised otherwise
+        from pydantic import ValidationError
+        if not isinstance(exc, ValidationError):
+            raise
+        from .config import config_error   # a config built from options: still one line
+        print(f"spin: error: {one_line(config_error(exc.title, exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("spin: interrupted", file=sys.stderr)

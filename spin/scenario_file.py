@@ -75,6 +75,9 @@ class RunOptions:
 
 
 # --- error reporting ------------------------------------------------------------------------------
+_TAGS = {"int", "str", "float", "bool"}  # pydantic's union-member steps in an error location
+
+
 def _path(parts) -> str:
     out = ""
     for p in parts:
@@ -125,7 +128,7 @@ class _Loader:
     def _convert(self, model: type[BaseModel], exc: ValidationError, prefix: list) -> ConfigError:
         lines = []
         for err in exc.errors():
-            loc = [p for p in err["loc"] if not (isinstance(p, str) and "[" in p)]
+            loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in _TAGS))]
             path = _path(list(prefix) + loc)
             value = err.get("input")
             ctx = err.get("ctx") or {}
@@ -141,14 +144,15 @@ class _Loader:
             else:
                 msg = err["msg"]
             lines.append(f"{self.source}: {path} = {value!r}: {msg}")
-        # one error per union member is noise: keep the distinct paths' first message
-        seen, kept = set(), []
+        # one error per union member: one line per path, the members' wants joined by "or"
+        kept: dict[str, str] = {}
         for line in lines:
-            key = line.split(" = ", 1)[0]
-            if key not in seen:
-                seen.add(key)
-                kept.append(line)
-        return ConfigError("\n".join(kept))
+            key, _, rest = line.partition(" = ")
+            if key not in kept:
+                kept[key] = line
+            elif rest.split(": ", 1)[-1].startswith("Input should be "):
+                kept[key] += " or " + rest.split(": ", 1)[-1].removeprefix("Input should be ")
+        return ConfigError("\n".join(kept.values()))
 
 
 # --- building -------------------------------------------------------------------------------------

@@ -153,7 +153,9 @@ Node = Union[int, str]
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML has types, so `node = true` or `nbytes = "8"` is a mistake to name, not a
+    # value to convert (true would be host 1)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TopologySpec(BaseModel):

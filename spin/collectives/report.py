@@ -90,6 +90,8 @@ def allreduce_topology(args):
     ``--loss``: a star is built for HOSTS hosts; lossy links get ``LinkConfig.loss_rate``."""
     if not 0 <= args.loss < 1:
         raise ConfigError(f"--loss {args.loss}: a fraction of frames in [0, 1)")
+    if not 0 <= args.loss_seed < 2**32:
+        raise ConfigError(f"--loss-seed {args.loss_seed}: must be 0..{2**32 - 1}")
     if args.hosts is not None and args.hosts < 2:
         raise ConfigError(f"--hosts {args.hosts}: an allreduce needs at least 2 hosts")
     name, params = parse_spec(args.topology)

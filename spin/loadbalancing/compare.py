@@ -63,6 +63,8 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
     nic = NicConfig.make(transport={"kind": transport})
     switch = {"pfc": lossless, **({"trim": True} if transport == "ue" and not lossless else {}),
               **(switch or {})}
+    if not 0 < rate_gbps <= 1600:
+        raise ConfigError(f"--rate-gbps {rate_gbps}: must be 1..1600 Gb/s")
     topo = build_topology(topology, **{"link": LinkConfig(rate_gbps=rate_gbps, latency_ns=500.0),
                                        **(params or {})})
     n = len(topo.hosts)

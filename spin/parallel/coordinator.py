@@ -91,6 +91,9 @@ class CoordinatorConfig:
                 raise ConfigError(f"CoordinatorConfig.{name} must be a time > 0 s, got {getattr(self, name)}")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise ConfigError(f"CoordinatorConfig.timeout_s must be > 0 or None, got {self.timeout_s}")
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ConfigError(f"CoordinatorConfig.port = {self.port!r}: must be 0..65535 (0: a random "
+                              f"free port)")
         if self.allow_remote < 0:
             raise ConfigError(f"CoordinatorConfig.allow_remote must be >= 0, got {self.allow_remote}")
         if self.allow_remote and self.key_file is None:
