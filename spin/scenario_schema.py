@@ -28,7 +28,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
 
     [[program]]                         # a handler program, built by calling a factory
     name = "pong"                       # the name [[context]] refers to
-    factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram
+    factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram,
+                                        # declared @spin.program_factory (docs/security.md)
     args = { reply_qp = 2 }             # keyword arguments of the factory
 
     [[context]]                         # install a program on a device (an execution context)
@@ -56,7 +57,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
       { op = "compute", ns = 1000.0 },                # host busy for ns nanoseconds
       { op = "reduce", dst_addr = 0, src_addr = 65536, count = 16384, dtype = "int32" },
       # ... operator = "sum" | "max" | "min" | "prod" | "band" | "bor" | "bxor" (default "sum")
-      # ... or function = "mymod:op" (op(dst, src) -> new dst, numpy), ps_per_byte = 400.0
+      # ... or function = "mymod:op" (op(dst, src) -> new dst, numpy; @spin.scenario_function),
+      #     ps_per_byte = 400.0
       { op = "mark", label = "done" },                # record the virtual time here
       { op = "repeat", times = 8, ops = [ ... ] },    # the nested ops, `times` times
     ]
@@ -107,7 +109,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     # values = [...]                    # for expect = "values"
     # file = "expected.npy"             # for expect = "npy" (relative to this file; same dtype)
     # function = "mymod:expected"       # for expect = "function": fn(actual array) returns the
-    #                                   # expected array, or True/False (spin.checks)
+    #                                   # expected array, or True/False (spin.checks);
+    #                                   # declared @spin.scenario_function
 
 Each handler of a program declared in ``[[program]]`` is compiled on its own and cached by its
 source: scenario files that use the same handlers share their compiled code, and the engine is
