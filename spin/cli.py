@@ -352,7 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     r.add_argument("--remote-workers", type=int, default=0, metavar="K",
-                   help="of the workers, K are started elsewhere with 'spin worker --join'")
+                   help="of the workers, K are started elsewhere with 'spin worker --join' "
+                   "(needs --key-file, on loopback too: see docs/security.md)")
     r.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
                    help="address the coordinator listens on (beyond loopback needs --key-file)")
     r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")

@@ -228,6 +228,10 @@ class EngineWorker:
             return
         if batch.n:
             self._check_delivery(batch)
+        self.deliver_admitted(batch)
+
+    def deliver_admitted(self, batch: FrameBatch) -> None:
+        """``deliver`` for frames ``admit`` passed (the round loop): no second check."""
         inject_frames(self.sim.st, _own(batch.arrival_ps, np.int64), _own(batch.dst_port, np.int32),
                       _own(batch.order_key, np.int64), _own(batch.length, np.int32),
                       _own(batch.frames, np.uint8))
