@@ -114,6 +114,19 @@ def test_scenario_values_out_of_physical_range(body, words):
         assert w in msg, msg
 
 
+@pytest.mark.parametrize("params, words", [
+    ('kind = "hamming_mesh"\nmesh_latency_ns = inf', ["topology.mesh_latency_ns = inf", "finite"]),
+    ('kind = "fat_tree"\nk = 4\nfabric_latency_ns = 1e30', ["topology.fabric_latency_ns = 1e+30"]),
+])
+def test_topology_delays_out_of_physical_range(params, words):
+    with pytest.raises(ConfigError) as info:
+        load_scenario_text(f"[topology]\n{params}\n", "s.toml")
+    msg = str(info.value)
+    assert msg.startswith("s.toml: ") and "\n" not in msg, msg
+    for w in words:
+        assert w in msg, msg
+
+
 def test_python_compute_out_of_range():
     hp = Scenario(Topology.pair()).host_program(0)
     for ns in (1e300, float("inf"), float("nan"), -1.0):
