@@ -117,6 +117,7 @@ def test_frames_no_round_asked_for_are_counted():
     assert out.get("welcome") == P.WELCOME, out
     ep = result.endpoints[0]
     assert ep.dropped == {"unread": 3}, ep
+    assert "too_large" not in ep.messages_rejected, ep   # the oversized one was never received
     assert result.drops.get("endpoint_unread") == 3
 
 
@@ -130,3 +131,16 @@ def test_the_client_refuses_a_round_above_the_cap():
     with pytest.raises(EndpointError, match="at most 65536 frames and 67108864 B"):
         ep._flush(P.SEND, 0)
     assert ep._out_frames == []
+
+
+def test_the_fabric_socket_drops_an_oversized_message_unread():
+    from spin.endpoint.bridge import EndpointBridge
+    from spin.endpoint.spec import attach_endpoints
+
+    sc, _ = load_scenario(ROOT / "examples" / "endpoint" / "pingpong_endpoint.toml")
+    (att,) = attach_endpoints(sc, [EndpointSpec("h3", _free_url())])
+    bridge = EndpointBridge(att)
+    try:
+        assert bridge._sock.getsockopt(zmq.MAXMSGSIZE) == P.MAX_MESSAGE_BYTES
+    finally:
+        bridge.close()
