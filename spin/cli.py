@@ -501,11 +501,12 @@ def main(argv: list[str] | None = None) -> int:
     except SpinError as exc:
         print(f"spin: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
-    except Exception as exc:  # noqa: BLE001 - only pydantic's, re-raised otherwise
+    except Exception as exc:  # only pydantic's (a config built from options), re-raised otherwise
         from pydantic import ValidationError
+
+        from .config import config_error
         if not isinstance(exc, ValidationError):
             raise
-        from .config import config_error   # a config built from options: still one line
         print(f"spin: error: {one_line(config_error(exc.title, exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -15,9 +15,10 @@ import importlib
 import importlib.metadata
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 

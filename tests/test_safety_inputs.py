@@ -81,12 +81,13 @@ def test_a_cache_folder_that_is_a_file(tmp_path):
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("SPIN_NUMBA_CACHE_DIR_SET", None)
     r = subprocess.run([sys.executable, "-m", "spin.cli", "run", "examples/pingpong.toml"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                       check=False)
     assert r.returncode != 0
-    assert r.stderr.strip().splitlines() == [
-        f"spin: error: cache folder {str(a_file)!r} (SPIN_CACHE_DIR, default ~/.cache/spin): "
-        f"{str(a_file)!r} is a file, not a folder; point SPIN_CACHE_DIR elsewhere or remove the "
-        f"file"], r.stderr
+    expected = (f"spin: error: cache folder {str(a_file)!r} (SPIN_CACHE_DIR, default "
+                f"~/.cache/spin): {str(a_file)!r} is a file, not a folder; point SPIN_CACHE_DIR "
+                f"elsewhere or remove the file")
+    assert r.stderr.strip().splitlines() == [expected], r.stderr
 
 
 HEAD = '[topology]\nkind = "pair"\n'
