@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .caches import check_cache_root
 from .capture import PcapWriter
 from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
 from .engine import state as S
@@ -266,6 +267,7 @@ class Simulation:
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
+        check_cache_root()
         self.engine = load_engine(scenario.engine.boundscheck)
         self.st = self._build_state()
         init_call_block(self.st)
