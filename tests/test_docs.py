@@ -84,7 +84,7 @@ def _ids(blocks):
 def test_every_block_names_a_known_language():
     unknown = [f"{b.where}: ```{b.lang}" for b in BLOCKS if b.lang not in LANGUAGES]
     assert unknown == [], "fences must name python, sh, toml or text"
-    assert len(BLOCKS) > 50          # the collector sees the pages' blocks
+    assert len(BLOCKS) > 40          # the collector sees the pages' blocks
 
 
 # --- python ---------------------------------------------------------------------------------------
@@ -163,6 +163,9 @@ def test_shell_block(block, tmp_path):
             _check_spin_command(argv[1:], block.where)
         elif argv[0] == "python" and argv[1].endswith(".py"):
             assert (ROOT / argv[1]).is_file(), f"{block.where}: no script {argv[1]}"
+        elif argv[:3] == ["python", "-m", "pytest"]:
+            tests = [a for a in argv[3:] if a.startswith("tests/")]
+            assert tests and all((ROOT / t).exists() for t in tests), f"{block.where}: {command}"
         elif argv[:2] == ["pip", "install"]:
             continue                                     # extras: pyproject.toml declares them
         else:
