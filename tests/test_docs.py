@@ -3,7 +3,8 @@
 Rules for code blocks (docs/contributing.md says the same to authors):
 
 * every fence names its language: ``python``, ``sh``, ``toml`` or ``text`` (output and
-  listings, the only blocks not executed);
+  listings, the only blocks not executed); a ``text`` block after
+  ``<!-- docs-test: output -->`` must be exactly what the python block before it prints;
 * ``python`` blocks run, each as a module of its own (so handlers defined in a block can be
   compiled: their entry imports the module by name); a block that is only an include
   (``--8<-- "examples/x.py"``) shows a file that the suite runs itself (``examples/`` in
@@ -35,6 +36,7 @@ DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
 LANGUAGES = {"python", "sh", "toml", "text"}
 RUN_MARKER = "<!-- docs-test: run -->"
+OUTPUT_MARKER = "<!-- docs-test: output -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
                    re.S | re.M)
 INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"$')
@@ -51,6 +53,7 @@ class Block:
     lang: str
     body: str
     run: bool
+    output: bool = False        # a text block that is the exact output of the block before it
 
     @property
     def where(self) -> str:
@@ -70,7 +73,7 @@ def code_blocks(page: Path) -> list[Block]:
         indent = len(m.group("indent"))
         body = "\n".join(line[indent:] for line in m.group("body").splitlines()) + "\n"
         blocks.append(Block(page, i, text.count("\n", 0, m.start()) + 1, m.group("lang").strip(),
-                            body, before.endswith(RUN_MARKER)))
+                            body, before.endswith(RUN_MARKER), before.endswith(OUTPUT_MARKER)))
     return blocks
 
 
@@ -116,7 +119,32 @@ def test_python_block_runs(block, tmp_path, monkeypatch, capsys):
     spec = importlib.util.spec_from_file_location(block.module_name, source)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, block.module_name, module)
+    capsys.readouterr()
     spec.loader.exec_module(module)          # a failure names the block's temp file and line
+    shown = _shown_output(block)
+    if shown is not None:
+        printed = capsys.readouterr().out
+        assert _lines(printed) == _lines(shown), f"{block.where}: the output shown is not what runs"
+
+
+def _shown_output(block: Block) -> str | None:
+    """The text block marked as this block's output, if the next block is one."""
+    following = [b for b in BLOCKS if b.page == block.page and b.index == block.index + 1]
+    if following and following[0].lang == "text" and following[0].output:
+        return following[0].body
+    return None
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.strip("\n").splitlines()]
+
+
+def test_output_markers_follow_python_blocks():
+    marked = [b for b in BLOCKS if b.output]
+    assert marked, "some outputs shown in the docs must be checked"
+    for b in marked:
+        before = [p for p in BLOCKS if p.page == b.page and p.index == b.index - 1]
+        assert b.lang == "text" and before and before[0].lang == "python", b.where
 
 
 # --- sh -------------------------------------------------------------------------------------------
@@ -180,10 +208,11 @@ def test_shell_block(block, tmp_path):
 
 def test_only_short_commands_are_marked_to_run():
     """The run marker is for commands of a few seconds: none of the multi-minute studies."""
-    slow = ("spin lb", "spin demo", "--workers", "spin bench", "--remote-workers")
+    slow = ("spin demo", "--workers", "spin bench", "--remote-workers")
     marked = [c for b in SHELL if b.run for c in shell_commands(b)]
     assert marked, "some commands of the docs must run"
-    assert not [c for c in marked if any(s in c for s in slow)]
+    assert not [c for c in marked if any(s in c for s in slow)
+                or (c.startswith("spin lb") and "--topology" not in c)]   # 128 hosts by default
 
 
 # --- toml -----------------------------------------------------------------------------------------
