@@ -1,5 +1,5 @@
 """spin.testing and spin.compare: gains, assertions with the table, the pytest plugin's worker
-parametrisation, run_both's cross-worker check, and the README example kept verbatim."""
+parametrisation, run_both's cross-worker check, and the docs' example kept verbatim."""
 from __future__ import annotations
 
 import re
