@@ -162,9 +162,6 @@ def config_reference_markdown() -> str:
         doc = inspect.getdoc(model)
         if doc and model.__doc__ and not model.__doc__.startswith(model.__name__ + "("):
             lines += [_escape(doc), ""]
-        if model.model_config.get("extra") == "allow":
-            lines += ["`kind` names a builder; every other key is a parameter of that builder, "
-                      "checked by its registry entry (see the kinds below).", ""]
         lines += model_table(model) + [""]
         if key == "nic":
             lines += ["### `[nic.transport]`", "", _escape(inspect.getdoc(TransportConfig)), ""]
