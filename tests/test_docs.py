@@ -198,10 +198,12 @@ def test_shell_block(block, tmp_path):
             continue                                     # extras: pyproject.toml declares them
         else:
             pytest.fail(f"{block.where}: the docs test cannot check `{command}`")
-        if block.run:
+        if block.run:                  # in a scratch directory: outputs (--json, --pcap) land there
             exe = [sys.executable, "-m", "spin.cli"] if argv[0] == "spin" else [sys.executable]
-            r = subprocess.run(exe + argv[1:], cwd=tmp_path if "--json" in argv else ROOT,
-                               capture_output=True, text=True, timeout=SCRIPT_RUN_TIMEOUT_S,
+            args = [str(ROOT / a) if (ROOT / a).exists() and not a.startswith("-") else a
+                    for a in argv[1:]]
+            r = subprocess.run(exe + args, cwd=tmp_path, capture_output=True, text=True,
+                               timeout=SCRIPT_RUN_TIMEOUT_S,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
             assert r.returncode == 0, f"{block.where}: `{command}` failed:\n{r.stderr[-2000:]}"
 
