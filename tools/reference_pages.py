@@ -12,12 +12,14 @@ import re
 import textwrap
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+DOCS_DIR = Path(__file__).resolve().parents[1] / "docs"
 CLI_PAGE = "reference/cli.md"
 CONFIG_PAGE = "reference/configuration.md"
 
@@ -199,24 +201,33 @@ def _registry_section(title: str, module: str, attr: str) -> list[str]:
 API_INDEX_PAGE = "reference/api/index.md"
 
 
+def documented_modules(docs_dir: Path = DOCS_DIR) -> set[str]:
+    """The modules the API pages render (their ``::: module`` directives)."""
+    return {m.group(1) for page in (docs_dir / "reference" / "api").glob("*.md")
+            for m in re.finditer(r"^::: ([\w.]+)\s*$", page.read_text(), re.M)}
+
+
 def top_level_names() -> dict[str, str]:
-    """Every name ``import spin`` offers (``spin.__all__``) -> the module that defines it."""
-    import importlib
+    """Every name ``import spin`` offers (``spin.__all__``) -> the module whose API entry
+    documents it: the defining module or a package that re-exports it, preferring one an API
+    page renders, then the shortest path."""
     import sys
 
     import spin
+    documented = documented_modules()
     where: dict[str, str] = {}
     for name in spin.__all__:
         obj = getattr(spin, name)
         if isinstance(obj, types.ModuleType):  # a submodule of the same name shadows the export
-            where[name] = obj.__name__         # (spin.handler, once imported): its namesake
-            continue
-        module = getattr(obj, "__module__", None)
-        if module is None or getattr(sys.modules.get(module), name, None) is not obj:
-            module = next(m for m, mod in sorted(sys.modules.items())
-                          if m.startswith("spin.") and getattr(mod, name, None) is obj)
-        importlib.import_module(module)
-        where[name] = module
+            obj = getattr(obj, name, obj)      # (spin.handler, once imported): its namesake
+        holders = [m for m, mod in list(sys.modules.items())
+                   if m.startswith("spin.") and getattr(mod, name, None) is obj]
+        defining = getattr(obj, "__module__", None)
+        if defining in holders:                # a re-export counts only from an enclosing package
+            holders = [m for m in holders if m == defining or defining.startswith(m + ".")]
+        if not holders:
+            raise LookupError(f"spin.{name}: no spin module holds it")
+        where[name] = min(holders, key=lambda m: (m not in documented, m.count("."), m))
     return where
 
 
