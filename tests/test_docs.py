@@ -38,7 +38,7 @@ LANGUAGES = {"python", "sh", "toml", "text"}
 RUN_MARKER = "<!-- docs-test: run -->"
 OUTPUT_MARKER = "<!-- docs-test: output -->"
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
-                   re.S | re.M)
+                   re.DOTALL | re.MULTILINE)
 INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"$')
 SETUP_COMMANDS = ('pip install -e . && spin demo',
                   'pip install -e ".[test]" && python -m pytest -q -n 2 --dist loadfile')

@@ -10,8 +10,12 @@ from spin.cli import build_parser
 from spin.scenario_schema import OPS, SECTIONS
 from spin.topologies import TOPOLOGIES
 from spin.workloads import WORKLOADS
-from tools.reference_pages import (api_index_markdown, cli_reference_markdown,
-                                   config_reference_markdown, top_level_names)
+from tools.reference_pages import (
+    api_index_markdown,
+    cli_reference_markdown,
+    config_reference_markdown,
+    top_level_names,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

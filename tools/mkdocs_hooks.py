@@ -1,8 +1,8 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): add the generated reference pages to the build.
 
 The CLI reference comes from spin's argparse parser, the scenario-file reference from the TOML
-schema's pydantic models and the top-level API page from ``spin.__all__`` (``tools/reference_pages.py``), at every build, so they cannot
-fall behind the code.
+schema's pydantic models and the top-level API page from ``spin.__all__``
+(``tools/reference_pages.py``), at every build, so they cannot fall behind the code.
 """
 from __future__ import annotations
 
@@ -12,12 +12,17 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:          # mkdocs loads this file by path: make spin and tools importable
+if str(ROOT) not in sys.path:    # mkdocs loads this file by path: spin and tools import from ROOT
     sys.path.insert(0, str(ROOT))
 
-from tools.reference_pages import (API_INDEX_PAGE, CLI_PAGE, CONFIG_PAGE,  # noqa: E402
-                                   api_index_markdown, cli_reference_markdown,
-                                   config_reference_markdown)
+from tools.reference_pages import (  # noqa: E402
+    API_INDEX_PAGE,
+    CLI_PAGE,
+    CONFIG_PAGE,
+    api_index_markdown,
+    cli_reference_markdown,
+    config_reference_markdown,
+)
 
 
 def on_files(files, config):

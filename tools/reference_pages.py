@@ -58,10 +58,10 @@ def cli_reference_markdown() -> str:
     """Every subcommand of ``spin`` with its description and options, from ``build_parser()``."""
     from spin.cli import build_parser
     parser = build_parser()
-    lines = ["# CLI reference", "",
-             "Generated from `spin.cli.build_parser()` when the docs are built; `spin COMMAND "
-             "--help` prints the same.", "", "```text", parser.format_usage().strip(), "```", "",
-             _escape(parser.description or ""), ""]
+    intro = ("Generated from `spin.cli.build_parser()` when the docs are built; "
+             "`spin COMMAND --help` prints the same.")
+    lines = ["# CLI reference", "", intro, "", "```text", parser.format_usage().strip(), "```",
+             "", _escape(parser.description or ""), ""]
     helps = _subcommand_help(parser)
     lines += ["| command | what it does |", "|---|---|"]
     lines += [f"| [`spin {name}`](#spin-{name}) | {_escape(helps.get(name, ''))} |"
@@ -124,7 +124,7 @@ def _bounds(info: FieldInfo) -> str:
                            ("min_length", "length ≥"), ("pattern", "matches")):
             value = getattr(meta, attr, None)
             if value is not None:
-                parts.append(f"{sign} `{value}`" if attr != "pattern" else f"{sign} `{value}`")
+                parts.append(f"{sign} `{value}`")
     return ", ".join(parts)
 
 
@@ -177,10 +177,10 @@ def config_reference_markdown() -> str:
             lines += _registry_section("Topology kinds", "spin.topologies", "TOPOLOGIES")
         if key == "workload":
             lines += _registry_section("Workload kinds", "spin.workloads", "WORKLOADS")
-    lines += ["## The annotated schema", "",
-              "The schema as `help(spin.scenario_schema)` prints it, with the registered names "
-              "filled in:", "", "```text", inspect.getdoc(schema).split("Schema", 1)[1]
-              .split("::", 1)[1].strip("\n").rstrip(), "```", ""]
+    annotated = inspect.getdoc(schema).split("Schema", 1)[1].split("::", 1)[1].strip("\n")
+    intro = ("The schema as `help(spin.scenario_schema)` prints it, with the registered names "
+             "filled in:")
+    lines += ["## The annotated schema", "", intro, "", "```text", annotated.rstrip(), "```", ""]
     return "\n".join(lines)
 
 
@@ -204,7 +204,7 @@ API_INDEX_PAGE = "reference/api/index.md"
 def documented_modules(docs_dir: Path = DOCS_DIR) -> set[str]:
     """The modules the API pages render (their ``::: module`` directives)."""
     return {m.group(1) for page in (docs_dir / "reference" / "api").glob("*.md")
-            for m in re.finditer(r"^::: ([\w.]+)\s*$", page.read_text(), re.M)}
+            for m in re.finditer(r"^::: ([\w.]+)\s*$", page.read_text(), re.MULTILINE)}
 
 
 def top_level_names() -> dict[str, str]:
@@ -235,10 +235,10 @@ def api_index_markdown() -> str:
     """The names of ``import spin``, each linked to its docstring on the module's API page (a
     name documented on no page is a broken reference: the strict build fails)."""
     import importlib
-    lines = ["# API: top level", "",
-             "Generated from `spin.__all__` when the docs are built: everything `import spin` "
-             "offers, with the first line of its docstring and a link to its full entry.", "",
-             "| name | defined in | what it is |", "|---|---|---|"]
+    intro = ("Generated from `spin.__all__` when the docs are built: everything `import spin` "
+             "offers, with the first line of its docstring and a link to its full entry.")
+    lines = ["# API: top level", "", intro, "", "| name | defined in | what it is |",
+             "|---|---|---|"]
     for name, module in top_level_names().items():
         obj = getattr(importlib.import_module(module), name)
         own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
