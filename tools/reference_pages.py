@@ -208,9 +208,10 @@ def documented_modules(docs_dir: Path = DOCS_DIR) -> set[str]:
 
 
 def top_level_names() -> dict[str, str]:
-    """Every name ``import spin`` offers (``spin.__all__``) -> the module whose API entry
-    documents it: the defining module or a package that re-exports it, preferring one an API
-    page renders, then the shortest path."""
+    """Every name ``import spin`` offers (``spin.__all__``) -> the dotted path of the API entry
+    that documents it: the object under its own name in its defining module or in a package
+    that re-exports it (``spin.ALLREDUCE_ALGORITHMS`` may be ``spin.collectives.ALGORITHMS``),
+    preferring a module an API page renders, then the same name, then the shortest path."""
     import sys
 
     import spin
@@ -220,14 +221,17 @@ def top_level_names() -> dict[str, str]:
         obj = getattr(spin, name)
         if isinstance(obj, types.ModuleType):  # a submodule of the same name shadows the export
             obj = getattr(obj, name, obj)      # (spin.handler, once imported): its namesake
-        holders = [m for m, mod in list(sys.modules.items())
-                   if m.startswith("spin.") and getattr(mod, name, None) is obj]
+        holders = [(m, attr) for m, mod in list(sys.modules.items()) if m.startswith("spin.")
+                   for attr, value in list(vars(mod).items())
+                   if value is obj and not attr.startswith("_")]
         defining = getattr(obj, "__module__", None)
-        if defining in holders:                # a re-export counts only from an enclosing package
-            holders = [m for m in holders if m == defining or defining.startswith(m + ".")]
+        if any(m == defining for m, _ in holders):   # re-exports only from enclosing packages
+            holders = [(m, a) for m, a in holders if m == defining or defining.startswith(m + ".")]
         if not holders:
             raise LookupError(f"spin.{name}: no spin module holds it")
-        where[name] = min(holders, key=lambda m: (m not in documented, m.count("."), m))
+        module, attr = min(holders, key=lambda h: (h[0] not in documented, h[1] != name,
+                                                   h[0].count("."), h))
+        where[name] = f"{module}.{attr}"
     return where
 
 
@@ -237,11 +241,14 @@ def api_index_markdown() -> str:
     import importlib
     intro = ("Generated from `spin.__all__` when the docs are built: everything `import spin` "
              "offers, with the first line of its docstring and a link to its full entry.")
-    lines = ["# API: top level", "", intro, "", "| name | defined in | what it is |",
+    lines = ["# API: top level", "", intro, "", "| name | documented as | what it is |",
              "|---|---|---|"]
-    for name, module in top_level_names().items():
-        obj = getattr(importlib.import_module(module), name)
+    for name, path in top_level_names().items():
+        module, attr = path.rsplit(".", 1)
+        obj = getattr(importlib.import_module(module), attr)
         own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+        if not isinstance(obj, (type, types.FunctionType)) and own == type(obj).__doc__:
+            own = None                        # an instance: its class's docstring is not its own
         summary = inspect.cleandoc(own or "").split("\n\n")[0]    # not an inherited docstring
-        lines.append(f"| [`spin.{name}`][{module}.{name}] | `{module}` | {_escape(summary)} |")
+        lines.append(f"| [`spin.{name}`][{path}] | `{path}` | {_escape(summary)} |")
     return "\n".join(lines) + "\n"
