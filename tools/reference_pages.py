@@ -211,11 +211,15 @@ def top_level_names() -> dict[str, str]:
     """Every name ``import spin`` offers (``spin.__all__``) -> the dotted path of the API entry
     that documents it: the object under its own name in its defining module or in a package
     that re-exports it (``spin.ALLREDUCE_ALGORITHMS`` may be ``spin.collectives.ALGORITHMS``),
-    preferring a module an API page renders, then the same name, then the shortest path."""
+    preferring a module an API page renders, where it is defined or in ``__all__``, then the
+    same name, then the shortest path."""
+    import importlib
     import sys
 
     import spin
     documented = documented_modules()
+    for module in sorted(documented):        # the same candidates whatever was imported before
+        importlib.import_module(module)
     where: dict[str, str] = {}
     for name in spin.__all__:
         obj = getattr(spin, name)
@@ -229,8 +233,10 @@ def top_level_names() -> dict[str, str]:
             holders = [(m, a) for m, a in holders if m == defining or defining.startswith(m + ".")]
         if not holders:
             raise LookupError(f"spin.{name}: no spin module holds it")
-        module, attr = min(holders, key=lambda h: (h[0] not in documented, h[1] != name,
-                                                   h[0].count("."), h))
+        def exported(h: tuple[str, str]) -> bool:  # rendered by mkdocstrings on its module
+            return h[0] == defining or h[1] in getattr(sys.modules[h[0]], "__all__", ())
+        module, attr = min(holders, key=lambda h: (h[0] not in documented, not exported(h),
+                                                   h[1] != name, h[0].count("."), h))
         where[name] = f"{module}.{attr}"
     return where
 
