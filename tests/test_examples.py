@@ -83,3 +83,28 @@ def test_scenario_file_finishes(path):
     run.result.require_finished()
     assert run.checks_passed
     assert run.result.messages
+
+
+def test_allreduce_notebook_runs_and_reads_dataframes():
+    """examples/allreduce_study.ipynb executes top to bottom (its own asserts included) and
+    shows the study as DataFrames: the measurements, the speedups and a run's link table."""
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is in the test extra")
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is in the test extra")
+    pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
+    path = EXAMPLES / "allreduce_study.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
+        "the notebook is stored without outputs"
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    frames = [o["data"]["text/html"] for o in outputs
+              if o.output_type == "execute_result" and "text/html" in o.get("data", {})]
+    assert len(frames) == 5                  # measurements, speedups, links, switches, hosts
+    assert "rabenseifner" in frames[0] and "correct" in frames[0]
+    assert "tx_bytes" in frames[2] and "handler_calls_payload" in frames[3]
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream"
+                      and o.name == "stdout")
+    assert "16384 B per rank: fastest switch" in printed
+    assert "65536 B per rank: fastest switch" in printed
