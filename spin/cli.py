@@ -1,5 +1,5 @@
-"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce``, ``lb`` and
-``worker`` subcommands.
+"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce``, ``train``,
+``lb`` and ``worker`` subcommands.
 
 Errors raised on purpose (``spin.errors.SpinError``) print one line, ``spin: error: ...``, and
 exit with status 2; no traceback.
@@ -418,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--plot", metavar="FILE", help="write a plot of time, algbw and bytes on the "
                    "wire per size (needs matplotlib: pip install 'spin-emulator[plots]')")
     a.set_defaults(func=cmd_allreduce)
+
+    from .training.cli import add_parser as add_train_parser
+    add_train_parser(sub)
 
     lb = sub.add_parser("lb", help="load-balancing schemes side by side on one workload",
                         description="Run one workload once per load-balancing scheme on the same "

@@ -1,0 +1,140 @@
+"""Which algorithm runs each collective of a trace, and where it lives on the hosts: QP ranges
+and host memory, decided for the whole trace before anything is built."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..collectives import algorithm
+from ..collectives.common import align
+from ..errors import ConfigError, TraceError
+from ..traces.model import COLLECTIVE, RECV, SEND, StepTrace, TraceOp, fail
+from . import collectives as other
+
+# the one algorithm each non-all-reduce collective has
+FIXED_ALGORITHMS = {"all_gather": "ring", "reduce_scatter": "ring", "all_to_all": "pairwise",
+                    "broadcast": "binomial", "barrier": "dissemination"}
+# all-reduce algorithms a trace may choose: exact ones (lossy variants change the values)
+ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "nic", "switch")
+MAX_QPS = 4096
+
+
+@dataclass(frozen=True)
+class CollectiveCall:
+    """One collective as every member rank calls it: the ``index``-th of its group."""
+
+    group: str
+    index: int
+    kind: str
+    nbytes: int
+    ranks: tuple[int, ...]
+    node_ids: tuple[int, ...]     # each member's node id, in ``ranks`` order
+    algo: str
+    qp: int
+    job: int                      # switch aggregation job id (distinct per switch call)
+
+    @property
+    def node_id(self) -> int:
+        """The node id on the group's first rank (how the report names the call)."""
+        return self.node_ids[0]
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    calls: tuple[CollectiveCall, ...]
+    by_node: dict[tuple[int, int], CollectiveCall]      # (rank, node id) -> call
+    p2p_addr: int                 # where point-to-point messages are read and written
+    memory_bytes: int
+    qps: int
+
+    def algorithms(self) -> list[str]:
+        return sorted({c.algo for c in self.calls if c.kind == "all_reduce"})
+
+
+def choose(kind: str, algo: str, per_kind: dict[str, str]) -> str:
+    """The algorithm of a ``kind`` collective: ``per_kind`` first, else ``algo`` for
+    all-reduce; each other kind has one."""
+    chosen = per_kind.get(kind)
+    if kind == "all_reduce":
+        name = algorithm(chosen or algo, "all_reduce algorithm").name
+        if name not in ALLREDUCE_CHOICES:
+            raise ConfigError(f"all_reduce algorithm={name!r} (lossy or quantized); valid "
+                              f"choices: {', '.join(ALLREDUCE_CHOICES)}")
+        return name
+    if chosen is not None and chosen != FIXED_ALGORITHMS[kind]:
+        raise ConfigError(f"{kind} algorithm={chosen!r}; valid choices: "
+                          f"{FIXED_ALGORITHMS[kind]}")
+    return FIXED_ALGORITHMS[kind]
+
+
+def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
+                max_memory_bytes: int) -> ReplayPlan:
+    """Match collectives across ranks, pick algorithms, and lay out QPs and memory."""
+    for kind in per_kind:
+        if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
+            raise ConfigError(f"algorithm for collective type {kind!r}; valid types: "
+                              f"all_reduce, {', '.join(FIXED_ALGORITHMS)}")
+    n = trace.n_ranks
+    per_group: dict[str, dict[int, list[TraceOp]]] = defaultdict(lambda: defaultdict(list))
+    p2p_bytes = 0
+    for rank in trace.ranks:
+        for op in rank.ops:
+            if op.kind == COLLECTIVE:
+                per_group[op.group][rank.rank].append(op)
+            elif op.kind in (SEND, RECV):
+                p2p_bytes = max(p2p_bytes, op.nbytes)
+    qp_next = n if p2p_bytes else 0                  # QP r carries rank r's sends
+    qp_blocks: dict[tuple, int] = {}
+    calls, by_node, need, jobs = [], {}, 0, 0
+    for group in sorted(per_group):
+        members = trace.group_ranks(group)
+        first = per_group[group][members[0]]
+        for i, ref in enumerate(first):
+            name = choose(ref.collective, algo, per_kind)
+            key = (ref.collective, name, members)
+            if key not in qp_blocks:
+                qp_blocks[key] = qp_next
+                qp_next += _qps(ref.collective, name, len(members))
+            mem = _memory(ref.collective, name, len(members), ref.nbytes)
+            if mem > max_memory_bytes:
+                raise fail(trace.ranks[members[0]].source, ref.node_id,
+                           f"{ref.collective} of {ref.nbytes} B on {len(members)} ranks needs "
+                           f"{mem} B of host memory per rank, beyond the limit of "
+                           f"{max_memory_bytes} B (raise max_memory_bytes)")
+            need = max(need, mem)
+            call = CollectiveCall(group, i, ref.collective, ref.nbytes, members,
+                                  tuple(per_group[group][r][i].node_id for r in members),
+                                  name, qp_blocks[key], jobs)
+            jobs += name == "switch"
+            calls.append(call)
+            for r, node in zip(members, call.node_ids):
+                by_node[(r, node)] = call
+    nic_calls = [c for c in calls if c.algo == "nic"]
+    if len({c.ranks for c in nic_calls}) < len(nic_calls):
+        c = nic_calls[1]
+        raise fail(trace.ranks[c.ranks[0]].source, c.node_id,
+                   "the nic all-reduce installs one execution context per rank and group, so "
+                   "it replays one all-reduce per group; choose ring, rd, rabenseifner or "
+                   "switch for traces with more")
+    if qp_next > MAX_QPS:
+        raise TraceError(f"{trace.name}: the trace needs {qp_next} QPs per host "
+                         f"(HostConfig.qps <= {MAX_QPS})")
+    p2p_addr = align(need)
+    memory = p2p_addr + align(p2p_bytes)
+    if memory > max_memory_bytes:
+        raise TraceError(f"{trace.name}: point-to-point messages of up to {p2p_bytes} B need "
+                         f"{memory} B of host memory per rank, beyond the limit of "
+                         f"{max_memory_bytes} B")
+    return ReplayPlan(tuple(calls), by_node, p2p_addr, max(memory, 4096), max(qp_next, 1))
+
+
+def _qps(kind: str, algo: str, n: int) -> int:
+    if kind == "all_reduce":
+        return 2 * n.bit_length() + 2 if algo in ("rd", "rabenseifner") else 2
+    return other.qps_needed(kind, n)
+
+
+def _memory(kind: str, algo: str, n: int, nbytes: int) -> int:
+    if kind == "all_reduce":
+        return algorithm(algo).plan_memory(n, other.elements(nbytes), other.DTYPE)
+    return other.memory_needed(kind, n, nbytes)
