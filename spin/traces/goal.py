@@ -122,4 +122,4 @@ def _rank(rank: int, src: str, ops: dict, deps: dict) -> RankTrace:
         after, started = deps.get(node_id, ([], []))
         out.append(TraceOp(**{**op.__dict__, "deps": tuple(after),
                               "start_deps": tuple(started)}))
-    return RankTrace(rank, f"{src} rank {rank}", tuple(out))
+    return RankTrace(rank, f"{src} rank {rank}", tuple(out), labelled=True)

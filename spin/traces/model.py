@@ -58,9 +58,13 @@ class RankTrace:
     rank: int
     source: str
     ops: tuple[TraceOp, ...]
+    labelled: bool = False      # nodes are named by label (GOAL), not by number (Chakra)
 
-    def op(self, node_id: int) -> TraceOp:
-        return self.by_id[node_id]
+    def ref(self, node_id: int):
+        """How errors name node ``node_id``: its label in GOAL, its id in Chakra."""
+        if self.labelled:
+            return next((op.name for op in self.ops if op.node_id == node_id), node_id)
+        return node_id
 
     @property
     def by_id(self) -> dict[int, TraceOp]:
@@ -120,38 +124,39 @@ def _check_rank(trace: StepTrace, rank: RankTrace) -> None:
                 raise fail(rank.source, op.node_id, f"depends on node {dep}, which the file "
                            f"does not have")
             if dep == op.node_id:
-                raise fail(rank.source, op.node_id, "depends on itself")
+                raise fail(rank.source, rank.ref(op.node_id), "depends on itself")
         _check_sizes(trace, rank, op)
     cycle = find_cycle(rank.ops)
     if cycle:
-        raise fail(rank.source, cycle[0], "dependency cycle "
-                   + " -> ".join(str(n) for n in (*cycle, cycle[0])))
+        raise fail(rank.source, rank.ref(cycle[0]), "dependency cycle "
+                   + " -> ".join(str(rank.ref(n)) for n in (*cycle, cycle[0])))
 
 
 def _check_sizes(trace: StepTrace, rank: RankTrace, op: TraceOp) -> None:
+    node = rank.ref(op.node_id)
     if op.kind == COMPUTE:
         if op.duration_ns is not None and op.duration_ns < 0:
-            raise fail(rank.source, op.node_id, f"compute duration {op.duration_ns} ns < 0")
+            raise fail(rank.source, node, f"compute duration {op.duration_ns} ns < 0")
         return
     if op.kind == COLLECTIVE:
         if op.collective not in COLLECTIVES:
-            raise fail(rank.source, op.node_id, f"collective type {op.collective!r}; valid "
+            raise fail(rank.source, node, f"collective type {op.collective!r}; valid "
                        f"choices: {', '.join(COLLECTIVES)}")
         members = trace.group_ranks(op.group)
         if op.group and op.group not in trace.groups:
-            raise fail(rank.source, op.node_id, f"process group {op.group!r} is not defined; "
+            raise fail(rank.source, node, f"process group {op.group!r} is not defined; "
                        f"defined: {', '.join(sorted(trace.groups)) or 'none'}")
         if rank.rank not in members:
-            raise fail(rank.source, op.node_id, f"rank {rank.rank} calls a collective of "
+            raise fail(rank.source, node, f"rank {rank.rank} calls a collective of "
                        f"process group {op.group!r}, whose ranks are {list(members)}")
         if op.nbytes <= 0 and op.collective != "barrier":
-            raise fail(rank.source, op.node_id, f"{op.collective} of {op.nbytes} B: the size "
+            raise fail(rank.source, node, f"{op.collective} of {op.nbytes} B: the size "
                        f"must be > 0")
         return
     if op.nbytes <= 0:
-        raise fail(rank.source, op.node_id, f"{op.kind} of {op.nbytes} B: the size must be > 0")
+        raise fail(rank.source, node, f"{op.kind} of {op.nbytes} B: the size must be > 0")
     if not 0 <= op.peer < trace.n_ranks or op.peer == rank.rank:
-        raise fail(rank.source, op.node_id, f"{op.kind} peer rank {op.peer}; valid peers are "
+        raise fail(rank.source, node, f"{op.kind} peer rank {op.peer}; valid peers are "
                    f"0..{trace.n_ranks - 1} other than {rank.rank}")
 
 
@@ -196,7 +201,7 @@ def _check_messages(trace: StepTrace) -> None:
                 recvs[key] += 1
             else:
                 continue
-            first.setdefault((op.kind, key), (rank.source, op.node_id))
+            first.setdefault((op.kind, key), (rank.source, rank.ref(op.node_id)))
     for key in sorted(set(sends) | set(recvs)):
         if sends[key] != recvs[key]:
             src, dst, tag, nbytes = key
@@ -229,7 +234,8 @@ def _check_collectives(trace: StepTrace) -> None:
                     desc = (f"{bad.collective} of {bad.nbytes} B" if bad else "nothing")
                     want = (f"{a.collective} of {a.nbytes} B" if a and bad_rank == r
                             else f"{b.collective} of {b.nbytes} B" if b else "nothing")
-                    raise fail(trace.ranks[bad_rank].source, bad.node_id,
+                    raise fail(trace.ranks[bad_rank].source,
+                               trace.ranks[bad_rank].ref(bad.node_id),
                                f"collective #{i} of group {group or 'world'!r} is {desc} "
                                f"here but {want} on rank "
                                f"{ref_rank if bad_rank == r else r}")

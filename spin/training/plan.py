@@ -91,7 +91,8 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
         first = per_group[group][members[0]]
         for i, ref in enumerate(first):
             name = choose(ref.collective, algo, per_kind)
-            key = (ref.collective, name, members)
+            # each switch job installs its own programs on its QP (install_jobs)
+            key = (ref.collective, name, members) + ((group, i) if name == "switch" else ())
             if key not in qp_blocks:
                 qp_blocks[key] = qp_next
                 qp_next += _qps(ref.collective, name, len(members))

@@ -14,6 +14,7 @@ import numpy as np
 from ..collectives import algorithm
 from ..collectives.measure import lossless
 from ..config import HostConfig
+from ..engine import state as S
 from ..errors import ConfigError, TraceError
 from ..runs import run
 from ..simulation import Scenario
@@ -27,6 +28,7 @@ from .report import StepReport, build_report
 from .schedule import issue_order
 
 DEFAULT_MAX_MEMORY_BYTES = 256 << 20
+OFFLOADED = ("nic", "switch")    # all-reduces the host only posts and waits for
 EXACT_FLOAT32 = 1 << 24          # integers up to this add exactly in float32
 
 
@@ -93,6 +95,7 @@ def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeMode
     queues = [issue_order(rank) for rank in trace.ranks]
     pos = [0] * trace.n_ranks
     progs = [sc.host_program(r) for r in range(trace.n_ranks)]
+    waits = _Waits(progs)
     durations: dict[tuple[int, int], float] = {}
     for r, prog in enumerate(progs):
         delay = compute.start_delay_ns(r)
@@ -104,6 +107,7 @@ def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeMode
         progressed = False
         for r in range(trace.n_ranks):
             while pos[r] < len(queues[r]) and queues[r][pos[r]].kind != COLLECTIVE:
+                waits.before(r, queues[r][pos[r]])
                 _emit_local(r, queues[r][pos[r]], progs[r], plan, compute, durations)
                 pos[r] += 1
                 done += 1
@@ -112,13 +116,17 @@ def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeMode
             heads = [queues[r][pos[r]] if pos[r] < len(queues[r]) else None for r in call.ranks]
             if all(h is not None and plan.by_node.get((r, h.node_id)) is call
                    for r, h in zip(call.ranks, heads)):
-                built[call] = _emit_collective(call, sc, progs)
+                for r in call.ranks:
+                    waits.flush(r)
+                built[call] = _emit_collective(call, sc, progs, waits)
                 for r in call.ranks:
                     pos[r] += 1
                 done += len(call.ranks)
                 progressed = True
         if not progressed:
             raise _deadlock(trace, queues, pos, plan)
+    for r in range(trace.n_ranks):
+        waits.flush(r)
     return durations
 
 
@@ -138,8 +146,9 @@ def _emit_local(rank: int, op: TraceOp, prog, plan: ReplayPlan, compute: Compute
     prog.mark(end_label(op.node_id))
 
 
-def _emit_collective(call: CollectiveCall, sc: Scenario, progs):
-    """The all-reduce's plan (None for other collectives)."""
+def _emit_collective(call: CollectiveCall, sc: Scenario, progs, waits: _Waits):
+    """The all-reduce's plan (None for other collectives). An offloaded all-reduce leaves its
+    wait for completion pending (``_Waits``)."""
     for r, node in zip(call.ranks, call.node_ids):
         progs[r].mark(start_label(node))
     built = None
@@ -150,8 +159,41 @@ def _emit_collective(call: CollectiveCall, sc: Scenario, progs):
     else:
         other.build(call.kind, sc, call.ranks, call.nbytes, call.qp)
     for r, node in zip(call.ranks, call.node_ids):
-        progs[r].mark(end_label(node))
+        if call.algo in OFFLOADED:
+            waits.defer(r, node)
+        else:
+            progs[r].mark(end_label(node))
     return built
+
+
+class _Waits:
+    """Overlap of compute with offloaded collectives. A NIC or switch all-reduce runs in the
+    handlers once the host posted it; the host only waits for its completion event. That wait
+    (and the collective's end mark) is held back until the rank issues a node that depends on
+    the collective, or its next collective (one collective in flight per rank: they share the
+    data buffer), or the end of its program; compute issued meanwhile overlaps the
+    collective."""
+
+    def __init__(self, progs):
+        self.progs = progs
+        self.pending: dict[int, tuple[int, list]] = {}
+
+    def defer(self, rank: int, node_id: int) -> None:
+        ops = self.progs[rank].ops
+        last = max(i for i, op in enumerate(ops) if op[0] == S.OP_WAIT_EVENT)
+        self.pending[rank] = (node_id, ops[last:])
+        del ops[last:]
+
+    def before(self, rank: int, op: TraceOp) -> None:
+        held = self.pending.get(rank)
+        if held and held[0] in (*op.deps, *op.start_deps):
+            self.flush(rank)
+
+    def flush(self, rank: int) -> None:
+        held = self.pending.pop(rank, None)
+        if held:
+            self.progs[rank].ops.extend(held[1])
+            self.progs[rank].mark(end_label(held[0]))
 
 
 def _deadlock(trace: StepTrace, queues, pos, plan: ReplayPlan) -> TraceError:

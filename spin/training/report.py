@@ -100,17 +100,19 @@ class StepReport:
 
     def text(self) -> str:
         """A table per rank and per collective, units in the headers."""
-        lines = [f"{self.trace} ({self.format}), all-reduce {self.algo}: step "
-                 f"{self.step_us:.3f} us"
+        algo = f", all-reduce {self.algo}" if any(c.type == "all_reduce"
+                                                   for c in self.collectives) else ""
+        lines = [f"{self.trace} ({self.format}){algo}: step {self.step_us:.3f} us"
                  + ("" if self.allreduce_correct is None else
                     f", all-reduce results {'exact' if self.allreduce_correct else 'WRONG'}"),
                  f"{'rank':>5} {'step_us':>11} {'compute_us':>11} {'exposed_comm_us':>16}"]
         lines += [f"{r.rank:>5} {r.step_us:>11.3f} {r.compute_us:>11.3f} "
                   f"{r.exposed_comm_us:>16.3f}" for r in self.ranks]
         if self.collectives:
-            lines.append(f"{'node':>5} {'type':<15} {'bytes':>10} {'algo':<14} {'time_us':>10}")
-            lines += [f"{c.node_id:>5} {c.type:<15} {c.bytes:>10} {c.algo:<14} "
-                      f"{c.time_us:>10.3f}" for c in self.collectives]
+            lines.append(f"{'node':>5} {'type':<15} {'group':<8} {'bytes':>10} {'algo':<14} "
+                         f"{'time_us':>10}")
+            lines += [f"{c.node_id:>5} {c.type:<15} {c.group or 'world':<8} {c.bytes:>10} "
+                      f"{c.algo:<14} {c.time_us:>10.3f}" for c in self.collectives]
         return "\n".join(lines)
 
 
