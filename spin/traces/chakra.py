@@ -143,7 +143,7 @@ def _node(msg: bytes, offset: int, source: str) -> TraceOp:
         elif number == 10 and wire == pw.LENGTH:
             key, val = attribute(value, offset)
             attrs[key] = val
-    kind = NODE_TYPES.get(ntype, f"type {ntype}")
+    kind = NODE_TYPES.get(ntype, f"code {ntype}")
     if kind not in REPLAYED_TYPES:
         raise fail(source, node_id, f"node type {kind} is not replayable; valid types: "
                    f"{', '.join(REPLAYED_TYPES)}")
