@@ -88,6 +88,8 @@ def test_json_shape_and_perfetto_trace(tmp_path):
     assert [r["rank"] for r in d["ranks"]] == [0, 1, 2, 3]
     assert sorted((c["type"], c["group"]) for c in d["collectives"]) == [
         ("all_gather", "tp0"), ("all_gather", "tp1"), ("all_reduce", ""), ("all_reduce", "")]
+    assert [c["involved_dim"] for c in d["collectives"] if c["type"] == "all_gather"] == [
+        [True], [True]]
     for r in d["ranks"]:
         assert r["step_us"] == pytest.approx(r["compute_us"] + r["exposed_comm_us"])
         # roofline embedding (64 MiB at 3350 GB/s) + 30 + 40 + 40 + 10 us; the CPU op skipped

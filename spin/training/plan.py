@@ -32,6 +32,7 @@ class CollectiveCall:
     algo: str
     qp: int
     job: int                      # switch aggregation job id (distinct per switch call)
+    involved_dim: tuple[bool, ...] = ()    # Chakra's per-dimension flags, reported as given
 
     @property
     def node_id(self) -> int:
@@ -105,7 +106,7 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
             need = max(need, mem)
             call = CollectiveCall(group, i, ref.collective, ref.nbytes, members,
                                   tuple(per_group[group][r][i].node_id for r in members),
-                                  name, qp_blocks[key], jobs)
+                                  name, qp_blocks[key], jobs, ref.involved_dim)
             jobs += name == "switch"
             calls.append(call)
             for r, node in zip(members, call.node_ids):

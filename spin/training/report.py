@@ -29,7 +29,9 @@ class RankStep:
 @dataclass(frozen=True)
 class CollectiveTime:
     """One collective call: ``time_us`` from the moment its last member joined to the moment
-    its last member finished; ``start_us``/``end_us`` are those two moments."""
+    its last member finished; ``start_us``/``end_us`` are those two moments. ``involved_dim``
+    is the trace's own per-dimension flags (Chakra), reported as given: spin's topologies are
+    not split into dimensions, so the call runs on its process group's ranks."""
 
     node_id: int
     type: str
@@ -40,6 +42,7 @@ class CollectiveTime:
     end_us: float
     group: str
     ranks: list[int]
+    involved_dim: list[bool]
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,8 @@ def build_report(trace: StepTrace, plan, result, durations: dict, config,
         stop = max(result.mark(end_label(n), r) for r, n in zip(c.ranks, c.node_ids))
         calls.append(CollectiveTime(c.node_id, c.kind, c.nbytes, c.algo,
                                     (stop - start) / PS_PER_US, start / PS_PER_US,
-                                    stop / PS_PER_US, c.group, list(c.ranks)))
+                                    stop / PS_PER_US, c.group, list(c.ranks),
+                                    list(c.involved_dim)))
     calls.sort(key=lambda c: (c.start_us, c.node_id))
     spans.sort(key=lambda s: (s.rank, s.start_ps, s.node_id))
     return StepReport(trace.name, trace.fmt, config.algo,
