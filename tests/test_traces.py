@@ -211,3 +211,11 @@ def test_cli_bad_trace_is_one_line_and_writes_nothing(tmp_path):
     assert r.stderr.strip() == (f"spin: error: {tmp_path / 'step.0.et'}: node 1: depends on "
                                 f"node 7, which the file does not have")
     assert not out.exists()
+
+
+def test_gz_rank_files_and_a_missing_goal_file(tmp_path):
+    write_rank(tmp_path / "z.0.et.gz", [coll(1)], compress=True)
+    write_rank(tmp_path / "z.1.et.gz", [coll(1)], compress=True)
+    assert read_trace(tmp_path / "z.1.et.gz").n_ranks == 2
+    with pytest.raises(TraceError, match=r"nope\.goal: GOAL file does not exist"):
+        read_trace(tmp_path / "nope.goal")

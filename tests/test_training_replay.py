@@ -180,3 +180,19 @@ def test_replay_is_deterministic_across_worker_counts():
     one = replay(trace).to_dict()
     two = replay(trace, config=ReplayConfig(workers=2)).to_dict()
     assert one == two
+
+
+def test_collectives_ordered_differently_across_ranks_are_a_deadlock(tmp_path):
+    """Two groups of the same ranks, called in opposite orders: NCCL would hang; the replay
+    names the node before anything runs."""
+    def call(node_id, group):
+        return ChakraNode(node_id, "COMM_COLL_NODE", attrs={
+            "comm_type": "all_reduce", "comm_size": 4096, "pg_name": group})
+    write_rank(tmp_path / "x.0.et", [call(1, "a"), ChakraNode(2, "COMM_COLL_NODE", data_deps=(1,),
+               attrs={"comm_type": "all_reduce", "comm_size": 4096, "pg_name": "b"})])
+    write_rank(tmp_path / "x.1.et", [call(1, "b"), ChakraNode(2, "COMM_COLL_NODE", data_deps=(1,),
+               attrs={"comm_type": "all_reduce", "comm_size": 4096, "pg_name": "a"})])
+    (tmp_path / "x.groups.json").write_text('{"a": [0, 1], "b": [0, 1]}')
+    with pytest.raises(TraceError, match=r"x\.0\.et: node 1: all_reduce of group 'a' waits for "
+                                         r"rank\(s\) \[1\], which call other collectives first"):
+        replay(read_chakra(tmp_path / "x"))

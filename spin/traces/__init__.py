@@ -17,8 +17,9 @@ def read_trace(path: str | Path, groups_file: str | Path | None = None) -> StepT
     """A GOAL file (``*.goal``, or any existing text file) or a Chakra prefix (the path
     before ``.<rank>.et``)."""
     p = Path(path)
-    if p.is_file() and not p.name.endswith(".et"):
+    if p.suffix == ".goal" or (p.is_file() and not p.name.endswith((".et", ".et.gz"))):
         return read_goal(p)
-    if p.name.endswith(".et"):      # a rank file was given: take its prefix
-        p = p.with_name(p.name.rsplit(".", 2)[0])
+    for tail in (".et", ".et.gz"):  # a rank file was given: take its prefix
+        if p.name.endswith(tail):
+            p = p.with_name(p.name[:-len(tail)].rsplit(".", 1)[0])
     return read_chakra(p, groups_file)

@@ -58,8 +58,9 @@ def read_chakra(prefix: str | Path, groups_file: str | Path | None = None) -> St
 
 
 def rank_files(prefix: Path) -> list[Path]:
-    """``<prefix>.0.et`` .. ``<prefix>.<n-1>.et``; a TraceError names the first one missing."""
-    pattern = re.compile(re.escape(prefix.name) + r"\.(\d+)\.et$")
+    """``<prefix>.0.et`` .. ``<prefix>.<n-1>.et`` (or ``.et.gz``); a TraceError names the first
+    one missing."""
+    pattern = re.compile(re.escape(prefix.name) + r"\.(\d+)\.et(?:\.gz)?$")
     parent = prefix.parent if str(prefix.parent) else Path(".")
     if not parent.is_dir():
         raise fail(str(prefix), None, f"directory {parent} does not exist")

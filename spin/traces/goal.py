@@ -16,6 +16,7 @@ refused: replay matches messages by sender and tag."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from .model import COMPUTE, RECV, SEND, RankTrace, StepTrace, TraceOp, fail, validate
@@ -120,6 +121,5 @@ def _rank(rank: int, src: str, ops: dict, deps: dict) -> RankTrace:
     out = []
     for node_id, op in ops.items():
         after, started = deps.get(node_id, ([], []))
-        out.append(TraceOp(**{**op.__dict__, "deps": tuple(after),
-                              "start_deps": tuple(started)}))
+        out.append(replace(op, deps=tuple(after), start_deps=tuple(started)))
     return RankTrace(rank, f"{src} rank {rank}", tuple(out), labelled=True)

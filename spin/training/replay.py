@@ -112,7 +112,9 @@ def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeMode
                 pos[r] += 1
                 done += 1
                 progressed = True
-        for call in plan.calls:
+        waiting = {plan.by_node[(r, q[pos[r]].node_id)]: None
+                   for r, q in enumerate(queues) if pos[r] < len(q)}
+        for call in waiting:                        # collectives some rank is waiting at
             heads = [queues[r][pos[r]] if pos[r] < len(queues[r]) else None for r in call.ranks]
             if all(h is not None and plan.by_node.get((r, h.node_id)) is call
                    for r, h in zip(call.ranks, heads)):
