@@ -196,3 +196,16 @@ def test_collectives_ordered_differently_across_ranks_are_a_deadlock(tmp_path):
     with pytest.raises(TraceError, match=r"x\.0\.et: node 1: all_reduce of group 'a' waits for "
                                          r"rank\(s\) \[1\], which call other collectives first"):
         replay(read_chakra(tmp_path / "x"))
+
+
+def test_messages_match_by_source_and_tag(tmp_path):
+    """Rank 1 waits for tag 2 (posted second, 64 KiB) before tag 1 (posted first, 8 B): the
+    first receive ends when the large message is in, not when the small one arrives."""
+    path = tmp_path / "tags.goal"
+    path.write_text("num_ranks 2\nrank 0 {\na: send 8b to 1 tag 1\nb: send 65536b to 1 tag 2\n"
+                    "}\nrank 1 {\nx: recv 65536b from 0 tag 2\ny: recv 8b from 0 tag 1\n}\n")
+    rep = replay(read_goal(path))
+    big, small = _span(rep, 1, 0), _span(rep, 1, 1)
+    m = ring_model(Scenario(Topology.star(2)))
+    assert big.end_ps > 65536 / m.bandwidth_bytes_per_ps        # after the 64 KiB crossed
+    assert small.end_ps >= big.end_ps

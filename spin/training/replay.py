@@ -141,10 +141,10 @@ def _emit_local(rank: int, op: TraceOp, prog, plan: ReplayPlan, compute: Compute
         if ns > 0:
             prog.compute(ns)
     elif op.kind == SEND:
-        prog.send(op.peer, op.nbytes, qp=rank, local_addr=plan.p2p_addr,
-                  remote_addr=plan.p2p_addr)
+        prog.send(op.peer, op.nbytes, qp=plan.p2p_qp(rank, op.peer, op.tag),
+                  local_addr=plan.p2p_addr, remote_addr=plan.p2p_addr)
     elif op.kind == RECV:
-        prog.wait_recv(qp=op.peer)
+        prog.wait_recv(qp=plan.p2p_qp(op.peer, rank, op.tag))
     prog.mark(end_label(op.node_id))
 
 
