@@ -12,9 +12,9 @@ from spin.config import HostConfig
 from spin.runs import run
 from spin.simulation import Scenario
 from spin.topology import Topology
+from spin.traces.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
 from spin.training import collectives as other
 from spin.training.replay import ComputeModel, ReplayConfig, replay
-from spin.traces.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
 
 NBYTES = 40_000          # not a multiple of n: blocks differ by one element
 

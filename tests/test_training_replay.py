@@ -209,3 +209,15 @@ def test_messages_match_by_source_and_tag(tmp_path):
     m = ring_model(Scenario(Topology.star(2)))
     assert big.end_ps > 65536 / m.bandwidth_bytes_per_ps        # after the 64 KiB crossed
     assert small.end_ps >= big.end_ps
+
+
+def test_per_rank_compute_rate_applies_to_roofline_nodes():
+    """Rank 1 at a tenth of the peak: its embedding (2 GFLOP; 64 MiB) becomes compute-bound
+    (2e9 / 98.9e12 s = 20.2 us > 20.0 us of memory time); measured nodes keep their time."""
+    trace = read_chakra(EXAMPLES / "dp_step" / "dp_step")
+    rep = replay(trace, config=ReplayConfig(compute=ComputeModel(rank_tflops={1: 98.9})))
+    assert _span(rep, 1, 1).end_ps - _span(rep, 1, 1).start_ps == pytest.approx(
+        2e9 / 98.9e12 * 1e12, abs=2)
+    assert _span(rep, 0, 1).end_ps - _span(rep, 0, 1).start_ps == pytest.approx(
+        (64 << 20) / 3350 * 1000, abs=2)
+    assert _span(rep, 1, 3).end_ps - _span(rep, 1, 3).start_ps == 30_000_000

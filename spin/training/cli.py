@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     t.add_argument("--memory-gbps", type=float, default=ComputeModel.memory_gbytes_per_s,
                    help="memory bandwidth per rank for the roofline (GB/s, default "
                    "%(default)s)")
+    t.add_argument("--rank-tflops", action="append", default=[], metavar="RANK=TFLOPS",
+                   help="a rank's own compute peak, for nodes without a measured duration "
+                   "(repeatable)")
     t.add_argument("--slow", action="append", default=[], metavar="RANK=FACTOR",
                    help="straggler: multiply RANK's compute times by FACTOR (repeatable)")
     t.add_argument("--delay", action="append", default=[], metavar="RANK=US",
@@ -87,6 +90,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     topo = build_topology(name, **params)
     algo, per_kind = algorithms(args.algo)
     compute = ComputeModel(peak_tflops=args.tflops, memory_gbytes_per_s=args.memory_gbps,
+                           rank_tflops=pairs(args.rank_tflops, "rank-tflops"),
                            slowdown=pairs(args.slow, "slow"), delay_us=pairs(args.delay, "delay"),
                            cpu_ops=args.cpu_ops)
     if not args.max_memory_mb > 0:

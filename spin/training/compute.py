@@ -18,6 +18,7 @@ class ComputeModel:
     ``peak_tflops`` and ``memory_gbytes_per_s``: the roofline for nodes without a measured
     duration, time = max(flops / peak, bytes / memory bandwidth); defaults are an H100 SXM's
     dense BF16 peak (989 TFLOP/s) and HBM3 bandwidth (3350 GB/s), NVIDIA's datasheet.
+    ``rank_tflops``: rank -> its own peak (a mixed cluster); measured durations keep theirs.
     ``slowdown``: rank -> factor >= 1 multiplying every compute time of that rank (a slower
     accelerator, a thermally throttled one). ``delay_us``: rank -> idle time before the
     rank's first node (a late arrival). ``cpu_ops``: what CPU-side nodes of converted PyTorch
@@ -26,6 +27,7 @@ class ComputeModel:
 
     peak_tflops: float = 989.0
     memory_gbytes_per_s: float = 3350.0
+    rank_tflops: dict[int, float] = field(default_factory=dict)
     slowdown: dict[int, float] = field(default_factory=dict)
     delay_us: dict[int, float] = field(default_factory=dict)
     cpu_ops: str = "skip"
@@ -34,6 +36,9 @@ class ComputeModel:
         if not self.peak_tflops > 0 or not self.memory_gbytes_per_s > 0:
             raise ConfigError(f"compute peak_tflops={self.peak_tflops}, memory_gbytes_per_s="
                               f"{self.memory_gbytes_per_s}: both must be > 0")
+        for rank, peak in self.rank_tflops.items():
+            if not peak > 0:
+                raise ConfigError(f"peak of rank {rank}: {peak} TFLOP/s must be > 0")
         for rank, factor in self.slowdown.items():
             if not factor > 0:
                 raise ConfigError(f"slowdown of rank {rank}: factor={factor} must be > 0")
@@ -46,7 +51,8 @@ class ComputeModel:
 
     def check_ranks(self, n_ranks: int) -> None:
         """Refuse straggler settings naming ranks the trace does not have."""
-        for what, table in (("slowdown", self.slowdown), ("delay", self.delay_us)):
+        for what, table in (("slowdown", self.slowdown), ("delay", self.delay_us),
+                            ("peak", self.rank_tflops)):
             bad = [r for r in table if not 0 <= r < n_ranks]
             if bad:
                 raise ConfigError(f"{what} of rank {bad[0]}: the trace has ranks "
@@ -59,7 +65,8 @@ class ComputeModel:
         if op.duration_ns is not None:
             base = op.duration_ns
         else:
-            base = max(op.flops / (self.peak_tflops * 1e3),          # 1 TFLOP/s = 1e3 FLOP/ns
+            peak = self.rank_tflops.get(rank, self.peak_tflops)
+            base = max(op.flops / (peak * 1e3),                       # 1 TFLOP/s = 1e3 FLOP/ns
                        op.tensor_bytes / self.memory_gbytes_per_s)    # 1 GB/s = 1 B/ns
         return base * self.slowdown.get(rank, 1.0)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..collectives import algorithm
 from ..collectives.common import align
 from ..errors import ConfigError, TraceError
-from ..traces.model import COLLECTIVE, RECV, SEND, StepTrace, TraceOp, fail
+from ..traces.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
 from . import collectives as other
 
 # the one algorithm each non-all-reduce collective has
