@@ -15,6 +15,7 @@ _COMM_CODES = {name: code for code, name in COMM_TYPES.items()}
 
 
 def varint(value: int) -> bytes:
+    """Base-128 varint of an unsigned (or two's-complement 64-bit) integer."""
     value &= 0xFFFF_FFFF_FFFF_FFFF
     out = bytearray()
     while True:
@@ -26,10 +27,12 @@ def varint(value: int) -> bytes:
 
 
 def key(number: int, wire: int) -> bytes:
+    """A field's key: number and wire type."""
     return varint(number << 3 | wire)
 
 
 def length_field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (string, bytes, message, packed list)."""
     return key(number, 2) + varint(len(payload)) + payload
 
 
@@ -63,6 +66,7 @@ class ChakraNode:
     attrs: dict = field(default_factory=dict)
 
     def encode(self) -> bytes:
+        """The Node message's bytes."""
         out = key(1, 0) + varint(self.node_id)
         if self.name:
             out += length_field(2, self.name.encode())
@@ -87,6 +91,7 @@ def encode_trace(nodes: Iterable[ChakraNode], version: str = "0.0.4") -> bytes:
 
 
 def write_rank(path: str | Path, nodes: Iterable[ChakraNode], compress: bool = False) -> Path:
+    """Write one rank's file (gzip-compressed with ``compress``, reproducibly: mtime 0)."""
     path = Path(path)
     data = encode_trace(nodes)
     path.write_bytes(gzip.compress(data, mtime=0) if compress else data)

@@ -48,6 +48,7 @@ class TraceOp:
 
     @property
     def is_comm(self) -> bool:
+        """Anything but compute."""
         return self.kind != COMPUTE
 
 
@@ -68,6 +69,7 @@ class RankTrace:
 
     @property
     def by_id(self) -> dict[int, TraceOp]:
+        """The ops by node id."""
         return {op.node_id: op for op in self.ops}
 
 
@@ -83,9 +85,11 @@ class StepTrace:
 
     @property
     def n_ranks(self) -> int:
+        """Ranks of the step."""
         return len(self.ranks)
 
     def group_ranks(self, group: str) -> tuple[int, ...]:
+        """The ranks of process group ``group`` (every rank for the world group)."""
         return self.groups.get(group, tuple(range(self.n_ranks))) if group else \
             tuple(range(self.n_ranks))
 

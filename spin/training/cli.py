@@ -14,6 +14,7 @@ from .replay import DEFAULT_MAX_MEMORY_BYTES, ReplayConfig, replay
 
 
 def add_parser(sub) -> None:
+    """Add ``spin train`` to the ``spin`` command's subparsers."""
     t = sub.add_parser(
         "train", help="replay a training step from a Chakra or GOAL trace",
         description="Replay a training step on the fabric: TRACE is the prefix of a Chakra "
@@ -58,6 +59,7 @@ def add_parser(sub) -> None:
 
 
 def pairs(items: list[str], what: str) -> dict[int, float]:
+    """``["3=1.5", ...]`` as {3: 1.5, ...}; a ConfigError naming the option otherwise."""
     out = {}
     for item in items:
         rank, sep, value = item.partition("=")
@@ -83,6 +85,7 @@ def algorithms(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
     trace = read_trace(args.trace, args.groups)
     name, params = parse_spec(args.topology)
     if name == "star":

@@ -27,10 +27,12 @@ def elements(nbytes: int) -> int:
 
 
 def qps_needed(kind: str, n: int) -> int:
+    """QPs a collective of ``kind`` on ``n`` ranks uses (a barrier: one per round)."""
     return max(1, (n - 1).bit_length()) if kind == "barrier" else 1
 
 
 def memory_needed(kind: str, n: int, nbytes: int) -> int:
+    """Host bytes per rank its layout needs (data, and scratch or output regions)."""
     count = elements(nbytes)
     blk = align(max(block_counts(count, n)) * WIDTH)
     return {"all_gather": align(count * WIDTH),

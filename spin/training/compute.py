@@ -71,4 +71,5 @@ class ComputeModel:
         return base * self.slowdown.get(rank, 1.0)
 
     def start_delay_ns(self, rank: int) -> float:
+        """How late ``rank`` starts."""
         return self.delay_us.get(rank, 0.0) * 1000.0

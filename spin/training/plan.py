@@ -43,6 +43,8 @@ class CollectiveCall:
 
 @dataclass(frozen=True)
 class ReplayPlan:
+    """Every collective call, how ranks' nodes map to them, and the hosts' layout."""
+
     calls: tuple[CollectiveCall, ...]
     by_node: dict[tuple[int, int], CollectiveCall]      # (rank, node id) -> call
     p2p_addr: int                 # where point-to-point messages are read and written
@@ -51,9 +53,11 @@ class ReplayPlan:
     p2p_qps: dict[tuple[int, int, int], int]     # (src, dst, tag) -> QP of those messages
 
     def p2p_qp(self, src: int, dst: int, tag: int) -> int:
+        """The QP of messages from ``src`` to ``dst`` with ``tag``."""
         return self.p2p_qps[(src, dst, tag)]
 
     def algorithms(self) -> list[str]:
+        """All-reduce algorithms the plan uses (their configs and handler programs)."""
         return sorted({c.algo for c in self.calls if c.kind == "all_reduce"})
 
 

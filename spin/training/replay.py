@@ -60,12 +60,12 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     sc = _scenario(topo, plan, trace.n_ranks, scenario_configs)
     inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
     built: dict[CollectiveCall, object] = {}
-    durations = _emit(trace, plan, sc, config.compute, built)
+    _emit(trace, plan, sc, config.compute, built)
     check = _AllreduceCheck.of(inputs, plan, built)
     result = run(sc, config.workers, read=check.reads() if check else ())
     result.require_finished()
     correct = check.verify(result) if check else None
-    return build_report(trace, plan, result, durations, config, correct)
+    return build_report(trace, plan, result, config, correct)
 
 
 def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenario:
@@ -88,15 +88,14 @@ def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenar
 
 
 def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeModel,
-          built: dict) -> dict[tuple[int, int], float]:
+          built: dict) -> None:
     """Append every rank's nodes to its host program, collectives jointly across members in
     an order consistent with every rank's issue order (each all-reduce's plan goes to
-    ``built``). Returns compute times by (rank, node)."""
+    ``built``)."""
     queues = [issue_order(rank) for rank in trace.ranks]
     pos = [0] * trace.n_ranks
     progs = [sc.host_program(r) for r in range(trace.n_ranks)]
     waits = _Waits(progs)
-    durations: dict[tuple[int, int], float] = {}
     for r, prog in enumerate(progs):
         delay = compute.start_delay_ns(r)
         if delay:
@@ -108,7 +107,7 @@ def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeMode
         for r in range(trace.n_ranks):
             while pos[r] < len(queues[r]) and queues[r][pos[r]].kind != COLLECTIVE:
                 waits.before(r, queues[r][pos[r]])
-                _emit_local(r, queues[r][pos[r]], progs[r], plan, compute, durations)
+                _emit_local(r, queues[r][pos[r]], progs[r], plan, compute)
                 pos[r] += 1
                 done += 1
                 progressed = True
@@ -129,15 +128,12 @@ def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeMode
             raise _deadlock(trace, queues, pos, plan)
     for r in range(trace.n_ranks):
         waits.flush(r)
-    return durations
 
 
-def _emit_local(rank: int, op: TraceOp, prog, plan: ReplayPlan, compute: ComputeModel,
-                durations: dict) -> None:
+def _emit_local(rank: int, op: TraceOp, prog, plan: ReplayPlan, compute: ComputeModel) -> None:
     prog.mark(start_label(op.node_id))
     if op.kind == COMPUTE:
         ns = compute.duration_ns(rank, op)
-        durations[(rank, op.node_id)] = ns
         if ns > 0:
             prog.compute(ns)
     elif op.kind == SEND:
@@ -181,17 +177,20 @@ class _Waits:
         self.pending: dict[int, tuple[int, list]] = {}
 
     def defer(self, rank: int, node_id: int) -> None:
+        """Hold back the wait just appended for ``rank``'s collective ``node_id``."""
         ops = self.progs[rank].ops
         last = max(i for i, op in enumerate(ops) if op[0] == S.OP_WAIT_EVENT)
         self.pending[rank] = (node_id, ops[last:])
         del ops[last:]
 
     def before(self, rank: int, op: TraceOp) -> None:
+        """Wait first if ``op`` depends on the collective held back."""
         held = self.pending.get(rank)
         if held and held[0] in (*op.deps, *op.start_deps):
             self.flush(rank)
 
     def flush(self, rank: int) -> None:
+        """Append the held-back wait and end mark."""
         held = self.pending.pop(rank, None)
         if held:
             self.progs[rank].ops.extend(held[1])
@@ -246,6 +245,7 @@ class _AllreduceCheck:
 
     @classmethod
     def of(cls, inputs, plan: ReplayPlan, built: dict) -> _AllreduceCheck | None:
+        """The check of the last all-reduce built, if inputs were written."""
         if inputs is None:
             return None
         last = built[plan.calls[-1]]
@@ -253,9 +253,11 @@ class _AllreduceCheck:
                    last.result_addr == last.input_addr, inputs)
 
     def reads(self) -> list[tuple[int, int, int, str]]:
+        """Host memory to bring back: every rank's result."""
         return [(r, self.addr, self.count, other.DTYPE) for r in range(len(self.inputs))]
 
     def verify(self, result) -> bool:
+        """Every rank holds the exact expected sum."""
         n = len(self.inputs)
         want = self.inputs.astype(np.float64).sum(axis=0)
         if self.in_place:

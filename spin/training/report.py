@@ -47,6 +47,8 @@ class CollectiveTime:
 
 @dataclass(frozen=True)
 class NodeSpan:
+    """When a rank ran one node (ps of virtual time)."""
+
     rank: int
     node_id: int
     kind: str
@@ -57,6 +59,8 @@ class NodeSpan:
 
 @dataclass(frozen=True)
 class StepReport:
+    """A replayed step: per rank, per collective, every node's span."""
+
     trace: str
     format: str
     algo: str
@@ -76,6 +80,7 @@ class StepReport:
                 "collectives": [asdict(c) for c in self.collectives]}
 
     def write_json(self, path: str | Path) -> Path:
+        """``to_dict()`` as JSON in ``path``."""
         path = Path(path)
         path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
         return path
@@ -97,6 +102,7 @@ class StepReport:
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
     def write_trace(self, path: str | Path) -> Path:
+        """``chrome()`` in ``path`` (open it in ui.perfetto.dev or chrome://tracing)."""
         path = Path(path)
         path.write_text(json.dumps(self.chrome()))
         return path
@@ -119,8 +125,8 @@ class StepReport:
         return "\n".join(lines)
 
 
-def build_report(trace: StepTrace, plan, result, durations: dict, config,
-                 correct: bool | None) -> StepReport:
+def build_report(trace: StepTrace, plan, result, config, correct: bool | None) -> StepReport:
+    """Read every node's marks from the run and sum them per rank and per collective."""
     spans: list[NodeSpan] = []
     ranks: list[RankStep] = []
     for rank in trace.ranks:

@@ -40,6 +40,7 @@ def issue_order(rank: RankTrace) -> list[TraceOp]:
     by_id = rank.by_id
 
     def key(node_id: int) -> tuple[int, int]:
+        """Sends first, receives last, the rest in trace order."""
         return (_CLASS.get(by_id[node_id].kind, 1), position[node_id])
 
     ready = [key(i) + (i,) for i, k in waiting.items() if k == 0]
