@@ -221,3 +221,13 @@ def test_per_rank_compute_rate_applies_to_roofline_nodes():
     assert _span(rep, 0, 1).end_ps - _span(rep, 0, 1).start_ps == pytest.approx(
         (64 << 20) / 3350 * 1000, abs=2)
     assert _span(rep, 1, 3).end_ps - _span(rep, 1, 3).start_ps == 30_000_000
+
+
+def test_algorithm_per_collective_call():
+    trace = read_chakra(EXAMPLES / "dp_step" / "dp_step")
+    rep = replay(trace, config=ReplayConfig(per_node={7: "switch"}))
+    algos = {c.node_id: c.algo for c in rep.collectives if c.type == "all_reduce"}
+    assert algos == {5: "ring", 7: "switch"}
+    with pytest.raises(ConfigError, match="algorithm for node 4: no collective has that node "
+                                          "id on its group's first rank; collectives: 2, 5, 7"):
+        replay(trace, config=ReplayConfig(per_node={4: "switch"}))

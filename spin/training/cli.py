@@ -25,10 +25,11 @@ def add_parser(sub) -> None:
     t.add_argument("--topology", default="star", metavar="NAME[:k=v,...]",
                    help="registered topology (spin topo --list); default: a star of as many "
                    "hosts as ranks; ranks take the first hosts")
-    t.add_argument("--algo", default="ring", metavar="ALGO|TYPE=ALGO[,...]",
-                   help=f"all-reduce algorithm ({', '.join(ALLREDUCE_CHOICES)}; default ring), "
-                   f"or TYPE=ALGO per collective type (all_reduce, "
-                   f"{', '.join(f'{k} ({v})' for k, v in FIXED_ALGORITHMS.items())})")
+    t.add_argument("--algo", default="ring", metavar="ALGO|TYPE=ALGO|NODE=ALGO[,...]",
+                   help=f"all-reduce algorithm ({', '.join(ALLREDUCE_CHOICES)}; default ring); "
+                   f"TYPE=ALGO per collective type (all_reduce, "
+                   f"{', '.join(f'{k} ({v})' for k, v in FIXED_ALGORITHMS.items())}); "
+                   f"NODE=ALGO for one call, by its node id on its group's first rank")
     t.add_argument("--groups", metavar="FILE", help="process groups of a Chakra trace, JSON "
                    "{pg_name: [ranks]} (default TRACE.groups.json when it exists)")
     t.add_argument("--tflops", type=float, default=ComputeModel.peak_tflops,
@@ -72,16 +73,19 @@ def pairs(items: list[str], what: str) -> dict[int, float]:
     return out
 
 
-def algorithms(spec: str) -> tuple[str, dict[str, str]]:
-    """(all-reduce default, per-type choices) from ``ring`` or ``all_reduce=switch,...``."""
-    default, per_kind = "ring", {}
+def algorithms(spec: str) -> tuple[str, dict[str, str], dict[int, str]]:
+    """(all-reduce default, per-type, per-node choices) from ``ring``,
+    ``all_reduce=switch,...`` or ``5=switch`` (node 5)."""
+    default, per_kind, per_node = "ring", {}, {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
-        kind, sep, name = part.partition("=")
-        if sep:
-            per_kind[kind.strip()] = name.strip()
+        key, sep, name = (x.strip() for x in part.partition("="))
+        if sep and key.isdigit():
+            per_node[int(key)] = name
+        elif sep:
+            per_kind[key] = name
         else:
             default = part
-    return default, per_kind
+    return default, per_kind, per_node
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -91,14 +95,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     if name == "star":
         params.setdefault("hosts", max(trace.n_ranks, 2))
     topo = build_topology(name, **params)
-    algo, per_kind = algorithms(args.algo)
+    algo, per_kind, per_node = algorithms(args.algo)
     compute = ComputeModel(peak_tflops=args.tflops, memory_gbytes_per_s=args.memory_gbps,
                            rank_tflops=pairs(args.rank_tflops, "rank-tflops"),
                            slowdown=pairs(args.slow, "slow"), delay_us=pairs(args.delay, "delay"),
                            cpu_ops=args.cpu_ops)
     if not args.max_memory_mb > 0:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
-    config = ReplayConfig(algo, per_kind, compute, int(args.max_memory_mb * 2**20), args.workers)
+    config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
+                          args.workers)
     report = replay(trace, topo, config)
     print(f"topology: {label(name, params)}")
     print(report.text())

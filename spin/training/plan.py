@@ -78,8 +78,11 @@ def choose(kind: str, algo: str, per_kind: dict[str, str]) -> str:
 
 
 def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
-                max_memory_bytes: int) -> ReplayPlan:
-    """Match collectives across ranks, pick algorithms, and lay out QPs and memory."""
+                max_memory_bytes: int, per_node: dict[int, str] | None = None) -> ReplayPlan:
+    """Match collectives across ranks, pick algorithms (``per_node``: by the node id of a
+    call on its group's first rank, before ``per_kind`` and ``algo``), and lay out QPs and
+    memory."""
+    per_node = dict(per_node or {})
     for kind in per_kind:
         if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
             raise ConfigError(f"algorithm for collective type {kind!r}; valid types: "
@@ -102,7 +105,9 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
         members = trace.group_ranks(group)
         first = per_group[group][members[0]]
         for i, ref in enumerate(first):
-            name = choose(ref.collective, algo, per_kind)
+            chosen = per_node.pop(ref.node_id, None)
+            name = choose(ref.collective, algo,
+                          {**per_kind, ref.collective: chosen} if chosen else per_kind)
             # each switch job installs its own programs on its QP (install_jobs)
             key = (ref.collective, name, members) + ((group, i) if name == "switch" else ())
             if key not in qp_blocks:
@@ -122,6 +127,11 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
             calls.append(call)
             for r, node in zip(members, call.node_ids):
                 by_node[(r, node)] = call
+    if per_node:
+        node = next(iter(per_node))
+        raise ConfigError(f"algorithm for node {node}: no collective has that node id on its "
+                          f"group's first rank; collectives: "
+                          f"{', '.join(str(n) for n in sorted({c.node_id for c in calls})) or 'none'}")
     nic_calls = [c for c in calls if c.algo == "nic"]
     if len({c.ranks for c in nic_calls}) < len(nic_calls):
         c = nic_calls[1]

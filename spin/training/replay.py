@@ -35,11 +35,13 @@ EXACT_FLOAT32 = 1 << 24          # integers up to this add exactly in float32
 @dataclass(frozen=True)
 class ReplayConfig:
     """How to replay: the all-reduce algorithm (``algo``; ``per_kind`` overrides it for a
-    collective type), the ranks' compute speed, the host memory a rank may use, and how many
+    collective type, ``per_node`` for one call, named by its node id on its group's first
+    rank), the ranks' compute speed, the host memory a rank may use, and how many
     worker processes run the fabric."""
 
     algo: str = "ring"
     per_kind: dict[str, str] = field(default_factory=dict)
+    per_node: dict[int, str] = field(default_factory=dict)
     compute: ComputeModel = field(default_factory=ComputeModel)
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
     workers: int = 1
@@ -56,7 +58,8 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     if len(topo.hosts) < trace.n_ranks:
         raise ConfigError(f"topology has {len(topo.hosts)} hosts; the trace {trace.name} has "
                           f"{trace.n_ranks} ranks (ranks take the first hosts)")
-    plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes)
+    plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes,
+                       config.per_node)
     sc = _scenario(topo, plan, trace.n_ranks, scenario_configs)
     inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
     built: dict[CollectiveCall, object] = {}
