@@ -345,7 +345,7 @@ class Simulation:
         st = self.st
         if st.sc[S.SC_HEAP_N] == 0:
             return int(S.INF_PS)
-        return int(st.heap[0, S.HP_TIME])
+        return int(st.heap[S.HP_TIME])
 
     def run_until(self, t_end_ps: int, max_events: int = 0) -> int:
         """Process every event before ``t_end_ps``, draining captures on the way. Returns early

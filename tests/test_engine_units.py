@@ -74,7 +74,7 @@ def test_heap_interleaved_and_full():
             heapq.heappush(ref, (t, key, i))
         assert st.sc[S.SC_HEAP_N] == len(ref)
         if ref:
-            assert st.heap[0, S.HP_TIME] == ref[0][0]
+            assert st.heap[S.HP_TIME] == ref[0][0]
     while ref:
         eid = pop_event(st)
         assert st.ev[eid, S.E_A] == heapq.heappop(ref)[2]

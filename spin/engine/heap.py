@@ -1,14 +1,16 @@
-"""Binary min-heap of pending events ordered by (time_ps, key), in preallocated arrays.
+"""Min-heap of pending events ordered by (time_ps, key), in preallocated arrays.
 
 The key is unique per event (creator device and its own sequence number), so the pop order is a
 total order that does not depend on how devices are partitioned among workers.
 
-Each heap entry carries its event's time and key next to the event's id (``st.heap[i] = (time,
-key, event)``), so sifting compares neighbouring rows instead of following ids into ``st.ev``.
-The row just past the last entry always holds a sentinel (time = 2^63 - 1), so a sift-down can
-compare both children without asking whether the right one exists, and picks the smaller one
-without a branch: on the bench's small heaps the unpredictable child comparison, not memory,
-was the cost (``pop_event`` was about 28 % of the loop's time before).
+Why it is shaped this way (a perf profile of the 8-host star had ``pop_event`` at about 28 % of
+the loop with a binary heap of event ids that compared times through ``st.ev``): most runs keep
+a few dozen events pending, so a sift-down is a chain of dependent loads and compares, one per
+level. The heap is 4-ary (half the levels), each entry carries its event's time and key next to
+its id in four words of a flat vector (``st.heap[4 i + HP_*]``: an index is a shift, and the four
+children of an entry are two cache lines), and the ``HEAP_SPARE`` entries past the last one
+always hold the sentinel time 2^63 - 1, so a sift-down compares all four children without asking
+which exist and picks the smallest with selects, not branches.
 """
 import numba as nb
 import numpy as np
@@ -44,25 +46,41 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     h = st.heap
     i = sc[S.SC_HEAP_N]
     sc[S.SC_HEAP_N] = i + 1
-    h[i + 1, S.HP_TIME] = _SENTINEL
+    h[_at(i + S.HEAP_SPARE)] = _SENTINEL   # entries n .. n + SPARE - 1 stay sentinels
     while i > 0:
-        p = (i - 1) >> 1
-        pt = h[p, S.HP_TIME]
-        if pt < time_ps or (pt == time_ps and h[p, S.HP_KEY] < key):
+        p = (i - 1) >> 2
+        o = _at(p)
+        pt = h[o]
+        if pt < time_ps or (pt == time_ps and h[o + S.HP_KEY] < key):
             break
-        h[i, S.HP_TIME] = pt
-        h[i, S.HP_KEY] = h[p, S.HP_KEY]
-        h[i, S.HP_EVENT] = h[p, S.HP_EVENT]
+        d = _at(i)
+        h[d] = pt
+        h[d + S.HP_KEY] = h[o + S.HP_KEY]
+        h[d + S.HP_EVENT] = h[o + S.HP_EVENT]
         i = p
-    h[i, S.HP_TIME] = time_ps
-    h[i, S.HP_KEY] = key
-    h[i, S.HP_EVENT] = eid
+    d = _at(i)
+    h[d] = time_ps
+    h[d + S.HP_KEY] = key
+    h[d + S.HP_EVENT] = eid
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _at(i):
+    """Word offset of entry ``i`` (the mask tells LLVM it is not negative, which drops Numba's
+    negative-index wraparound from every access)."""
+    return (i << 2) & 0x7FFFFFFFFFFFFFFC   # HEAP_COLS = 4 words per entry
+
+
+@nb.njit(cache=True, inline="always", _nrt=False)
+def _before(t0, k0, t1, k1):
+    """Entry (t1, k1) comes before (t0, k0), without a branch."""
+    return (t1 < t0) | ((t1 == t0) & (k1 < k0))
 
 
 @nb.njit(cache=True, inline="always", _nrt=False)
 def next_time(st):
     """Time of the earliest pending event (the heap must not be empty)."""
-    return st.heap[0, S.HP_TIME]
+    return st.heap[S.HP_TIME]
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -70,33 +88,55 @@ def pop_event(st):
     """Remove the earliest event and return its id; the caller frees it with free_event."""
     sc = st.sc
     h = st.heap
-    top = h[0, S.HP_EVENT]
+    top = h[S.HP_EVENT]
     n = sc[S.SC_HEAP_N] - 1
     sc[S.SC_HEAP_N] = n
-    t = h[n, S.HP_TIME]
-    k = h[n, S.HP_KEY]
-    e = h[n, S.HP_EVENT]
-    h[n, S.HP_TIME] = _SENTINEL     # the old last row is the new spare row
+    o = _at(n)
+    t = h[o]
+    k = h[o + S.HP_KEY]
+    e = h[o + S.HP_EVENT]
+    h[o] = _SENTINEL     # the old last entry joins the spare sentinels
     i = 0
     c = 1
     while c < n:
-        # the smaller child, branch-free (the right one is the sentinel when it does not exist)
-        rt = h[c + 1, S.HP_TIME]
-        lt = h[c, S.HP_TIME]
-        right = (rt < lt) | ((rt == lt) & (h[c + 1, S.HP_KEY] < h[c, S.HP_KEY]))
-        c += np.int64(right)
-        ct = h[c, S.HP_TIME]
-        if t < ct or (t == ct and k < h[c, S.HP_KEY]):
+        # the smallest of the four children (sentinels where they do not exist), by selects
+        b0 = _at(c)
+        b1 = b0 + S.HEAP_COLS
+        b2 = b1 + S.HEAP_COLS
+        b3 = b2 + S.HEAP_COLS
+        t0 = h[b0]
+        k0 = h[b0 + S.HP_KEY]
+        t1 = h[b1]
+        k1 = h[b1 + S.HP_KEY]
+        t2 = h[b2]
+        k2 = h[b2 + S.HP_KEY]
+        t3 = h[b3]
+        k3 = h[b3 + S.HP_KEY]
+        first = _before(t0, k0, t1, k1)
+        ta = t1 if first else t0
+        ka = k1 if first else k0
+        ja = np.int64(first)
+        second = _before(t2, k2, t3, k3)
+        tb = t3 if second else t2
+        kb = k3 if second else k2
+        jb = 2 + np.int64(second)
+        last = _before(ta, ka, tb, kb)
+        ct = tb if last else ta
+        ck = kb if last else ka
+        c += jb if last else ja
+        if t < ct or (t == ct and k < ck):
             break
-        h[i, S.HP_TIME] = ct
-        h[i, S.HP_KEY] = h[c, S.HP_KEY]
-        h[i, S.HP_EVENT] = h[c, S.HP_EVENT]
+        d = _at(i)
+        h[d] = ct
+        h[d + S.HP_KEY] = ck
+        h[d + S.HP_EVENT] = h[_at(c) + S.HP_EVENT]
         i = c
-        c = 2 * i + 1
+        c = 4 * i + 1
     if n > 0:
-        h[i, S.HP_TIME] = t
-        h[i, S.HP_KEY] = k
-        h[i, S.HP_EVENT] = e
+        d = _at(i)
+        h[d] = t
+        h[d + S.HP_KEY] = k
+        h[d + S.HP_EVENT] = e
     return top
 
 

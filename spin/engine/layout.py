@@ -335,11 +335,13 @@ EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
 ])])
 
-# --- st.heap: pending events as a binary min-heap, each entry its event's order and id --------
+# --- st.heap: pending events as a 4-ary min-heap, each entry its event's order and id ---------
+# (a flat int64 vector of HEAP_COLS words per entry; see spin.engine.heap)
 HEAP = Table("heap", "HP_", "HEAP_COLS", [Columns("spin.engine.heap", [
     ("TIME", "the event's time, ps (the first order)"),
     ("KEY", "its tie-breaking key (the second)"),
     ("EVENT", "its row in st.ev"),
+    ("PAD", "unused: four words keep an entry's index a shift"),
 ])])
 
 # --- st.cap: captured frames (their bytes in st.cap_frames) ----------------------------------

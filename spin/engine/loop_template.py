@@ -168,7 +168,7 @@ def run_until(st, hmem, t_end, max_events):
             sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
             break
         if sc[S.SC_QS_N] + st.port.shape[0] > st.qsamples.shape[0] \
-                and st.ev[st.heap[0, S.HP_EVENT], S.E_KIND] == S.EV_SAMPLE:
+                and st.ev[st.heap[S.HP_EVENT], S.E_KIND] == S.EV_SAMPLE:
             sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL   # Python drains samples with captures
             break
         eid = pop_event(st)
