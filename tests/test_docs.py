@@ -15,7 +15,9 @@ Rules for code blocks (docs/contributing.md says the same to authors):
   ``python FILE`` needs the file; ``pip install`` and ``python -m pytest`` lines are the set-up
   commands CI runs verbatim (.ci/run);
 * ``toml`` blocks are loaded with spin's scenario loader; a fragment without ``[topology]`` is
-  loaded on top of a 2-host star.
+  loaded on top of a 2-host star. A block whose first line is ``# pyproject.toml ...`` is a
+  package's metadata instead: it must parse, and the entry-point groups it publishes must be
+  the ones spin reads (``spin.scenario_code``).
 """
 from __future__ import annotations
 
@@ -222,15 +224,33 @@ TOML = [b for b in BLOCKS if b.lang == "toml"]
 BASE_SCENARIO = {"topology": {"kind": "star", "hosts": 2}}
 
 
+PYPROJECT_MARK = "# pyproject.toml"
+
+
 @pytest.mark.parametrize("block", TOML, ids=_ids(TOML))
 def test_toml_block_loads(block, tmp_path):
     from spin.scenario_file import load_scenario
     data = tomllib.loads(block.body)
+    if block.body.startswith(PYPROJECT_MARK):
+        _check_entry_points(data, block.where)
+        return
     if "topology" not in data:
         data = {**BASE_SCENARIO, **data}
     path = tmp_path / "scenario.toml"
     path.write_text(_dump_toml(data))
     load_scenario(path)
+
+
+def _check_entry_points(pyproject: dict, where: str) -> None:
+    """A pyproject fragment publishes functions only under the groups spin looks them up in,
+    each value a ``module:function`` path."""
+    from spin.scenario_code import FACTORY, FUNCTION
+    groups = pyproject.get("project", {}).get("entry-points", {})
+    assert groups, f"{where}: a pyproject.toml block without [project.entry-points]"
+    for group, points in groups.items():
+        assert group in (FACTORY.group, FUNCTION.group), f"{where}: spin reads no group {group!r}"
+        for name, value in points.items():
+            assert re.fullmatch(r"[\w.]+:\w+", value), f"{where}: {name} = {value!r}"
 
 
 def _dump_toml(data: dict) -> str:
