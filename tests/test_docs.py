@@ -293,6 +293,13 @@ def test_mkdocs_build_is_strict_and_clean(tmp_path):
     assert "spin allreduce" in cli and "--algo" in cli
     config = (site / "reference" / "configuration" / "index.html").read_text()
     assert "hpu_clock_mhz" in config and "match_qp" in config
+    from tools.plot_gallery import FIGURES, GALLERY_DIR
+    for name in FIGURES:                    # drawn at build time, never committed
+        assert (site / GALLERY_DIR / name).read_bytes().startswith(b"\x89PNG\r\n"), name
+        assert not (DOCS / GALLERY_DIR / name).exists(), f"{name} is generated: do not commit it"
+    gallery = (site / "guides" / "plots" / "index.html").read_text()
+    assert all(f'src="{name}"' in gallery or f'src="../plots/{name}"' in gallery
+               for name in FIGURES), "the gallery page shows every generated picture"
     inventory = _inventory_names(site / "objects.inv")
     import spin
     from tools.reference_pages import top_level_names
