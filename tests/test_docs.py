@@ -149,6 +149,30 @@ def test_output_markers_follow_python_blocks():
         assert b.lang == "text" and before and before[0].lang == "python", b.where
 
 
+TEST_REFERENCE = re.compile(r"`(?P<file>test_\w+\.py)?(?:::(?P<name>test_\w+))?`")
+
+
+def test_tests_named_in_the_docs_exist():
+    """A page that cites ``test_file.py::test_name`` (or ``::test_name`` after it, for the same
+    file) as the proof of something cites a test that exists under tests/."""
+    cited = []
+    for page in PAGES:
+        last = None
+        for m in TEST_REFERENCE.finditer(page.read_text()):
+            last = m.group("file") or last
+            if m.group("file") or m.group("name"):
+                cited.append((page.relative_to(ROOT), last, m.group("name")))
+    assert len(cited) > 20
+    missing = []
+    for page, file, name in cited:
+        path = ROOT / "tests" / file if file else None
+        if path is None or not path.is_file():
+            missing.append(f"{page}: {file}")
+        elif name and not re.search(rf"^def {name}\(", path.read_text(), re.MULTILINE):
+            missing.append(f"{page}: {file}::{name}")
+    assert missing == []
+
+
 # --- sh -------------------------------------------------------------------------------------------
 SHELL = [b for b in BLOCKS if b.lang == "sh"]
 
