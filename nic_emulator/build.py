@@ -26,14 +26,19 @@ def configure_nic(st, d: int, nic, host, host_mem_offset: int) -> None:
     dev[S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))
 
 
-def transport_connections(scenario) -> int:
-    """Rows of the transport connection table: a sender and a receiver row per distinct
-    (source, destination, QP) the host programs send on, plus room for handler-posted puts."""
-    if scenario.nic.transport.kind == "none":
-        return 1
+def send_flows(scenario) -> int:
+    """Distinct (source, destination, QP) the host programs send on, plus room for the ones
+    handlers open with puts: the open-loop transport keeps a PSN counter per flow."""
     flows = {(node, op[1], op[2]) for node, prog in scenario.host_programs.items()
              for op in prog.ops if op[0] == S.OP_SEND}
-    return 2 * len(flows) + 16 * scenario.n_hosts + 256
+    return len(flows) + 16 * scenario.n_hosts + 256
+
+
+def transport_connections(scenario) -> int:
+    """Rows of the transport connection table: a sender and a receiver row per send flow."""
+    if scenario.nic.transport.kind == "none":
+        return 1
+    return 2 * send_flows(scenario)
 
 
 def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) -> None:

@@ -42,7 +42,7 @@ def context_order(scenario) -> list:
 
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
-                                    transport_connections)
+                                    send_flows, transport_connections)
     from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
     from switch_emulator.lb.registry import table_entries
     sc, topo = scenario, scenario.topology
@@ -75,7 +75,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         n_route_groups=1, n_route_ports=1,
         trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1,
         n_qsamples=max(4096, 4 * n_ports) if eng.queue_sample_ns > 0 else 16,
-        n_conns=transport_connections(sc))
+        n_conns=transport_connections(sc), n_send_flows=send_flows(sc))
     # routing first: its group table sizes the arrays
     gp_of = topo.global_ports()
     port_dev = np.zeros(n_ports, np.int64)

@@ -195,6 +195,7 @@ class StateSizes:
     trace_records: int = 1
     n_qsamples: int = 16
     n_conns: int = 1
+    n_send_flows: int = 0    # open loop: (source, destination, QP) PSN counters (st.tx_keys)
     lb_rows: int = 1        # switches (rows of lb_table) when a scheme keeps per-switch memory
     lb_entries: int = 1
 
@@ -238,8 +239,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         rx_vals=np.zeros(_hash_cap(z.max_rx_messages), i64),
         txm=np.zeros((z.max_tx_messages, _C["TXM_COLS"]), i64),
         txm_free=np.arange(z.max_tx_messages, dtype=i32)[::-1].copy(),
-        tx_keys=np.full(_hash_cap(z.n_nodes * 4 + 64), -1, i64),
-        tx_vals=np.zeros(_hash_cap(z.n_nodes * 4 + 64), i64),
+        tx_keys=np.full(_hash_cap(max(z.n_send_flows, z.n_nodes * 4 + 64)), -1, i64),
+        tx_vals=np.zeros(_hash_cap(max(z.n_send_flows, z.n_nodes * 4 + 64)), i64),
         ec=np.zeros((max(z.n_ecs, 1), _C["EC_COLS"]), i64),
         prog=np.zeros((max(z.n_progs, 1), _C["PROG_COLS"]), i64),
         route=np.full((max(z.n_route_epochs, 1), max(z.n_switches, 1), max(z.n_nodes, 1)), -1,
