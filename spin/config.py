@@ -201,6 +201,20 @@ class SwitchConfig(_Frozen):
     # (0: never). DCTCP-style step marking; 64 KiB is about DCTCP's K = 65 x 1.5 KB packets
     # (Alizadeh et al., SIGCOMM'10). Real IP ECN bits, checksum updated.
     ecn_threshold_bytes: int = Field(65_536, ge=0)
+    # RED-like marking instead of the step: with an upper threshold above the lower one, a frame
+    # is marked with probability (queue - lower) / (upper - lower) between the two and always
+    # above the upper (htsim's composite queue; its main_uec uses 20 % and 80 % of a BDP-sized
+    # queue). 0: the step at ``ecn_threshold_bytes`` alone.
+    ecn_high_bytes: int = Field(0, ge=0)
+    # When the marking is decided: "enqueue" (on the bytes queued ahead of the frame, as DCTCP
+    # switches) or "dequeue" (when it starts transmission, on the bytes queued behind it, as
+    # htsim and shared-buffer switches that mark on egress do; the signal is fresher by one
+    # queueing delay).
+    ecn_at: Literal["enqueue", "dequeue"] = "enqueue"
+    # Header-only frames (RoCE ACK/NAK and CNP, Ultra Ethernet ACK/NACK, trimmed headers) go in
+    # the priority queue of every port, ahead of data and never tail-dropped behind it, as in
+    # htsim and Ultra Ethernet 1.0; False queues them with data (a plain single-class switch).
+    header_priority: bool = True
     # Trimming (NDP, SIGCOMM'17; Ultra Ethernet 1.0): a frame that overflows the buffer loses its
     # payload and its headers go on in a priority queue, marked with this DSCP code point
     # (operator-chosen in UE; any value 1..63 not used for other traffic).
@@ -234,6 +248,14 @@ class SwitchConfig(_Frozen):
     @classmethod
     def _known_scheme(cls, name: str) -> str:
         return port_schemes().check(name)
+
+    @model_validator(mode="after")
+    def _ecn_band(self) -> "SwitchConfig":
+        if self.ecn_high_bytes and self.ecn_high_bytes <= self.ecn_threshold_bytes:
+            raise ValueError(f"ecn_high_bytes = {self.ecn_high_bytes} must be above "
+                             f"ecn_threshold_bytes = {self.ecn_threshold_bytes} (or 0: step "
+                             "marking at ecn_threshold_bytes)")
+        return self
 
 
 class EngineConfig(_Frozen):

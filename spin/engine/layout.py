@@ -210,7 +210,14 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("MAX_Q_BYTES", "largest queue"),
         ("BUSY_PS", "time spent serialising"),
         ("UP", "0: the link is down (frames to it are dropped)"),
-        ("ECN_THRESH", "queue bytes above which ECN-capable frames are marked CE (0: never)"),
+        ("ECN_THRESH", "ECN: lower threshold in queue bytes; step marking at it when ECN_HIGH "
+         "is not above it (0: never mark)"),
+        ("ECN_HIGH", "ECN: upper threshold in queue bytes (RED-like marking between the two)"),
+        ("ECN_DEQUEUE", "ECN: 1 decides when a frame starts transmission (queue behind it), "
+         "0 at enqueue (queue ahead of it)"),
+        ("ECN_RNG", "ECN: the port's xorshift32 state for RED-like marking (never 0)"),
+        ("HDR_PRIO", "1: header-only frames (ACK/NACK, CNP, trimmed headers) take the priority "
+         "queue"),
         ("ECN_MARKS", "frames marked CE"),
         ("TRIMS", "frames trimmed"),
         ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
