@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .errors import SpinError
@@ -60,6 +61,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario.trace(links=args.trace_links)
     if args.debug:
         scenario = scenario.with_debug_handlers()
+    if args.digests:
+        scenario = replace(scenario, engine=scenario.engine.model_copy(
+            update={"host_memory_digests": True}))
     if args.workers is not None:
         options = options.with_workers(args.workers)
     if args.until_us is not None:
@@ -98,6 +102,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                      **transport)
     if not args.quiet:
         print(run_summary(run.result, options.name))
+        if not scenario.engine.host_memory_digests:
+            print("skipped: SHA-256 of host memory (per-byte work, on request: --digests or "
+                  "[engine] host_memory_digests = true)")
         for e in run.result.endpoints:
             print(f"endpoint {e.host} ({e.mode}): {e.frames_to_endpoint} frames "
                   f"({e.bytes_to_endpoint} B) to the program, {e.frames_from_endpoint} frames "
@@ -310,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "all links if the file has no [capture])")
     r.add_argument("--json", metavar="FILE", help="write the RunResult as JSON (times in ps)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--digests", action="store_true",
+                   help="put a SHA-256 of every host's memory in the result (skipped by "
+                   "default: it reads every byte of every host)")
     r.add_argument("--debug", action="store_true",
                    help="run handlers as plain Python: print, pdb and tracebacks with the "
                    "failing line work; same results, microseconds per handler call")

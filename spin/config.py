@@ -284,3 +284,8 @@ class EngineConfig(_Frozen):
     # Record every non-empty output queue at this interval (0: off), for occupancy over time
     # (result.queue_samples); the mean and maximum per port are always kept.
     queue_sample_ns: float = Field(0.0, ge=0, allow_inf_nan=False)
+    # SHA-256 of every host's memory in the result (``RunResult.host_memory_sha256``), for
+    # checks that two runs left identical memory. Off by default: hashing reads every byte of
+    # every host (seconds at 1024 hosts) and most runs never look at it; ``spin run`` says when
+    # it was skipped, ``spin run --digests`` and ``spin.runs.run_both`` ask for it.
+    host_memory_digests: bool = False
