@@ -25,7 +25,7 @@ from .faults import LinkFault
 from .handler import ExecutionContext, HandlerProgram, same_program  # noqa: F401 (re-export)
 from .host_program import HostProgram
 from .results import RunResult
-from .scenario_limits import check_host_op_addresses
+from .scenario_limits import check_host_op_addresses, check_reordering
 from .topology import Topology
 from .trace import TraceOptions
 from .units import ns
@@ -241,6 +241,7 @@ class Simulation:
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
+        check_reordering(scenario)
         self.engine = load_engine(scenario.engine.boundscheck)
         self.st = self._build_state()
         init_call_block(self.st)
