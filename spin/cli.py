@@ -237,6 +237,12 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
 
 
 def cmd_lb(args: argparse.Namespace) -> int:
+    if args.preset or args.topo_file or args.cm:
+        if not (args.preset and args.topo_file and args.cm):
+            raise SpinError("spin lb --topo-file T.topo --cm C.cm --preset htsim: the three go "
+                            "together (the only preset is htsim)")
+        from .loadbalancing.htsim_run import run_preset_cli
+        return run_preset_cli(args)
     from .loadbalancing.compare import run_lb_cli
     return run_lb_cli(args)
 
@@ -441,7 +447,23 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--plots", metavar="DIR",
                     help="write fct_cdf.png and link_utilisation_<scheme>.png to DIR "
                     "(needs matplotlib)")
-    lb.add_argument("--json", metavar="FILE", help="write the rows as JSON (times in ps)")
+    lb.add_argument("--json", metavar="FILE", help="write the rows as JSON (times in ps; with "
+                    "--preset: per scheme fct_us mean/p50/p99/max, completed, wall_s, run_s, "
+                    "packet events)")
+    lb.add_argument("--topo-file", metavar="T.topo",
+                    help="an htsim topology file (tiered fat tree or leaf-spine) instead of "
+                    "--topology; needs --cm and --preset")
+    lb.add_argument("--cm", metavar="C.cm",
+                    help="an htsim connection matrix (flows, starts, triggers) instead of "
+                    "--workload; needs --topo-file and --preset")
+    lb.add_argument("--preset", choices=("htsim",),
+                    help="htsim: htsim main_uec's defaults for the --topo-file topology: base "
+                    "RTT of the longest path (link latency both ways plus a data packet and a "
+                    "64 B ACK per hop), queues of one BDP per switch port with trimming, ECN "
+                    "RED-like between 20%% and 80%% of it at dequeue, window 1.5 x BDP "
+                    "(Ultra-Ethernet-style transport), header-only packets prioritised, "
+                    "minimum RTO 100 us, MTU 4096 B payload, no host or PCIe latency; "
+                    "default schemes ecmp,spray,reps")
     lb.set_defaults(func=cmd_lb)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")
