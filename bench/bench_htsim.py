@@ -35,7 +35,7 @@ def _scenario():
     engine = EngineConfig(mtu_bytes=4096, buffer_slots=max(1 << 16, 256 * n),
                           max_events_pending=max(1 << 16, 64 * n), log_messages=max(1 << 16, 8 * n),
                           max_rx_messages=max(1 << 14, 4 * n), max_tx_messages=max(1 << 14, 4 * n))
-    switch = dict(port_buffer_bytes=175_308, ecn_threshold_bytes=35_061, trim=True, pfc=False)
+    switch = {"port_buffer_bytes": 175_308, "ecn_threshold_bytes": 35_061, "trim": True, "pfc": False}
     if "header_priority" in SwitchConfig.model_fields:      # same work on both trees
         switch["header_priority"] = False
     nic = NicConfig(transport=TransportConfig(kind="ue", window_bytes=263_358,

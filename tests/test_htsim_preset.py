@@ -26,7 +26,8 @@ def test_preset_of_htsims_128_host_fat_tree():
     # 2 x 6 x 1 us + 6 x (one 4 KiB data packet + one 64 B ACK at 100 Gb/s): ~14.0 us
     assert 14.0e6 <= p.base_rtt_ps <= 14.1e6
     assert p.bdp_bytes == p.base_rtt_ps * 100 // 8000
-    assert p.queue_bytes % p.packet_bytes == 0 and abs(p.queue_bytes - p.bdp_bytes) < p.packet_bytes
+    assert p.queue_bytes % p.packet_bytes == 0
+    assert abs(p.queue_bytes - p.bdp_bytes) < p.packet_bytes
     assert p.ecn_low_bytes == int(0.2 * p.queue_bytes) and p.ecn_high_bytes == int(0.8 * p.queue_bytes)
     assert p.window_bytes == int(1.5 * p.bdp_bytes)
 

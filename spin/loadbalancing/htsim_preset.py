@@ -25,7 +25,7 @@ from ..config import EngineConfig, NicConfig, SwitchConfig, TransportConfig
 from ..errors import TopologyError
 from ..topology import Topology
 from ..units import ETHERNET_WIRE_OVERHEAD_BYTES, serialization_ps
-from ..wire.headers import ROCE_HEADER_BYTES, ICRC_BYTES, PLH_BYTES, AETH_BYTES, SACKH_BYTES
+from ..wire.headers import AETH_BYTES, ICRC_BYTES, PLH_BYTES, ROCE_HEADER_BYTES, SACKH_BYTES
 
 HTSIM_ACK_BYTES = 64              # htsim's ACK size, in its base-RTT formula
 ECN_LOW_FRACTION = 0.2            # main_uec: ECN between 20 % ...
@@ -119,7 +119,7 @@ def longest_host_path_hops(topo: Topology) -> int:
 def htsim_preset(topo: Topology, mtu_bytes: int = 4096) -> HtsimPreset:
     """The preset for ``topo`` with packets of ``mtu_bytes`` payload."""
     hops = longest_host_path_hops(topo)
-    lat_ps = max(int(round(link.config.latency_ns * 1000)) for link in topo.links)
+    lat_ps = max(round(link.config.latency_ns * 1000) for link in topo.links)
     host_rates = {link.config.rate_gbps for link in topo.links
                   if link.a in topo.hosts or link.b in topo.hosts}
     rate = min(host_rates)

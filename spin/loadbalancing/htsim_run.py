@@ -48,7 +48,7 @@ class HtsimSchemeRun:
     acks_sent: int
 
     def as_dict(self) -> dict[str, Any]:
-        us = lambda ps: round(ps / US, 3)                              # noqa: E731
+        us = lambda ps: round(ps / US, 3)
         f = self.fct
         return {"scheme": self.scheme,
                 "fct_us": None if f is None else {"mean": us(f.mean_ps), "p50": us(f.p50_ps),
@@ -90,7 +90,7 @@ def run_scheme(sc: Scenario, workload, name: str) -> HtsimSchemeRun:
     run_s = time.perf_counter() - t0
     msgs = flow_messages(workload, result)
     fct = FctStats.of([m.completion_ps for m in msgs]) if msgs else None
-    nic = lambda k: sum(getattr(n, k) or 0 for n in result.nics)  # noqa: E731
+    nic = lambda k: sum(getattr(n, k) or 0 for n in result.nics)
     data_packets = sum(l.tx_frames for l in result.links if l.tier == "host"
                        and l.from_device in sc.topology.hosts) - nic("acks_sent")
     return HtsimSchemeRun(
@@ -159,5 +159,12 @@ def run_preset_cli(args) -> int:
     return 0
 
 
-__all__ = ["HtsimSchemeRun", "htsim_scenario", "run_htsim_schemes", "run_preset_cli",
-           "run_scheme", "htsim_table", "PRESETS"]
+__all__ = [
+    "PRESETS",
+    "HtsimSchemeRun",
+    "htsim_scenario",
+    "htsim_table",
+    "run_htsim_schemes",
+    "run_preset_cli",
+    "run_scheme",
+]

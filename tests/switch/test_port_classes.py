@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from spin.config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig, \
-    TransportConfig
+from spin.config import (
+    EngineConfig,
+    HostConfig,
+    LinkConfig,
+    NicConfig,
+    SwitchConfig,
+    TransportConfig,
+)
 from spin.errors import ConfigError
 from spin.simulation import Scenario, Simulation
 from spin.topology import Topology
@@ -42,7 +48,7 @@ def _port_to(result, host: str):
     return next(l for l in result.links if l.to_device == host)
 
 
-SMALL = dict(port_buffer_bytes=16 * 1024, trim=True, ecn_threshold_bytes=0)
+SMALL = {"port_buffer_bytes": 16 * 1024, "trim": True, "ecn_threshold_bytes": 0}
 
 
 def test_header_only_frames_are_never_dropped_behind_data():
@@ -53,12 +59,12 @@ def test_header_only_frames_are_never_dropped_behind_data():
     assert prio.drops.get("queue_full", 0) == 0 and prio.drops.get("priority_queue_full", 0) == 0
     assert _port_to(prio, "h0").trims > 0                      # data still overflowed
     # host 0's message, whose ACKs cross the congested port, finishes sooner
-    done = lambda r: next(m.t_done_ps for m in r.messages if m.src == 0)   # noqa: E731
+    done = lambda r: next(m.t_done_ps for m in r.messages if m.src == 0)
     assert done(prio) < done(shared)
 
 
 def test_red_marks_between_thresholds_and_step_marking_is_still_expressible():
-    base = dict(port_buffer_bytes=1 << 20, header_priority=True)
+    base = {"port_buffer_bytes": 1 << 20, "header_priority": True}
     step = _run(SwitchConfig(**base, ecn_threshold_bytes=8 * 1024))
     red = _run(SwitchConfig(**base, ecn_threshold_bytes=8 * 1024, ecn_high_bytes=64 * 1024))
     never = _run(SwitchConfig(**base, ecn_threshold_bytes=512 * 1024,
@@ -79,7 +85,7 @@ def test_red_marks_between_thresholds_and_step_marking_is_still_expressible():
 
 
 def test_step_marks_every_frame_above_threshold_red_fewer():
-    base = dict(port_buffer_bytes=1 << 20, header_priority=True)
+    base = {"port_buffer_bytes": 1 << 20, "header_priority": True}
     step = _port_to(_run(SwitchConfig(**base, ecn_threshold_bytes=4 * 1024)), "h0")
     red = _port_to(_run(SwitchConfig(**base, ecn_threshold_bytes=4 * 1024,
                                      ecn_high_bytes=400 * 1024)), "h0")
@@ -87,9 +93,9 @@ def test_step_marks_every_frame_above_threshold_red_fewer():
 
 
 @pytest.mark.parametrize("fields, needle", [
-    (dict(ecn_threshold_bytes=64_000, ecn_high_bytes=32_000), "ecn_high_bytes"),
-    (dict(ecn_at="egress"), "ecn_at"),
-    (dict(header_priority="maybe"), "header_priority"),
+    ({"ecn_threshold_bytes": 64_000, "ecn_high_bytes": 32_000}, "ecn_high_bytes"),
+    ({"ecn_at": "egress"}, "ecn_at"),
+    ({"header_priority": "maybe"}, "header_priority"),
 ])
 def test_bad_port_fields_name_field_and_value(fields, needle):
     with pytest.raises(ConfigError) as e:
