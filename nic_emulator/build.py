@@ -1,6 +1,7 @@
 """NIC and host columns of the engine state, from NicConfig and HostConfig."""
 from __future__ import annotations
 
+from spin.transports import ENTROPIES, TRANSPORTS
 from spin.engine import state as S
 from spin.units import ns
 
@@ -39,8 +40,8 @@ def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) ->
     """Transport kind and entropy policy of every NIC, and the fabric's transport parameters
     (``spin.config.TransportConfig``; see ``nic_emulator.congestion``)."""
     tc = nic.transport
-    st.dev[:n_hosts, S.D_TRANSPORT] = S.TRANSPORT_KINDS.index(tc.kind)
-    st.dev[:n_hosts, S.D_ENTROPY] = S.ENTROPY_POLICIES.index(tc.entropy)
+    st.dev[:n_hosts, S.D_TRANSPORT] = TRANSPORTS.names().index(tc.kind)
+    st.dev[:n_hosts, S.D_ENTROPY] = ENTROPIES.names().index(tc.entropy)
     window = tc.window_bytes or max(mtu, int(host_rate_gbps * 1000 * tc.base_rtt_us / 8))
     p = st.sc[S.SC_TRP:S.SC_TRP + S.TRP_N]   # a view: writes land in st.sc
     p[S.TRP_ACK_EVERY] = tc.ack_every_packets

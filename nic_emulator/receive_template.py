@@ -1,28 +1,29 @@
-"""Template of the NIC receive path, part of the generated engine module (it calls handlers,
-so it must sit next to the static dispatch; see ``spin/engine/loop_template.py``): validate a
-frame, find its message and execution context, run the header and payload handlers in sPIN
-order or write the payload to host memory (default path), then the completion handler."""
+"""Template of the NIC device kind (``spin.engine.device_kinds``), part of the generated engine
+module (it calls handlers; see ``spin/engine/loop_template.py``): validate a frame, let the
+NIC's transport (``nic_emulator.transports``) admit it and find its message, run the header and
+payload handlers in sPIN order or write the payload to host memory (default path), then the
+completion handler."""
 import numba as nb
-import numpy as np
 
+from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.pcie import CQE_BYTES, pcie_write
+from nic_emulator.transports.connections import wake_tx
 from spin import drops as D
 from spin.api import PROCEED
 from spin.engine import state as S
-from spin.engine.hashmap import map_delete, map_get, map_put
+from spin.engine.hashmap import map_delete
 from spin.engine.heap import push_event
-from spin.engine.messages import (free_message, has_message_room, make_room_for, match_ec,
-                                  new_message)
+from spin.engine.messages import free_message
 from spin.engine.pool import copy_bytes, free_slot
-from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK, conn_key
+from spin.engine.rdma import PSN_MASK
 from spin.wire import headers as WH
 from spin.wire import roce as W
 from spin.wire.ip_edit import dscp_of
-from nic_emulator.reliable_rx import accepted, admit, trimmed
-from nic_emulator.reliable_tx import on_control
-from nic_emulator.transport import unwrap
 
 from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
+from nic_emulator.transports.registry import (transport_accepted, transport_admit,  # SPIN-TEMPLATE
+    transport_carries, transport_find_message, transport_on_control,  # SPIN-TEMPLATE
+    transport_on_trimmed)  # SPIN-TEMPLATE
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
@@ -31,20 +32,29 @@ def _nic_drop(st, dev, slot, reason):
     free_slot(st, slot)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
-def _ue_message_key(dev, src, qp, msg_psn):
-    """Receive-map key of a UE message (bit 61 set: never equal to a connection key; the row's
-    own fields are compared on every hit)."""
-    k = ((np.int64(dev) & 0x1FFF) << 48) | ((np.int64(src) & 0xFFFFFF) << 24) \
-        | (np.int64(msg_psn) & 0xFFFFFF)
-    return (np.int64(1) << 61) | ((k ^ ((np.int64(qp) & 0xFFFFFF) << 20)) & ((np.int64(1) << 61) - 1))
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def nic_receive(st, hmem, dev, gp, slot, now):
+    _nic_frame(st, hmem, dev, slot, now, False)
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
-def nic_receive(st, hmem, dev, slot, now, timer):
-    """A frame for this NIC (``timer``: the packet of an expired handler timer, which belongs to
-    no connection: the transport neither sequences nor acknowledges it, and it never replaces a
-    message open on its QP)."""
+def nic_timer(st, hmem, dev, slot, now):
+    _nic_frame(st, hmem, dev, slot, now, True)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def nic_port_ready(st, dev, now):
+    wake_tx(st, dev, now)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def nic_actions(st, dev, m, slot, n_commands, end):
+    return nic_finalize_actions(st, dev, m, n_commands, end)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def _nic_frame(st, hmem, dev, slot, now, timer):
+    """A frame for this NIC (``timer``: the packet of an expired handler timer)."""
     frame = st.pool[slot]
     flen = st.slot_len[slot]
     out = st.parsed
@@ -62,89 +72,35 @@ def nic_receive(st, hmem, dev, slot, now, timer):
         # no device has that address: a spoofed or corrupted source a handler must not answer
         _nic_drop(st, dev, slot, D.UNKNOWN_SOURCE)
         return
-    tr = S.TR_NONE if timer else st.dev[dev, S.D_TRANSPORT]
+    # a handler timer packet belongs to no connection: the transport neither sequences nor
+    # acknowledges it, and it never replaces a message open on its QP
+    tr = S.TR_OPEN_LOOP if timer else st.dev[dev, S.D_TRANSPORT]
     opcode = out[W.P_OPCODE]
     if opcode == WH.OP_RC_ACKNOWLEDGE or opcode == WH.OP_CNP or opcode == WH.OP_UE_ACK:
-        reason = D.TRANSPORT_MISMATCH if tr == S.TR_NONE else on_control(st, dev, out, frame, now)
+        reason = transport_on_control(tr, st, dev, out, frame, now)
         if reason != D.OK:
             _nic_drop(st, dev, slot, reason)
         else:
             free_slot(st, slot)
         return
-    if (opcode == WH.OP_UE_WRITE) != (tr == S.TR_UE):
+    if not transport_carries(tr, opcode):
         _nic_drop(st, dev, slot, D.TRANSPORT_MISMATCH)
         return
     if st.sc[S.SC_TRIM_DSCP] > 0 and dscp_of(frame) == st.sc[S.SC_TRIM_DSCP]:
-        # a congested switch cut the payload: nothing to place (UE asks for it again)
-        if tr == S.TR_UE:
-            trimmed(st, dev, out, now)
+        # a congested switch cut the payload: nothing to place (a transport may ask again)
+        transport_on_trimmed(tr, st, dev, out, now)
         _nic_drop(st, dev, slot, D.TRIMMED)
         return
-    src = out[W.P_SRC_NODE]
-    qp = out[W.P_DEST_QP]
-    psn = out[W.P_PSN]
-    base_op = opcode & 0x1F
-    key = conn_key(dev, src, qp)
-    cyc = st.dev[dev, S.D_CYCLE_PS]
-    is_first = base_op == OPC_WRITE_FIRST or base_op == OPC_WRITE_ONLY
-    c = -1
-    psn_abs = np.int64(psn)
-    ue_idx = np.int64(0)
-    if tr != S.TR_NONE:
-        c, psn_abs = admit(st, dev, out, now)
-        if c < 0:
-            _nic_drop(st, dev, slot, psn_abs)   # a duplicate or out of sequence: answered
-            return
-    if tr == S.TR_UE:
-        # out-of-order placement: whichever packet of a message comes first opens it
-        msg_psn = unwrap(out[W.P_AUX], psn_abs)
-        key = _ue_message_key(dev, src, qp, msg_psn)
-        m = map_get(st.rx_keys, st.rx_vals, key)
-        is_first = m < 0
-        if is_first:
-            if not has_message_room(st, dev, now):
-                _nic_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
-                return
-            t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
-            mtu = st.sc[S.SC_MTU]
-            dma_len = out[W.P_RETH_DMA_LEN]
-            ec = match_ec(st, dev, src, st.dev[dev, S.D_NODE], qp, out[W.P_RETH_RKEY],
-                          WH.ROCE_UDP_PORT, -1)
-            m = new_message(st, dev, src, qp, msg_psn, max(1, (dma_len + mtu - 1) // mtu),
-                            out[W.P_RETH_VA], out[W.P_RETH_RKEY], dma_len, ec, t_ready, key)
-            st.msg[m, S.M_T_FIRST] = now
-            map_put(st.rx_keys, st.rx_vals, key, m)
-        elif st.msg[m, S.M_SRC] != src or st.msg[m, S.M_QP] != qp \
-                or st.msg[m, S.M_FIRST_PSN] != msg_psn:
-            _nic_drop(st, dev, slot, D.TRANSPORT_MISMATCH)   # a key collision: never expected
-            return
-        else:
-            t_ready = now + st.dev[dev, S.D_MATCH_PKT_CYCLES] * cyc
-        ue_idx = psn_abs - msg_psn
-    elif is_first:
-        room = has_message_room(st, dev, now) if timer else make_room_for(st, dev, key, now)
-        if not room:
-            _nic_drop(st, dev, slot, D.NO_MESSAGE_SLOT)
-            return
-        t_ready = now + st.dev[dev, S.D_MATCH_HDR_CYCLES] * cyc
-        dma_len = out[W.P_RETH_DMA_LEN]
-        mtu = st.sc[S.SC_MTU]
-        npkts = 1 if base_op == OPC_WRITE_ONLY else max(1, (dma_len + mtu - 1) // mtu)
-        ec = match_ec(st, dev, src, st.dev[dev, S.D_NODE], qp, out[W.P_RETH_RKEY],
-                      WH.ROCE_UDP_PORT, -1)
-        m = new_message(st, dev, src, qp, psn, npkts, out[W.P_RETH_VA], out[W.P_RETH_RKEY],
-                        dma_len, ec, t_ready, np.int64(-1) if timer else key)
-        st.msg[m, S.M_T_FIRST] = now
-        if not timer:   # a timer packet is a whole message: never looked up again
-            map_put(st.rx_keys, st.rx_vals, key, m)
-    else:
-        m = map_get(st.rx_keys, st.rx_vals, key)
-        if m < 0:
-            _nic_drop(st, dev, slot, D.UNKNOWN_MESSAGE)
-            return
-        t_ready = now + st.dev[dev, S.D_MATCH_PKT_CYCLES] * cyc
+    reason, c, psn_abs = transport_admit(tr, st, dev, out, now)
+    if reason != D.OK:
+        _nic_drop(st, dev, slot, reason)   # a duplicate or out of sequence: answered
+        return
+    reason, m, is_first, idx, t_ready, key = transport_find_message(tr, st, dev, out, psn_abs,
+                                                                    timer, now)
+    if reason != D.OK:
+        _nic_drop(st, dev, slot, reason)
+        return
     st.msg[m, S.M_LAST_T] = now
-    idx = ue_idx if tr == S.TR_UE else (psn - st.msg[m, S.M_FIRST_PSN]) & PSN_MASK
     if idx >= st.msg[m, S.M_NPKTS]:
         _nic_drop(st, dev, slot, D.UNKNOWN_MESSAGE)
         return
@@ -160,7 +116,7 @@ def nic_receive(st, hmem, dev, slot, now, timer):
     t_deliver = t_ready
     if ec >= 0:
         deliver, t_deliver = message_handlers(st, hmem, dev, ec, m, slot, pkt, is_first,
-                                              t_ready, msg_off, psn, flen)
+                                              t_ready, msg_off, out[W.P_PSN], flen)
     if deliver:
         st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DELIVERED
         addr = st.msg[m, S.M_VA] + msg_off
@@ -173,9 +129,8 @@ def nic_receive(st, hmem, dev, slot, now, timer):
                 st.msg[m, S.M_DMA_END] = t
     st.msg[m, S.M_SEEN] += 1
     done = st.msg[m, S.M_SEEN] == st.msg[m, S.M_NPKTS]
-    if tr != S.TR_NONE:
-        st.msg[m, S.M_CONN] = c
-        accepted(st, dev, c, psn_abs, out, done, now)
+    st.msg[m, S.M_CONN] = c
+    transport_accepted(tr, st, dev, c, psn_abs, out, done, now)
     free_slot(st, slot)
     if done:
         if not timer:

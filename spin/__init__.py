@@ -1,20 +1,21 @@
 """spin: a sPIN-style network-offload emulator.
 
-Handlers written as plain Python functions run, compiled by Numba, inside emulated NICs that
-exchange real RoCEv2 frames through switches, in deterministic virtual time (picoseconds).
+Handlers written as plain Python functions run, compiled by Numba, inside emulated NICs and
+switches that exchange real RoCEv2 frames, in deterministic virtual time (picoseconds). A study
+reads::
 
-Public API (imported lazily so ``import spin`` stays cheap):
+    import spin
+    topo = spin.build_topology("star", hosts=4)          # or spin.Topology() by hand
+    sc = spin.Scenario(topo)
+    sc.host_program("h0").mark("start").send("h1", 4096, qp=1)
+    sc.host_program("h1").wait_recv(qp=1).mark("done")
+    result = spin.run(sc)                                 # a spin.RunResult
+    print(result.totals().link_bytes, result.mark("done", 1))
 
-* ``Topology``, ``Scenario``, ``Simulation``, ``RunResult``, ``run_scenario`` (any worker count)
-* ``Endpoint``, ``EndpointSpec``: real programs attached to host ports (``spin.endpoint``)
-* ``OffloadComparison``: a host baseline against an offloaded run (``spin.testing`` for pytest)
-* ``HandlerProgram``, ``ExecutionContext``, ``HandlerCost``, ``handler``
-* configs: ``LinkConfig``, ``NicConfig``, ``HostConfig``, ``SwitchConfig``, ``EngineConfig``
-* errors: ``SpinError`` and subclasses in ``spin.errors``
-* the handler API (``spin_dma_to_host``, ``spin_send_packet``, return codes...) in ``spin.api``
-
-Every cache (the generated engine, handler entries, Numba's machine code) lives under
-``$SPIN_CACHE_DIR`` (default ``~/.cache/spin``); see ``spin.caches``.
+Every name below is importable from ``spin`` directly; each is loaded on first use, so
+``import spin`` stays cheap (Numba starts only when something runs). ``help(spin.NAME)`` says
+more about each. Every cache (the generated engine, handler entries, Numba's machine code) lives
+under ``$SPIN_CACHE_DIR`` (default ``~/.cache/spin``); see ``spin.caches``.
 """
 from importlib import import_module
 
@@ -24,20 +25,83 @@ configure_numba_cache_dir()  # before any spin module decorates a function with 
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "Topology": "spin.topology", "Scenario": "spin.simulation", "Simulation": "spin.simulation",
-    "RunResult": "spin.results", "HandlerProgram": "spin.handler",
-    "ExecutionContext": "spin.handler", "HandlerCost": "spin.handler", "handler": "spin.handler",
-    "LinkConfig": "spin.config", "NicConfig": "spin.config", "HostConfig": "spin.config",
-    "SwitchConfig": "spin.config", "EngineConfig": "spin.config",
-    "run_scenario": "spin.fabric", "OffloadComparison": "spin.compare",
-    "Endpoint": "spin.endpoint", "EndpointSpec": "spin.endpoint",
+# group -> public name -> "module" (the same name there) or "module:attribute"
+_GROUPS: dict[str, dict[str, str]] = {
+    "Topologies (build_topology(kind, **params); `spin topo --list` lists the kinds)": {
+        "Topology": "spin.topology", "build_topology": "spin.topologies",
+        "topology_kinds": "spin.topologies", "TOPOLOGIES": "spin.topologies",
+        "topology_inventory": "spin.topologies",
+    },
+    "Scenarios and runs": {
+        "Scenario": "spin.simulation", "Simulation": "spin.simulation",
+        "run": "spin.runs", "run_both": "spin.runs", "compare_offload": "spin.runs:compare",
+        "run_scenario": "spin.fabric", "load_scenario": "spin.scenario_file",
+        "HostCall": "spin.host_program",
+    },
+    # the @handler decorator stays `from spin.handler import handler`: spin.handler is its module
+    "Handlers (@handler: from spin.handler import handler; the device-side API is spin.api)": {
+        "HandlerProgram": "spin.handler", "ExecutionContext": "spin.handler",
+        "HandlerCost": "spin.handler",
+    },
+    "Configuration": {
+        "LinkConfig": "spin.config", "NicConfig": "spin.config", "HostConfig": "spin.config",
+        "SwitchConfig": "spin.config", "EngineConfig": "spin.config",
+        "TransportConfig": "spin.config",
+    },
+    "Results": {
+        "RunResult": "spin.results", "MessageRecord": "spin.records",
+        "LinkStats": "spin.records", "NicStats": "spin.records", "HostStats": "spin.records",
+        "SwitchStats": "spin.records", "EndpointStats": "spin.records",
+        "Totals": "spin.records", "TierLoad": "spin.records",
+        "OffloadComparison": "spin.compare", "Metrics": "spin.compare",
+    },
+    "Workloads and htsim import": {
+        "build_workload": "spin.workloads", "workload_kinds": "spin.workloads",
+        "workload_report": "spin.workloads", "load_htsim_cm": "spin.workloads",
+        "load_htsim_topo": "spin.workloads",
+    },
+    "Collectives (allreduce algorithms by name, as `spin allreduce` runs them)": {
+        "ALLREDUCE_ALGORITHMS": "spin.collectives:ALGORITHMS",
+        "allreduce_scenario": "spin.collectives.measure",
+        "measure_allreduce": "spin.collectives.measure:measure",
+    },
+    "External programs on host ports": {
+        "Endpoint": "spin.endpoint", "EndpointSpec": "spin.endpoint",
+    },
+    "Errors (all derive from SpinError; more in spin.errors)": {
+        "SpinError": "spin.errors", "ConfigError": "spin.errors",
+        "TopologyError": "spin.errors", "HandlerError": "spin.errors",
+        "RunIncompleteError": "spin.errors", "OffloadAssertionError": "spin.errors",
+    },
 }
+
+# A name must not be a submodule's (``spin.compare``, ``spin.handler``): importing the submodule
+# sets that attribute of the package, which then hides the export.
+_EXPORTS = {name: where for group in _GROUPS.values() for name, where in group.items()}
 
 __all__ = sorted(_EXPORTS)
 
 
+def _exports_text() -> str:
+    lines = ["", "Public names", "------------"]
+    for group, names in _GROUPS.items():
+        lines.append(f"{group}:")
+        lines.append("    " + ", ".join(names))
+    return "\n".join(lines) + "\n"
+
+
+__doc__ = (__doc__ or "") + _exports_text()   # help(spin) lists every name
+
+
 def __getattr__(name: str):
     if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
+        module, _, attr = _EXPORTS[name].partition(":")
+        value = getattr(import_module(module), attr or name)
+        globals()[name] = value                   # loaded once
+        return value
     raise AttributeError(f"module 'spin' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's own names plus every lazily loaded public name, for dir() and completion."""
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -395,10 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the loss generators (default 1)")
     a.add_argument("--size", default="1MiB", metavar="S[,S...]",
                    help="bytes per rank, e.g. 4KiB,1MiB,64MiB (default 1MiB)")
-    a.add_argument("--algo", default="ring,rd,rabenseifner,nic", metavar="A[,A...]",
+    a.add_argument("--algo", default=None, metavar="A[,A...]",
                    help=f"algorithms of spin.collectives.ALGORITHMS: "
                    f"{', '.join(ALGORITHMS.names())}; an unknown name is skipped with a message "
-                   "(default ring,rd,rabenseifner,nic)")
+                   "(default ring,rd,rabenseifner,nic, and switch when the topology has "
+                   "switches)")
     a.add_argument("--dtype", default="float32", choices=tuple(DTYPES),
                    help="element type (default float32; bfloat16 is stored as uint16)")
     a.add_argument("--workers", type=int, default=1, metavar="N",
@@ -499,9 +500,47 @@ def one_line(exc: BaseException) -> str:
     return "; ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def _subcommand_parser(parser: argparse.ArgumentParser, command: str | None
+                       ) -> argparse.ArgumentParser:
+    """The parser of subcommand ``command`` (``parser`` itself when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(command, parser)
+    return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, except that a mistyped command or option names the close match:
+    ``spin alreduce`` says "did you mean 'allreduce'?", and an unknown option is reported by
+    its subcommand (with that subcommand's usage) and with the closest option it has:
+    ``spin allreduce --sizes 4KiB`` says "did you mean --size?" instead of printing the
+    top-level usage."""
+    from .suggest import close_match
+    words = sys.argv[1:] if argv is None else list(argv)
+    commands = [name for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+                for name in a.choices]
+    if commands and words and not words[0].startswith("-") and words[0] not in commands:
+        match = close_match(words[0], commands)
+        if match is not None:
+            parser.error(f"unknown command {words[0]!r} (did you mean {match!r}?); commands: "
+                         f"{', '.join(commands)}")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        sub = _subcommand_parser(parser, getattr(args, "command", None))
+        options = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+        hints = []
+        for word in unknown:
+            match = close_match(word.split("=", 1)[0], options) if word.startswith("-") else None
+            if match is not None:
+                hints.append(f"{word.split('=', 1)[0]}: did you mean {match}?")
+        sub.error(f"unrecognized arguments: {' '.join(unknown)}"
+                  + (f" ({'; '.join(hints)})" if hints else ""))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     try:
         return args.func(args)
     except SpinError as exc:

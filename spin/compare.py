@@ -13,6 +13,7 @@ from typing import Any
 from .errors import ConfigError, OffloadAssertionError
 from .report import comparison_table
 from .results import RunResult
+from .suggest import did_you_mean
 
 # metric -> what it is called in messages
 METRIC_NAMES = {"completion_ps": "completion time", "host_cpu_ps": "host CPU time",
@@ -22,7 +23,8 @@ METRIC_NAMES = {"completion_ps": "completion time", "host_cpu_ps": "host CPU tim
 
 @dataclass(frozen=True)
 class Metrics:
-    """What one run cost, in virtual time (ps) and bytes."""
+    """What one run cost, in virtual time (ps) and bytes; ``measure`` says how completion was
+    measured (which marks, on which host), in words printed with every comparison."""
 
     completion_ps: int      # from mark ``start`` (or time 0) to mark ``done`` (or the run's end)
     host_cpu_ps: int        # every host's modelled CPU time
@@ -30,27 +32,77 @@ class Metrics:
     link_bytes: int         # bytes sent on every link direction
     hpu_busy_ps: int        # every NIC's HPU time
     drops: int              # frames dropped anywhere
+    measure: str = field(default="", compare=False)
 
     @classmethod
     def of(cls, result: RunResult, done: str | None = "done", start: str | None = "start",
-           node: int = 0) -> "Metrics":
-        """Metrics of ``result``; completion is measured between host ``node``'s marks ``start``
-        (time 0 when that mark does not exist) and ``done`` (the run's end when ``done`` is
-        None)."""
+           node: int | str | None = None) -> "Metrics":
+        """Metrics of ``result``. Completion runs from mark ``start`` (time 0 where no host
+        passed it) to mark ``done`` (the run's end when ``done`` is None):
+
+        * ``node=None`` (the default): over every host, from the earliest ``start`` to the
+          latest ``done``: the workload's span, whichever hosts mark it (a receiver on host 1
+          is measured on host 1);
+        * ``node`` a node id or host name: that host's own marks only."""
+        tot = result.totals()
+        span, measure = completion(result, done, start, node)
+        return cls(completion_ps=span, host_cpu_ps=tot.host_cpu_ps,
+                   pcie_bytes=tot.pcie_bytes, link_bytes=tot.link_bytes,
+                   hpu_busy_ps=tot.hpu_busy_ps, drops=tot.drops, measure=measure)
+
+
+def _node_of(result: RunResult, node: int | str) -> int:
+    """Node id of a host given by node id or by the name its topology gave it."""
+    if isinstance(node, str):
+        found = [h.node for h in result.hosts if h.name == node]
+        if not found:
+            raise ConfigError(f"node={node!r} is not a host of this run; hosts: "
+                              f"{', '.join(h.name or str(h.node) for h in result.hosts)}")
+        return found[0]
+    return node
+
+
+def _unfinished(result: RunResult) -> str:
+    return ", ".join(result.host_name(h.node) for h in result.unfinished_hosts()) or "none"
+
+
+def completion(result: RunResult, done: str | None, start: str | None,
+               node: int | str | None) -> tuple[int, str]:
+    """(completion in ps, what was measured in words) for ``Metrics.of``."""
+    if node is not None:
+        n = _node_of(result, node)
+        who = result.host_label(n)
         if done is None:
             end = result.end_time_ps
-        elif node in result.marks.get(done, {}):
-            end = result.mark(done, node)
+        elif n in result.marks.get(done, {}):
+            end = result.mark(done, n)
         else:
-            reached = sorted(label for label, per in result.marks.items() if node in per)
-            raise ConfigError(f"mark done={done!r}: host {node} never reached it (marks it "
-                              f"reached: {', '.join(reached) or 'none'}; unfinished hosts: "
-                              f"{[h.node for h in result.hosts if not h.finished] or 'none'})")
-        begin = result.marks.get(start, {}).get(node, 0) if start else 0
-        tot = result.totals()
-        return cls(completion_ps=end - begin, host_cpu_ps=tot.host_cpu_ps,
-                   pcie_bytes=tot.pcie_bytes, link_bytes=tot.link_bytes,
-                   hpu_busy_ps=tot.hpu_busy_ps, drops=tot.drops)
+            reached = sorted(label for label, per in result.marks.items() if n in per)
+            others = sorted(result.marks.get(done, {}))
+            raise ConfigError(
+                f"mark done={done!r}: host {who} never reached it (marks it reached: "
+                f"{', '.join(reached) or 'none'}; hosts that reached {done!r}: "
+                f"{', '.join(result.host_name(o) for o in others) or 'none'}; unfinished hosts: "
+                f"{_unfinished(result)})")
+        begin = result.marks.get(start, {}).get(n, 0) if start else 0
+        since = f"mark {start!r}" if start and n in result.marks.get(start, {}) else "time 0"
+        until = f"mark {done!r}" if done is not None else "the end of the run"
+        return end - begin, f"host {who}: {since} -> {until}"
+    starts = result.marks.get(start, {}) if start else {}
+    begin = min(starts.values(), default=0)
+    since = (f"mark {start!r} (earliest: {result.host_name(min(starts, key=starts.get))})"
+             if starts else "time 0")
+    if done is None:
+        return result.end_time_ps - begin, f"{since} -> the end of the run"
+    ends = result.marks.get(done, {})
+    if not ends:
+        raise ConfigError(f"mark done={done!r}: no host reached it (marks of this run: "
+                          f"{', '.join(sorted(result.marks)) or 'none'}; unfinished hosts: "
+                          f"{_unfinished(result)})")
+    last = max(ends, key=lambda n: (ends[n], n))
+    return ends[last] - begin, (f"{since} -> mark {done!r} (latest of "
+                                f"{len(ends)} host{'s' if len(ends) > 1 else ''}: "
+                                f"{result.host_name(last)})")
 
 
 def _fmt(metric: str, v: int) -> str:
@@ -79,15 +131,19 @@ class OffloadComparison:
 
     @classmethod
     def of(cls, baseline: RunResult, offload: RunResult, *, done: str | None = "done",
-           start: str | None = "start", node: int = 0, title: str = "") -> "OffloadComparison":
-        """Compare two results; ``done``/``start``/``node`` as in ``Metrics.of``."""
+           start: str | None = "start", node: int | str | None = None,
+           title: str = "") -> "OffloadComparison":
+        """Compare two results; ``done``/``start``/``node`` as in ``Metrics.of`` (by default,
+        completion spans every host's marks: earliest ``start`` to latest ``done``). The
+        table says what was measured."""
         return cls(Metrics.of(baseline, done, start, node), Metrics.of(offload, done, start, node),
                    title, baseline, offload)
 
     def gain(self, metric: str) -> float:
         """How many times lower the offload's ``metric`` is (above 1: the offload is better)."""
         if metric not in METRIC_NAMES:
-            raise ConfigError(f"metric={metric!r}; valid choices: {', '.join(METRIC_NAMES)}")
+            raise ConfigError(f"metric={metric!r}{did_you_mean(metric, METRIC_NAMES)}; valid "
+                              f"choices: {', '.join(METRIC_NAMES)}")
         return gain(getattr(self.baseline, metric), getattr(self.offload, metric))
 
     @property
@@ -161,5 +217,6 @@ class OffloadComparison:
     def from_dict(cls, d: dict[str, Any]) -> "OffloadComparison":
         """Inverse of ``to_dict`` (the results themselves are not part of it)."""
         names = [f.name for f in fields(Metrics)]
-        return cls(Metrics(**{k: d["baseline"][k] for k in names}),
-                   Metrics(**{k: d["offload"][k] for k in names}), d.get("title", ""))
+        return cls(Metrics(**{k: d["baseline"][k] for k in names if k in d["baseline"]}),
+                   Metrics(**{k: d["offload"][k] for k in names if k in d["offload"]}),
+                   d.get("title", ""))

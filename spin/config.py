@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
-from .registry import Option, Registry
+from .registry import Registry
+from .transports import ENTROPIES, TRANSPORTS, TransportOption  # noqa: F401  (re-exported)
 
 
 class _Frozen(BaseModel):
@@ -67,23 +68,8 @@ def port_schemes() -> Registry:
     return Registry("port-selection scheme", declared())
 
 
-# The NICs' transports and entropy modes (``TransportConfig.kind`` and ``.entropy``); the engine's
-# codes (``spin.engine.state.TRANSPORT_KINDS``, ``ENTROPY_POLICIES``) follow this order.
-TRANSPORTS: Registry[Option] = Registry("transport", (
-    Option("none", "open loop, no acknowledgements (a lost packet loses its message)"),
-    Option("rc", "RoCEv2 reliable connection (go-back-N, retransmission timeout, DCQCN)"),
-    Option("ue", "Ultra-Ethernet-style (out-of-order placement, selective ACKs, trimming, "
-           "NSCC-like window)"),
-))
-ENTROPIES: Registry[Option] = Registry("entropy mode", (
-    Option("per_flow", "one entropy value (UDP source port) per connection"),
-    Option("spray", "a new entropy value per packet (oblivious spraying)"),
-    Option("reps", "recycle the entropy values of unmarked ACKs, freeze on trims (REPS)"),
-))
-
-
 class TransportConfig(_Frozen):
-    """How NICs deliver RDMA WRITE messages (``nic_emulator.transport``), set as
+    """How NICs deliver RDMA WRITE messages (``nic_emulator.transports``), set as
     ``NicConfig.transport`` (``[nic.transport]`` in scenario files).
 
     ``kind``: ``"none"`` sends open-loop (no acknowledgements; a lost packet loses its message);

@@ -31,7 +31,7 @@ LINK_DOWN = 27
 TRIMMED = 28         # a trimmed frame (payload cut by a congested switch) reached a NIC
 PRIORITY_QUEUE_FULL = 29
 UNKNOWN_SOURCE = 30  # the source address belongs to no device of the fabric
-# reliable transports (nic_emulator.transport) and lossy links
+# reliable transports (nic_emulator.transports) and lossy links
 RANDOM_LOSS = 31         # lost on a link with LinkConfig.loss_rate > 0
 DUPLICATE = 32           # a packet the receiver already placed (a retransmission it had)
 OUT_OF_SEQUENCE = 33     # RC: a packet after a PSN gap (go-back-N resends it; NAKed once)

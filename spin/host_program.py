@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Callable
 
@@ -45,11 +46,11 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-def _check_module_level(node: int, fn, what: str) -> None:
+def _check_module_level(where: str, fn, what: str) -> None:
     """Callbacks travel to worker processes by reference: lambdas and closures cannot."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     if not callable(fn) or not name or "<" in name:
-        raise ConfigError(f"host {node}: {what}({fn!r}) needs a module-level function")
+        raise ConfigError(f"{where}: {what}({fn!r}) needs a module-level function")
 
 
 def operator_of(spec, source: str) -> "str | Callable":
@@ -106,6 +107,43 @@ class HostProgram:
     _mark_index: dict[str, int] | None = None
     _callbacks: list | None = None
     _array: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # every host's name, by node id (from the topology): names in errors, names as destinations
+    _hosts: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: the host and how many ops of each kind (a ring of 1024 ranks has six
+        thousand ops per host)."""
+        names = {code: name.removeprefix("OP_").lower() for name, code in vars(S).items()
+                 if name.startswith("OP_") and isinstance(code, int)}
+        kinds: dict[str, int] = {}
+        for op in self.ops:
+            kind = names.get(op[0], str(op[0]))
+            kinds[kind] = kinds.get(kind, 0) + 1
+        shown = ", ".join(f"{k} x{n}" for k, n in kinds.items())
+        return f"HostProgram(host {self.label}, {len(self.ops)} ops{': ' + shown if shown else ''})"
+
+    @property
+    def label(self) -> str:
+        """This host as errors name it: ``'h1' (node 1)`` (``1`` without a topology)."""
+        return f"{self._hosts[self.node]!r} (node {self.node})" if self._hosts else str(self.node)
+
+    @property
+    def _where(self) -> str:
+        """The op being added, for errors: ``host 'h0' (node 0) op 3``."""
+        return f"host {self.label} op {len(self.ops)}"
+
+    def _destination(self, dst: int | str) -> int:
+        """Node id of a send's destination given as node id or host name; a ConfigError
+        naming this host, the op's index and the valid hosts otherwise."""
+        if isinstance(dst, str) and dst in self._hosts:
+            return self._hosts.index(dst)
+        n = len(self._hosts)
+        if isinstance(dst, Integral) and not isinstance(dst, bool) and (not n or 0 <= dst < n):
+            return int(dst)
+        hosts = ", ".join(f"{h} (node {i})" for i, h in enumerate(self._hosts[:16]))
+        more = f", ... ({n} in all)" if n > 16 else ""
+        raise ConfigError(f"{self._where} (send): dst={dst!r} is not a host; give a node id "
+                          f"0..{n - 1} or a host name: {hosts}{more}")
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_array": None}     # workers rebuild it; do not ship it twice
@@ -120,22 +158,24 @@ class HostProgram:
 
     def _qp(self, qp: int) -> int:
         if not 0 <= qp < self.n_qps:
-            raise ConfigError(f"host {self.node}: qp={qp} outside 0..{self.n_qps - 1} "
+            raise ConfigError(f"{self._where}: qp={qp} outside 0..{self.n_qps - 1} "
                               f"(HostConfig.qps)")
         return qp
 
-    def send(self, dst: int, nbytes: int, *, qp: int = 0, local_addr: int = 0,
+    def send(self, dst: int | str, nbytes: int, *, qp: int = 0, local_addr: int = 0,
              remote_addr: int = 0, rkey: int = 0) -> "HostProgram":
-        """Post an RDMA WRITE of ``nbytes`` from ``local_addr`` to ``dst``'s ``remote_addr``."""
+        """Post an RDMA WRITE of ``nbytes`` from ``local_addr`` to ``dst``'s ``remote_addr``;
+        ``dst`` is a node id or a host name."""
+        dst = self._destination(dst)
         if nbytes < 0:
-            raise ConfigError(f"host {self.node}: send nbytes={nbytes} must be >= 0")
+            raise ConfigError(f"{self._where} (send): nbytes={nbytes} must be >= 0")
         self.ops.append([S.OP_SEND, dst, self._qp(qp), nbytes, local_addr, remote_addr, rkey, 0])
         return self
 
     def wait_recv(self, qp: int = 0, count: int = 1) -> "HostProgram":
         """Block until ``count`` more messages have been delivered on ``qp``."""
         if count < 1:
-            raise ConfigError(f"host {self.node}: wait_recv count={count} must be >= 1")
+            raise ConfigError(f"{self._where}: wait_recv count={count} must be >= 1")
         total = self._expected_recv.get(qp, 0) + count
         self._expected_recv[qp] = total
         self.ops.append([S.OP_WAIT_RECV, self._qp(qp), total, count, 0, 0, 0, 0])
@@ -144,7 +184,7 @@ class HostProgram:
     def wait_event(self, count: int = 1) -> "HostProgram":
         """Block until ``count`` more handler-raised host events arrived."""
         if count < 1:
-            raise ConfigError(f"host {self.node}: wait_event count={count} must be >= 1")
+            raise ConfigError(f"{self._where}: wait_event count={count} must be >= 1")
         self._expected_events += count
         self.ops.append([S.OP_WAIT_EVENT, self._expected_events, count, 0, 0, 0, 0, 0])
         return self
@@ -152,7 +192,7 @@ class HostProgram:
     def compute(self, ns: float) -> "HostProgram":
         """Keep the host's CPU busy for ``ns`` nanoseconds (application work between messages)."""
         if ns < 0:
-            raise ConfigError(f"host {self.node}: compute ns={ns} must be >= 0")
+            raise ConfigError(f"{self._where}: compute ns={ns} must be >= 0")
         self.ops.append([S.OP_COMPUTE, ns_to_ps(ns), 0, 0, 0, 0, 0, 0])
         return self
 
@@ -171,17 +211,17 @@ class HostProgram:
         if callable(op) and name in FUNCTION_DTYPES:
             return self._reduce_with(op, dst_addr, src_addr, count, name, ps_per_byte)
         if name not in S.DTYPE_CODES:
-            raise ConfigError(f"host {self.node}: reduce dtype={name!r}; valid choices: "
+            raise ConfigError(f"{self._where}: reduce dtype={name!r}; valid choices: "
                               f"{', '.join(S.DTYPE_CODES)} (functions also: float16, uint16)")
         BITWISE_OPS, REDUCE_OPS = _reduce_ops()
         if op not in REDUCE_OPS:
-            raise ConfigError(f"host {self.node}: reduce op={op!r}; valid choices: "
+            raise ConfigError(f"{self._where}: reduce op={op!r}; valid choices: "
                               f"{', '.join(REDUCE_OPS)} or a function op(dst, src) -> dst")
         if op in BITWISE_OPS and name not in ("int32", "int64"):
-            raise ConfigError(f"host {self.node}: reduce op={op!r} with dtype={name!r}; bitwise "
+            raise ConfigError(f"{self._where}: reduce op={op!r} with dtype={name!r}; bitwise "
                               f"operators take dtype int32 or int64")
         if ps_per_byte is not None:
-            raise ConfigError(f"host {self.node}: reduce op={op!r} with ps_per_byte="
+            raise ConfigError(f"{self._where}: reduce op={op!r} with ps_per_byte="
                               f"{ps_per_byte}: built-in operators cost "
                               f"HostConfig.reduce_ps_per_byte; ps_per_byte is for functions")
         self.ops.append([S.OP_REDUCE, dst_addr, src_addr, count, S.DTYPE_CODES[name],
@@ -191,9 +231,9 @@ class HostProgram:
     def _reduce_with(self, fn, dst_addr: int, src_addr: int, count: int, dtype: str,
                      ps_per_byte: float | None) -> "HostProgram":
         if ps_per_byte is None or not ps_per_byte >= 0:
-            raise ConfigError(f"host {self.node}: reduce op={_name(fn)} needs ps_per_byte >= 0 "
+            raise ConfigError(f"{self._where}: reduce op={_name(fn)} needs ps_per_byte >= 0 "
                               f"(its host CPU cost per input byte), got {ps_per_byte}")
-        _check_module_level(self.node, fn, "reduce op")
+        _check_module_level(self._where, fn, "reduce op")
         nbytes = count * np.dtype(dtype).itemsize
         self._add_call(ElementwiseReduce(fn, dst_addr, src_addr, count, dtype))
         return self.compute(nbytes * ps_per_byte / 1000)
@@ -204,9 +244,9 @@ class HostProgram:
         buffer). Costs no virtual time; use ``compute`` to charge it. ``fn`` must be a
         module-level function so multi-process runs can import it."""
         import inspect
-        _check_module_level(self.node, fn, "call")
+        _check_module_level(self._where, fn, "call")
         if len(inspect.signature(fn).parameters) != 1:
-            raise ConfigError(f"host {self.node}: call({fn.__qualname__}) must take one "
+            raise ConfigError(f"{self._where}: call({fn.__qualname__}) must take one "
                               f"argument (a spin.host_program.HostCall)")
         return self._add_call(fn)
 

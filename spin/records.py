@@ -5,15 +5,70 @@ external program); ``Totals`` sums them over the fabric and ``TierLoad`` (``tier
 sums the links per tier.
 
 Every record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results
-travel as JSON. They depend on nothing else of spin, so whatever reads results (tables,
-figures, reports) imports them without the run machinery.
+travel as JSON. Records were plain dicts in early releases: ``DictStyleAccess`` keeps
+``record["field"]`` working, with a ``DeprecationWarning`` naming the attribute to read. They
+depend on nothing else of spin, so whatever reads results (tables, figures, reports) imports
+them without the run machinery.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 _R = TypeVar("_R")
+
+
+class DictStyleAccess:
+    """Keeps code written when results were plain dicts working, with a ``DeprecationWarning``
+    naming the attribute to use instead: ``totals()["host_cpu_ps"]`` reads
+    ``totals().host_cpu_ps``, ``r.hosts[0]["finished"]`` reads ``r.hosts[0].finished``. A key
+    that never existed fails with one line naming the valid attributes. ``_RENAMED`` maps old
+    dict keys whose attribute has another name (``"from"`` is ``LinkStats.from_device``)."""
+
+    _RENAMED: ClassVar[dict[str, str]] = {}
+    # a record is not a sequence: without this, __getitem__ would make iter() try keys 0, 1...
+    __iter__ = None
+
+    def _attribute_of(self, key: object) -> str:
+        names = [f.name for f in fields(self)]            # type: ignore[arg-type]
+        attr = self._RENAMED.get(key, key) if isinstance(key, str) else key
+        if attr in names or (isinstance(attr, str) and isinstance(
+                getattr(type(self), attr, None), property)):
+            return attr                                    # type: ignore[return-value]
+        raise KeyError(ResultKeyMessage(
+            f"{type(self).__name__} has no field {key!r}; results are dataclasses: read their "
+            f"attributes ({', '.join(names)})"))
+
+    def _warn(self, key: str, attr: str, how: str) -> None:
+        warnings.warn(f"{type(self).__name__}{how} is deprecated: results are dataclasses, "
+                      f"use the attribute .{attr}", DeprecationWarning, stacklevel=3)
+
+    def __getitem__(self, key: str) -> Any:
+        attr = self._attribute_of(key)
+        self._warn(key, attr, f"[{key!r}]")
+        return getattr(self, attr)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Deprecated dict-style read: the attribute, or ``default`` for an unknown key."""
+        try:
+            attr = self._attribute_of(key)
+        except KeyError:
+            return default
+        self._warn(key, attr, f".get({key!r})")
+        return getattr(self, attr)
+
+
+def host_label(node: int, name: str = "") -> str:
+    """A host as errors name it: the user's name first, then the node id the wire uses."""
+    return f"{name!r} (node {node})" if name else f"node {node}"
+
+
+class ResultKeyMessage(str):
+    """A ``KeyError`` argument printed as is (a ``KeyError`` shows its argument's repr)."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def _record(cls: type[_R], d: dict[str, Any]) -> _R:
@@ -23,7 +78,7 @@ def _record(cls: type[_R], d: dict[str, Any]) -> _R:
 
 
 @dataclass
-class MessageRecord:
+class MessageRecord(DictStyleAccess):
     """One message that reached its destination: delivered to the host, or handled by the NIC."""
 
     src: int                   # sending node id
@@ -43,8 +98,11 @@ class MessageRecord:
 
 
 @dataclass
-class LinkStats:
+class LinkStats(DictStyleAccess):
     """One direction of a link, counted at its transmitting port."""
+
+    # the keys of the dict results
+    _RENAMED: ClassVar[dict[str, str]] = {"from": "from_device", "to": "to_device"}
 
     link: int                  # index into Topology.links
     from_device: str           # transmitting device name
@@ -71,7 +129,7 @@ class LinkStats:
 
 
 @dataclass
-class HandlerCalls:
+class HandlerCalls(DictStyleAccess):
     """Handler invocations on one NIC, by kind."""
 
     header: int = 0
@@ -80,7 +138,7 @@ class HandlerCalls:
 
 
 @dataclass
-class NicStats:
+class NicStats(DictStyleAccess):
     """One NIC: PCIe/DMA traffic to and from its host, HPU work, and what its transport
     (``NicConfig.transport``) resent, acknowledged and saw reordered."""
 
@@ -106,6 +164,7 @@ class NicStats:
     reorder_degree: int = 0       # the largest such PSN distance
     duplicates: int = 0           # data packets that had arrived already
     min_rate_mbps: int = 0        # lowest DCQCN sending rate of any of its flows (0: never cut)
+    name: str = ""                # its host's name in the topology ("h1"); "" in old results
 
     @property
     def pcie_bytes(self) -> int:
@@ -121,7 +180,7 @@ class NicStats:
 
 
 @dataclass
-class HostStats:
+class HostStats(DictStyleAccess):
     """One host: modelled CPU time and what its program consumed."""
 
     node: int
@@ -130,10 +189,16 @@ class HostStats:
     messages_received: int
     events_received: int       # handler-raised host events
     waiting_for: str = ""      # unfinished: the op it is blocked at and its progress
+    name: str = ""             # its name in the topology ("h1"); "" in results of old versions
+
+    @property
+    def label(self) -> str:
+        """How messages name this host: ``'h1' (node 1)``, or ``node 1`` without a name."""
+        return host_label(self.node, self.name)
 
 
 @dataclass
-class SwitchStats:
+class SwitchStats(DictStyleAccess):
     """One switch: frames it dropped, by reason (``spin.drops``), and its handlers' work."""
 
     name: str
@@ -155,7 +220,7 @@ class SwitchStats:
 
 
 @dataclass
-class EndpointStats:
+class EndpointStats(DictStyleAccess):
     """One host served by an external program (``spin.endpoint``): frames each way and the
     program's frames the fabric refused, by reason (``bad_length``, ``not_ipv4``,
     ``bad_source``, ``bad_time``; ``undelivered``: frames for it after it detached)."""
@@ -180,7 +245,7 @@ class EndpointStats:
 
 
 @dataclass(frozen=True)
-class Totals:
+class Totals(DictStyleAccess):
     """Fabric-wide sums: the figures an offload comparison starts from."""
 
     link_bytes: int            # every link direction's tx_bytes
@@ -192,7 +257,7 @@ class Totals:
 
 # --- load per tier of links ----------------------------------------------------------------------
 @dataclass(frozen=True)
-class TierLoad:
+class TierLoad(DictStyleAccess):
     """How one tier of links was loaded over a run."""
 
     tier: str

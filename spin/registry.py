@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic_core import PydanticCustomError
 
 from .errors import ConfigError
+from .suggest import did_you_mean
 
 
 class Named(Protocol):
@@ -77,7 +78,8 @@ class Registry(Generic[T]):
         try:
             return self._by_name[key]
         except (KeyError, TypeError):
-            raise self.error(f"{where} = {name!r}: {self.unknown_text()}") from None
+            raise self.error(f"{where} = {name!r}: {self.unknown_text()}"
+                             f"{did_you_mean(name, self.names())}") from None
 
     def unknown_text(self) -> str:
         """The tail of an unknown-name message: what is unknown and the valid choices (for
@@ -95,7 +97,8 @@ class Registry(Generic[T]):
         """``name`` (an alias resolved) for a pydantic field validator, or a pydantic error
         whose message is ``unknown_text()``: the model's own error adds field and value."""
         if name not in self:
-            raise PydanticCustomError("unknown_name", "{text}", {"text": self.unknown_text()})
+            raise PydanticCustomError("unknown_name", "{text}", {
+                "text": self.unknown_text() + did_you_mean(name, self.names())})
         return self.aliases.get(name, name)
 
     def __contains__(self, name: object) -> bool:

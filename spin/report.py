@@ -62,7 +62,12 @@ def comparison_table(cmp, extra_rows: Sequence[Sequence[Any]] = ()) -> str:
         rows.append([label, fmt(bv), fmt(ov), ratio(bv / ov) if (ov and bv) else "-"])
     rows += [list(r) for r in extra_rows]
     rows.append(["speedup (x)", "1.00x", ratio(cmp.speedup), ""])
-    return table(["", "host baseline", "NIC offload", "offload gain"], rows, cmp.title or None)
+    text = table(["", "host baseline", "NIC offload", "offload gain"], rows, cmp.title or None)
+    b, o = cmp.baseline.measure, cmp.offload.measure
+    if b or o:   # what "completion" means here: which marks, on which host
+        text += (f"\ncompletion measured: {b}" if b == o else
+                 f"\ncompletion measured: baseline {b or '?'}; offload {o or '?'}")
+    return text
 
 
 # --- spin run -------------------------------------------------------------------------------------
@@ -76,9 +81,15 @@ def _percentile(sorted_vals: list[int], q: float) -> int:
     return sorted_vals[k]
 
 
+def _host_names(result) -> dict[int, str]:
+    """Node id -> the host's name in the topology, for results that carry names."""
+    return {h.node: h.name for h in result.hosts if h.name}
+
+
 def message_table(result) -> str:
     """Per (src, dst, qp) flow: message count, bytes, completion time stats."""
     groups: dict[tuple[int, int, int], list] = defaultdict(list)
+    names = _host_names(result)
     for m in result.messages:
         groups[(m.src, m.dst, m.qp)].append(m)
     rows = []
@@ -87,7 +98,7 @@ def message_table(result) -> str:
         nic = sum(1 for m in ms if m.handled_by_nic)
         stats = ([us(min(comp)), us(sum(comp) / len(comp)), us(_percentile(comp, 0.99)),
                   us(max(comp))] if comp else ["-"] * 4)
-        rows.append([f"{src}->{dst} qp{qp}", count(len(ms)), count(sum(m.bytes for m in ms)),
+        rows.append([f"{names.get(src, src)}->{names.get(dst, dst)} qp{qp}", count(len(ms)), count(sum(m.bytes for m in ms)),
                      count(nic)] + stats + [(src, dst, qp)])
     if not rows:
         return "messages: none delivered"
@@ -164,7 +175,7 @@ def nic_table(result) -> str:
         h = hosts.get(n.node)
         c = n.handler_calls
         calls = "/".join(count(k) for k in (c.header, c.payload, c.completion))
-        rows.append([f"node {n.node}", count(n.dma_write_bytes), count(n.dma_read_bytes),
+        rows.append([n.name or f"node {n.node}", count(n.dma_write_bytes), count(n.dma_read_bytes),
                      us(n.hpu_busy_ps), calls,
                      us(h.cpu_busy_ps if h else 0), count(h.messages_received if h else 0),
                      "yes" if h and h.finished else "NO"])
@@ -182,7 +193,7 @@ _TRANSPORT_COLUMNS = (("retransmissions", "retx"), ("timeouts", "RTOs"), ("acks_
 def transport_table(result) -> str:
     """Per NIC running a reliable transport: what it resent, acknowledged and saw reordered
     ("" when no NIC acknowledged anything: transport "none")."""
-    rows = [[f"node {n.node}"] + [count(getattr(n, f)) for f, _ in _TRANSPORT_COLUMNS]
+    rows = [[n.name or f"node {n.node}"] + [count(getattr(n, f)) for f, _ in _TRANSPORT_COLUMNS]
             for n in result.nics if n.acks_sent or n.acks_received or n.retransmissions]
     if not rows:
         return ""
@@ -212,9 +223,9 @@ def run_summary(result, name: str = "") -> str:
     else:
         parts.append("drops: none")
     if result.marks:
-        rows = [[label, f"node {node}", us(t)] for label, per in result.marks.items()
+        rows = [[label, result.host_name(node), us(t)] for label, per in result.marks.items()
                 for node, t in sorted(per.items())]
-        parts.append(table(["mark", "node", "time (µs)"], rows, "marks"))
+        parts.append(table(["mark", "host", "time (µs)"], rows, "marks"))
     return "\n\n".join(parts)
 
 

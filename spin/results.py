@@ -10,16 +10,49 @@ and are re-exported here.
 Every per-device record is owned by exactly one worker, so merging workers is concatenation; a
 record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results travel as
 JSON and ``RunResult.from_dict(r.to_dict()) == r``.
+
+Shape (read attributes; dict-style ``r.hosts[0]["finished"]`` still works for now, with a
+``DeprecationWarning`` naming the attribute)::
+
+    RunResult
+      end_time_ps, events, packet_events       ints (virtual time in ps)
+      messages   [MessageRecord]               src, dst (node ids), qp, bytes, t_*_ps, ...
+      links      [LinkStats]                   one per link direction: from_device, to_device
+      nics       [NicStats]                    node, name, DMA bytes, HPU time, handler calls
+      hosts      [HostStats]                   node, name, cpu_busy_ps, finished, waiting_for
+      switches   [SwitchStats]                 name, drops by reason, handler calls
+      endpoints  [EndpointStats]               hosts served by an external program
+      drops      {reason: frames}              fabric-wide
+      marks      {label: {node: t_ps}}         HostProgram.mark times
+      totals()   Totals                        fabric-wide sums (link, PCIe, CPU, HPU, drops)
+      tier_loads() [TierLoad]                  load per tier of links
+
+``to_dict``/``to_json`` write the same fields plus ``schema_version`` (``SCHEMA_VERSION``),
+``totals`` and ``tiers``; the version goes up whenever a field is renamed or removed or its
+meaning changes (adding a field does not: readers ignore fields they do not know).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, RunIncompleteError
-from .records import (EndpointStats, HandlerCalls, HostStats, LinkStats,  # noqa: F401 (re-export)
-                      MessageRecord, NicStats, SwitchStats, TierLoad, Totals, _record, tier_loads)
+from .records import (  # noqa: F401 (re-export)
+    EndpointStats,
+    HandlerCalls,
+    HostStats,
+    LinkStats,
+    MessageRecord,
+    NicStats,
+    SwitchStats,
+    TierLoad,
+    Totals,
+    _record,
+    host_label,
+    tier_loads,
+)
+from .suggest import did_you_mean
 from .tables import RunTables, run_tables
 
 if TYPE_CHECKING:
@@ -27,6 +60,11 @@ if TYPE_CHECKING:
 
     from .handler import ExecutionContext
     from .trace import Trace
+
+
+# Version of the JSON form of a RunResult (``to_dict``): 1 is the first versioned form, with
+# host and NIC names (HostStats.name, NicStats.name).
+SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -65,15 +103,39 @@ class RunResult:
                                                     compare=False)
     handler_contexts: tuple = field(default=(), repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        """One line of what the run did: a field-by-field repr of a large run prints pages."""
+        stuck = len(self.unfinished_hosts())
+        return (f"RunResult(end_time_ps={self.end_time_ps}, {self.events} events, "
+                f"{len(self.messages)} messages, {len(self.hosts)} hosts"
+                f"{f' ({stuck} unfinished)' if stuck else ''}, {len(self.switches)} "
+                f"switch{'' if len(self.switches) == 1 else 'es'}, "
+                f"{len(self.links)} link directions, drops={sum(self.drops.values())}, "
+                f"marks={sorted(self.marks)})")
+
+    def host_name(self, node: int) -> str:
+        """The topology's name of host ``node`` (``h1``); ``node 1`` when the result has no
+        names (results of old versions)."""
+        for h in self.hosts:
+            if h.node == node and h.name:
+                return h.name
+        return f"node {node}"
+
+    def host_label(self, node: int) -> str:
+        """Host ``node`` as messages name it: ``'h1' (node 1)``."""
+        name = self.host_name(node)
+        return host_label(node, "" if name == f"node {node}" else name)
+
     def mark(self, label: str, node: int) -> int:
         """Virtual time (ps) at which ``node``'s host program passed ``mark(label)``."""
         if label not in self.marks:
-            raise ConfigError(f"mark label={label!r} is not a mark of this run; marks: "
+            raise ConfigError(f"mark label={label!r} is not a mark of this run"
+                              f"{did_you_mean(label, self.marks)}; marks: "
                               f"{', '.join(map(repr, sorted(self.marks))) or 'none'}")
         if node not in self.marks[label]:
-            passed = ", ".join(map(str, sorted(self.marks[label]))) or "none"
-            raise ConfigError(f"mark label={label!r} node={node}: that host never passed this "
-                              f"mark; nodes that did: {passed}")
+            passed = ", ".join(self.host_label(n) for n in sorted(self.marks[label])) or "none"
+            raise ConfigError(f"mark label={label!r}: host {self.host_label(node)} never passed "
+                              f"this mark; hosts that did: {passed}")
         return self.marks[label][node]
 
     def read(self, node: int, addr: int, count: int, dtype: str = "uint8") -> "np.ndarray":
@@ -104,13 +166,26 @@ class RunResult:
                               f"result; contexts with one: {sorted(self.handler_memories)}")
         return self.handler_memories[i]
 
-    def nic(self, node: int) -> NicStats:
-        """The stats of ``node``'s NIC."""
-        return next(n for n in self.nics if n.node == node)
+    def nic(self, node: int | str) -> NicStats:
+        """The stats of ``node``'s NIC (node id or host name)."""
+        for n in self.nics:
+            if n.node == node or (isinstance(node, str) and n.name == node):
+                return n
+        raise self._no_host(node, "nic")
 
-    def host(self, node: int) -> HostStats:
-        """The stats of ``node``'s host."""
-        return next(h for h in self.hosts if h.node == node)
+    def host(self, node: int | str) -> HostStats:
+        """The stats of ``node``'s host (node id or host name)."""
+        for h in self.hosts:
+            if h.node == node or (isinstance(node, str) and h.name == node):
+                return h
+        raise self._no_host(node, "host")
+
+    def _no_host(self, node: int | str, what: str) -> ConfigError:
+        hosts = ", ".join(f"{h.name} (node {h.node})" if h.name else str(h.node)
+                          for h in self.hosts[:16])
+        more = f", ... ({len(self.hosts)} in all)" if len(self.hosts) > 16 else ""
+        return ConfigError(f"RunResult.{what}({node!r}): no such host in this result; hosts: "
+                           f"{hosts or 'none'}{more}")
 
     def unfinished_hosts(self) -> list[HostStats]:
         """Hosts whose program did not run to its end (``waiting_for`` says where it stopped)."""
@@ -121,7 +196,7 @@ class RunResult:
         finish and what it waits for: a run that ended with waiting hosts is not a success."""
         stuck = self.unfinished_hosts()
         if stuck:
-            shown = "; ".join(f"node {h.node} {h.waiting_for or 'did not finish'}"
+            shown = "; ".join(f"host {h.label} {h.waiting_for or 'did not finish'}"
                               for h in stuck[:8])
             more = f"; and {len(stuck) - 8} more" if len(stuck) > 8 else ""
             raise RunIncompleteError(f"{len(stuck)} host program(s) did not finish by "
@@ -149,7 +224,8 @@ class RunResult:
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
         """Plain JSON-ready dict (int keys as strings), plus derived ``totals`` and ``tiers``."""
-        d = asdict(replace(self, trace=None, handler_memories={}, handler_contexts=()))
+        d = {"schema_version": SCHEMA_VERSION,
+             **asdict(replace(self, trace=None, handler_memories={}, handler_contexts=()))}
         for key in ("memory_regions", "trace", "handler_memories", "handler_contexts"):
             d.pop(key)
         d["totals"] = asdict(self.totals())
@@ -166,8 +242,13 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunResult":
-        """Inverse of to_dict (JSON-decoded dicts have string keys)."""
+        """Inverse of to_dict (JSON-decoded dicts have string keys); reads every schema
+        version up to ``SCHEMA_VERSION`` and unversioned dicts of earlier releases."""
         d = dict(d)
+        version = d.pop("schema_version", 0)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ConfigError(f"result schema_version = {version!r}: this spin reads versions "
+                              f"up to {SCHEMA_VERSION}; upgrade spin to read it")
         d.pop("totals", None)
         d.pop("tiers", None)
         d["messages"] = [_record(MessageRecord, m) for m in d["messages"]]
@@ -179,7 +260,8 @@ class RunResult:
         d["marks"] = {k: {int(n): t for n, t in v.items()} for k, v in d["marks"].items()}
         d["host_memory_sha256"] = {int(n): h for n, h in d.get("host_memory_sha256", {}).items()}
         d.setdefault("wall", {})
-        return cls(**d)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})   # `spin run --json` adds some
 
     @classmethod
     def merge(cls, parts: list["RunResult"]) -> "RunResult":

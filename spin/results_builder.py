@@ -94,12 +94,12 @@ def build_result(sim) -> RunResult:
                              messages_abandoned=dev.msgs_abandoned,
                              messages_expired=dev.msgs_expired,
                              loopback_frames=dev.loopback_frames, timers=dev.timers,
-                             **_transport_counters(view, d)))
+                             name=topo.hosts[d], **_transport_counters(view, d)))
         hosts.append(HostStats(node=d, cpu_busy_ps=dev.host_busy_ps,
                                finished=dev.host_state == S.HOST_DONE,
                                messages_received=int(st.host_recv_count[d].sum()),
                                events_received=dev.host_event_count,
-                               waiting_for=_waiting_for(st, dev, d)))
+                               waiting_for=_waiting_for(st, dev, d), name=topo.hosts[d]))
     switches = []
     for s, name in enumerate(topo.switches):
         d = n_hosts + s

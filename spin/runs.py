@@ -61,11 +61,13 @@ def run_both(scenario: Scenario, workers: int = 2, *, read: Iterable[Read] = (),
 
 def compare(baseline: Scenario, offload: Scenario, *, workers: int = 1,
             read: Iterable[Read] = (), done: str | None = "done", start: str | None = "start",
-            node: int = 0, title: str = "") -> OffloadComparison:
+            node: int | str | None = None, title: str = "") -> OffloadComparison:
     """Run the host-based ``baseline`` and the ``offload`` variant of a workload and compare
-    them; completion is measured on host ``node`` from mark ``start`` to mark ``done``
-    (``spin.compare.Metrics.of``). The results, with the memory named in ``read``, stay
-    available as ``.baseline_result`` and ``.offload_result``."""
+    them. Completion runs from mark ``start`` to mark ``done``: by default from the earliest
+    ``start`` of any host to the latest ``done`` of any host; with ``node`` (node id or host
+    name), on that host's marks only (``spin.compare.Metrics.of``). The comparison's table
+    prints what was measured. The results, with the memory named in ``read``, stay available
+    as ``.baseline_result`` and ``.offload_result``."""
     read = tuple(read)
     b = run(baseline, workers, read=read)
     o = run(offload, workers, read=read)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import sys
 import tomllib
 import typing
@@ -24,6 +25,7 @@ from .handler import ExecutionContext, HandlerProgram, same_program
 from .host_program import operator_of
 from .loadbalancing.schemes import get_scheme, scheme_configs
 from .simulation import Scenario, Simulation
+from .suggest import did_you_mean, misspelt_key
 from .topologies import TOPOLOGIES, build_topology
 from .topology import Topology
 from .engine.state import INF_PS
@@ -103,6 +105,14 @@ def _model_at(model: type[BaseModel], loc) -> type[BaseModel] | None:
     return cur
 
 
+def _typo_of_missing(model: type[BaseModel], loc: list, given: Any) -> str | None:
+    """The key of the table ``given`` that misspells the missing key at ``loc``, if any."""
+    owner = _model_at(model, loc[:-1])
+    if owner is None or not isinstance(given, dict) or not loc:
+        return None
+    return misspelt_key(str(loc[-1]), given, owner.model_fields)
+
+
 class _Loader:
     def __init__(self, source: str):
         self.source = source
@@ -128,13 +138,21 @@ class _Loader:
             ctx = err.get("ctx") or {}
             if err["type"] == "extra_forbidden":
                 owner = _model_at(model, loc[:-1])
-                valid = ", ".join(owner.model_fields) if owner else "?"
-                msg = f"unknown key; valid keys: {valid}"
+                names = list(owner.model_fields) if owner else []
+                msg = (f"unknown key {loc[-1]!r}{did_you_mean(loc[-1], names)}; valid keys: "
+                       f"{', '.join(names) or '?'}")
             elif err["type"] == "literal_error":
-                msg = f"invalid choice; valid choices: {ctx.get('expected', '?')}"
+                expected = str(ctx.get("expected", "?"))
+                hint = did_you_mean(value, re.findall(r"'([^']*)'", expected))
+                msg = f"invalid choice{hint}; valid choices: {expected}"
             elif err["type"] == "missing":
-                msg = "required key is missing"
-                value = None
+                typo = _typo_of_missing(model, loc, value)
+                if typo is not None:   # report the typo, not the key it hides
+                    path, value = _path(list(prefix) + loc[:-1] + [typo]), value[typo]
+                    msg = f"unknown key {typo!r} (did you mean {loc[-1]!r}?)"
+                else:
+                    msg = "required key is missing"
+                    value = None
             else:
                 msg = err["msg"]
             lines.append(f"{self.source}: {path} = {value!r}: {msg}")
@@ -332,7 +350,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     for key in doc:
         if key not in TOP_KEYS:
-            raise ld.error(key, doc[key], f"unknown key; valid keys: {', '.join(TOP_KEYS)}")
+            raise ld.error(key, doc[key], f"unknown key {key!r}{did_you_mean(key, TOP_KEYS)}; "
+                           f"valid keys: {', '.join(TOP_KEYS)}")
     for key in ("name", "description"):
         if key in doc and not isinstance(doc[key], str):
             raise ld.error(key, doc[key], "expected a string")

@@ -121,14 +121,24 @@ def check_host_op_addresses(sc) -> None:
     ``HostConfig.memory_bytes`` (scenarios built in Python; files are checked when loaded, naming
     the field). A send's remote range is the destination's business when an execution context
     there may claim the message."""
+    import numpy as np
+
     from .engine import state as S
     size = sc.host.memory_bytes
     widths = {code: 4 if name.endswith("32") else 8 for name, code in S.DTYPE_CODES.items()}
     handled = {c.node for c in sc.contexts}
+    topo = sc.topology
     for node, prog in sorted(sc.host_programs.items()):
-        for i in _suspect_ops(prog.op_array(), size, handled, S):
+        ops = prog.op_array()
+        if len(ops):   # a send to no host would stop the engine mid-run: refuse it now
+            dst = ops[:, 1]
+            bad = (ops[:, 0] == S.OP_SEND) & ((dst < 0) | (dst >= len(topo.hosts)))
+            for i in np.flatnonzero(bad)[:1].tolist():
+                raise ConfigError(f"host {topo.host_label(node)} op {i} (send): dst="
+                                  f"{int(dst[i])} is not a host; hosts: {topo.hosts_text()}")
+        for i in _suspect_ops(ops, size, handled, S):
             op = prog.ops[i]
-            where = f"host {node} op {i}"
+            where = f"host {topo.host_label(node)} op {i}"
             try:
                 if op[0] == S.OP_SEND:
                     check_range("local_addr", op[4], op[3], size)

@@ -58,24 +58,35 @@ class Scenario:
     # switch name -> port-selection scheme overriding switch.load_balancing (load_balancing())
     switch_load_balancing: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line: the topology and counts (host programs and memory can be huge)."""
+        programs = ", ".join(dict.fromkeys(c.program.name for c in self.contexts)) or "none"
+        return (f"Scenario({self.topology!r}, {len(self.host_programs)} host programs, "
+                f"{len(self.contexts)} execution contexts (programs: {programs}), "
+                f"{len(self.faults)} faults)")
+
     @property
     def n_hosts(self) -> int:
         return len(self.topology.hosts)
 
-    def _check_node(self, node: int, what: str) -> None:
-        if not 0 <= node < self.n_hosts:
-            raise ConfigError(f"{what}: node={node}; valid nodes are 0..{self.n_hosts - 1}")
+    def _check_node(self, node: int | str, what: str) -> int:
+        """Node id of a host given by node id or name; a ConfigError naming the hosts else."""
+        return self.topology.host_node(node, what)
 
     def install(self, ctx: ExecutionContext) -> ExecutionContext:
         """Install an execution context on a device: a host's NIC (node id or name) or a switch
         (name). Contexts of a device are matched in installation order."""
-        if isinstance(ctx.node, str):
-            names = self.topology.device_names()
-            if ctx.node not in names:
-                raise ConfigError(f"execution context: device {ctx.node!r} is not in the "
-                                  f"topology; devices: {', '.join(names)}")
-        else:
-            self._check_node(ctx.node, "execution context")
+        what = f"execution context of program {ctx.program.name!r}"
+        if not (isinstance(ctx.node, str) and ctx.node in self.topology.switches):
+            self.topology.host_node(ctx.node, what, switches_too=True)
+        for field_name in ("match_src", "match_dst"):   # matched against packets' node ids
+            value = getattr(ctx, field_name)
+            if value is not None and (isinstance(value, str) or not 0 <= value < self.n_hosts):
+                raise ConfigError(f"{what}: {field_name}={value!r} is not a host's node id; "
+                                  f"hosts: {self.topology.hosts_text()}"
+                                  + (f" (give {self.topology.node_id(value)} for {value!r})"
+                                     if isinstance(value, str) and value in self.topology.hosts
+                                     else ""))
         ctx.initial_memory()
         self.contexts.append(ctx)
         return ctx
@@ -125,20 +136,24 @@ class Scenario:
         for i, j in swaps:
             self._fault(LinkFault(at_ns, "swap", i, other=j))
 
-    def host_program(self, node: int) -> HostProgram:
-        self._check_node(node, "host program")
+    def host_program(self, node: int | str) -> HostProgram:
+        """The program of host ``node`` (node id or host name), created empty on first use."""
+        node = self._check_node(node, "host program")
         if node not in self.host_programs:
             self.host_programs[node] = HostProgram(node, self.host.qps, _mark_index=self.mark_index,
-                                                   _callbacks=self.callbacks)
+                                                   _callbacks=self.callbacks,
+                                                   _hosts=tuple(self.topology.hosts))
         return self.host_programs[node]
 
-    def write_host_memory(self, node: int, addr: int, data) -> None:
-        """Initial contents of a host's memory (e.g. the buffer a host will send)."""
-        self._check_node(node, "host memory")
+    def write_host_memory(self, node: int | str, addr: int, data) -> None:
+        """Initial contents of a host's memory (e.g. the buffer a host will send); ``node`` is
+        a node id or a host name."""
+        node = self._check_node(node, "host memory")
         raw = np.ascontiguousarray(data).tobytes()
         if addr < 0 or addr + len(raw) > self.host.memory_bytes:
-            raise ConfigError(f"host memory write at addr={addr} of {len(raw)} B exceeds "
-                              f"HostConfig.memory_bytes={self.host.memory_bytes}")
+            raise ConfigError(f"host {self.topology.host_label(node)} memory write at "
+                              f"addr={addr} of {len(raw)} B exceeds HostConfig.memory_bytes="
+                              f"{self.host.memory_bytes}")
         self.host_memory.append((node, addr, raw))
 
     def capture(self, *links: int) -> None:
@@ -223,8 +238,18 @@ def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
     return paths
 
 
-def _device_label(node) -> str:
-    return f"device {node!r}" if isinstance(node, str) else f"node {node}"
+def _device_label(topo: Topology, node: int | str) -> str:
+    """A device as errors name it: ``host 'h1' (node 1)`` or ``switch 'leaf0'``."""
+    if isinstance(node, str) and node in topo.switches:
+        return f"switch {node!r}"
+    if isinstance(node, str) and node in topo.hosts:
+        node = topo.hosts.index(node)
+    if not isinstance(node, int):
+        return f"device {node!r}"
+    if 0 <= node < len(topo.hosts):
+        return f"host {topo.host_label(node)}"
+    names = topo.device_names()      # engine device ids: hosts, then switches
+    return f"switch {names[node]!r}" if 0 <= node < len(names) else f"node {node}"
 
 
 class Simulation:
@@ -441,8 +466,8 @@ class Simulation:
 
     def describe_running_handler(self, reason: str = "") -> str:
         """The handler running now (from the engine's current-handler slots): its name, file
-        and line, program, execution context and device, ``reason`` (what went wrong), then
-        the packet it was given."""
+        and line, program, execution context and device (named as the topology names it),
+        ``reason`` (what went wrong), then the packet it was given, its frame dump last."""
         st = self.st
         cur = st.cur
         ec = self.ec_order[int(cur[S.CUR_EC])]
@@ -454,10 +479,11 @@ class Simulation:
         where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
         slot = int(cur[S.CUR_SLOT])
         frame = bytes(st.pool[slot][:int(cur[S.CUR_FRAME_LEN])]) if slot >= 0 else b""
+        topo, src = self.scenario.topology, int(cur[S.CUR_SRC])
         return (f"{kind} handler {fname!r}{where} (program {ec.program.name!r}, execution "
-                f"context #{int(cur[S.CUR_EC])} on {_device_label(ec.node)})"
-                + (f" {reason}" if reason else "") + "; packet: src node "
-                f"{int(cur[S.CUR_SRC])}, qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, "
+                f"context #{int(cur[S.CUR_EC])} on {_device_label(topo, ec.node)})"
+                + (f" {reason}" if reason else "") + "; packet: src "
+                f"{_device_label(topo, src)}, qp {int(cur[S.CUR_QP])}, psn {int(cur[S.CUR_PSN])}, "
                 f"message offset {int(cur[S.CUR_MSG_OFFSET])}, payload "
                 f"{int(cur[S.CUR_PAYLOAD_LEN])} B, t={int(cur[S.CUR_TIME])} ps; frame "
                 f"({len(frame)} B): {frame[:96].hex()}" + ("..." if len(frame) > 96 else ""))

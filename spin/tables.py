@@ -3,7 +3,9 @@
 pandas is an optional extra (``pip install spin-emulator[pandas]``): the emulator itself never
 needs it, so it is imported only here, when tables are asked for. Columns are the fields of the
 result records (times in ps, sizes in bytes) plus a few derived ones, flattened so every cell is
-a scalar: ``handler_calls_header``, ``drops_<reason>``, ``utilisation``, ``completion_ps``.
+a scalar: ``handler_calls_header``, ``drops_<reason>``, ``utilisation``, ``completion_ps``, and
+the hosts' names as the topology gave them (``name`` of nics and hosts, ``src_name`` and
+``dst_name`` of messages, next to the node ids).
 """
 from __future__ import annotations
 
@@ -74,8 +76,10 @@ def run_tables(result: RunResult) -> RunTables:
         return out
 
     duration = result.end_time_ps
-    messages = _frame(pd, [_flat(m, completion_ps=m.completion_ps) for m in result.messages],
-                      cols(MessageRecord) + ["completion_ps"])
+    names = {h.node: h.name for h in result.hosts}
+    messages = _frame(pd, [_flat(m, completion_ps=m.completion_ps, src_name=names.get(m.src, ""),
+                                 dst_name=names.get(m.dst, "")) for m in result.messages],
+                      cols(MessageRecord) + ["completion_ps", "src_name", "dst_name"])
     links = _frame(pd, [_flat(l, utilisation=l.utilisation(duration),
                               mean_queue_bytes=l.mean_queue_bytes(duration))
                         for l in result.links],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -100,11 +101,47 @@ class Topology:
         if name in self.roles or name in self._node_of:
             raise TopologyError(f"device name {name!r} is used twice")
 
+    def __repr__(self) -> str:
+        """One line: a fabric of thousands of links would otherwise print pages."""
+        params = ", ".join(f"{k}={v!r}" for k, v in self.params.items()
+                           if v is not None and k != "link")
+        return (f"Topology(kind={self.kind!r}{', ' + params if params else ''}: "
+                f"{_count(len(self.hosts), 'host')}, {_count(len(self.switches), 'switch')}, "
+                f"{_count(len(self.links), 'link')})")
+
     def node_id(self, host: str) -> int:
         try:
             return self._node_of[host]
         except KeyError:
             raise TopologyError(f"{host!r} is not a host; hosts: {_shown(self.hosts)}") from None
+
+    def host_label(self, node: int) -> str:
+        """Host ``node`` as errors name it: ``'h1' (node 1)``."""
+        return f"{self.hosts[node]!r} (node {node})" if 0 <= node < len(self.hosts) \
+            else f"node {node}"
+
+    def hosts_text(self, limit: int = 16) -> str:
+        """The hosts with their node ids, for errors: ``h0 (node 0), h1 (node 1)``."""
+        return _shown([f"{h} (node {i})" for i, h in enumerate(self.hosts)], limit) or "none"
+
+    def host_node(self, host: int | str, what: str, switches_too: bool = False) -> int:
+        """Node id of ``host`` given as a node id or a host name; otherwise a TopologyError
+        naming ``what``, the value and the valid hosts (and switches, when ``switches_too``:
+        for what may also sit on a switch, such as an execution context)."""
+        if isinstance(host, str) and host in self._node_of:
+            return self._node_of[host]
+        if isinstance(host, Integral) and not isinstance(host, bool) \
+                and 0 <= host < len(self.hosts):
+            return int(host)
+        valid = f"hosts: {self.hosts_text()}"
+        if switches_too:
+            valid += f"; switches: {_shown(self.switches) or 'none'}"
+            raise TopologyError(f"{what}: node={host!r} is not a device of this topology; give a "
+                                f"host (node id or name) or a switch (name); {valid}")
+        if isinstance(host, str) and host in self.roles:
+            valid += f" ({host!r} is a switch)"
+        raise TopologyError(f"{what}: node={host!r} is not a host of this topology; give a node id "
+                            f"0..{len(self.hosts) - 1} or a host name; {valid}")
 
     def switch_role(self, name: str) -> str:
         try:
@@ -213,6 +250,10 @@ class Topology:
                 what = "host" if name not in self.roles else "switch"
                 raise TopologyError(f"the topology is disconnected: host {start!r} cannot reach "
                                     f"{what} {name!r} through switches")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else ("es" if noun.endswith("h") else "s"))
 
 
 def _shown(names: list[str], limit: int = 16) -> str:

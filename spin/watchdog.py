@@ -99,10 +99,10 @@ class _Watchdog:
     @staticmethod
     def _die(sim, why: str, code: int) -> None:
         try:
-            what = sim.describe_running_handler()
+            what = sim.describe_running_handler(why)     # the reason before the frame dump
         except Exception as exc:  # noqa: BLE001 - the process ends anyway: say what we can
-            what = f"a handler (details unavailable: {exc})"
-        sys.stderr.write(f"spin: HandlerError: {what} {why}; stopping the process\n")
+            what = f"a handler (details unavailable: {exc}) {why}"
+        sys.stderr.write(f"spin: HandlerError: {what}; stopping the process\n")
         sys.stderr.flush()
         os._exit(code)
 

@@ -1,5 +1,5 @@
-"""Template of the switch receive path, part of the generated engine module (it calls handlers;
-see ``spin/engine/loop_template.py``).
+"""Template of the switch device kind (``spin.engine.device_kinds``), part of the generated
+engine module (it calls handlers; see ``spin/engine/loop_template.py``).
 
 A frame leaves the ingress pipeline (its arrival time includes the pipeline latency), has its
 TTL decremented, and is either taken by an execution context installed on the switch or routed:
@@ -27,7 +27,7 @@ from spin.wire.ip_edit import decrement_ttl, is_ipv4
 from spin.wire.transport_frames import get_be as _be
 
 from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
-from switch_emulator.actions import send_out  # SPIN-TEMPLATE
+from switch_emulator.actions import send_out, switch_finalize_actions  # SPIN-TEMPLATE
 from switch_emulator.routing import routed_port  # SPIN-TEMPLATE
 
 _UDP = WH.UDP_OFF
@@ -67,6 +67,16 @@ def switch_receive(st, hmem, dev, in_gp, slot, now):
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def switch_port_ready(st, dev, now):
+    return   # a switch's ports drain their own queues (spin.engine.ports)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+def switch_actions(st, dev, m, slot, n_commands, end):
+    return switch_finalize_actions(st, dev, slot, n_commands, end)
+
+
+@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def switch_timer(st, hmem, dev, slot, now):
     """A timer a handler of this switch set expired: its packet (from the switch to itself)
     goes to the switch's execution contexts; one that none takes has nowhere to go."""
@@ -79,11 +89,12 @@ def _switch_handle(st, hmem, dev, slot, now):
     """Run the switch's execution contexts on the frame; False when none takes it."""
     frame = st.pool[slot]
     length = st.slot_len[slot]
-    if frame[23] != 17 or (frame[WH.IP_OFF] & 0x0F) != 5 or length < _PAYLOAD_UDP:
+    if frame[WH.IP_PROTO_OFF] != WH.IPPROTO_UDP or (frame[WH.IP_OFF] & 0x0F) != 5 \
+            or length < _PAYLOAD_UDP:
         return False
-    src = _be(frame, 27, 3)
-    dst = _be(frame, 31, 3)
-    udp_dport = _be(frame, _UDP + 2, 2)
+    src = _be(frame, WH.IP_SRC_OFF + 1, 3)   # node ids: the low 24 bits of the 10.x.y.z address
+    dst = _be(frame, WH.IP_DST_OFF + 1, 3)
+    udp_dport = _be(frame, WH.UDP_DPORT_OFF, 2)
     cyc = st.dev[dev, S.D_CYCLE_PS]
     mtu = st.sc[S.SC_MTU]
     key = np.int64(-1)
@@ -127,7 +138,7 @@ def _switch_handle(st, hmem, dev, slot, now):
         st.slot_trusted[slot] = ICRC_PENDING   # handlers may rewrite the payload
     else:
         poff = _PAYLOAD_UDP
-        plen = min(_be(frame, _UDP + 4, 2) - WH.UDP_BYTES, length - poff)
+        plen = min(_be(frame, WH.UDP_LEN_OFF, 2) - WH.UDP_BYTES, length - poff)
         if plen < 0:
             return False
         hdr_type = np.int64(frame[poff]) if plen > 0 else np.int64(-1)

@@ -172,7 +172,7 @@ def test_cli_prints_the_table_and_refuses_bad_sizes(capsys):
     assert main(["allreduce", "--hosts", "3", "--size", "4KiB,12", "--dtype", "int32"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["4,096"], ["12"])]
-    assert [r[1] for r in rows] == ["ring", "rd", "rabenseifner", "nic"] * 2
+    assert [r[1] for r in rows] == ["ring", "rd", "rabenseifner", "nic", "switch"] * 2
     assert all(r[-1] == "yes" for r in rows) and [r[-2] for r in rows][0] == "1.00x"
     assert main(["allreduce", "--size", "64XB"]) == 2
     assert "--size '64XB'" in capsys.readouterr().err

@@ -28,7 +28,8 @@ def _run(name: str) -> str:
 def test_out_of_bounds_index_is_named(name, fn) -> None:
     msg = _run(name)
     assert f"payload handler '{fn}'" in msg and "safety_handlers.py:" in msg
-    assert "IndexError" in msg and "qp 3" in msg and "src node 0" in msg
+    assert "IndexError" in msg and "qp 3" in msg and "src host 'h0' (node 0)" in msg
+    assert msg.index("IndexError") < msg.index("; packet:") < msg.index("frame (")
 
 
 def test_return_value_that_is_no_return_code_is_named() -> None:

@@ -120,9 +120,11 @@ def test_addresses_outside_host_memory_from_python():
     (today: a runtime drop for a send, an engine IndexError for a reduce)."""
     sc = Scenario(Topology.pair())
     sc.host_program(0).send(1, 512, remote_addr=10**9)
-    with pytest.raises(ConfigError, match=r"host 0 op 0 \(send\): remote_addr = 1000000000"):
+    with pytest.raises(ConfigError,
+                       match=r"host 'h0' \(node 0\) op 0 \(send\): remote_addr = 1000000000"):
         Simulation(sc)
     sc = Scenario(Topology.pair())
     sc.host_program(1).reduce(0, (1 << 20) - 8, 4, "int32")
-    with pytest.raises(ConfigError, match=r"host 1 op 0 \(reduce\): src_addr = 1048568"):
+    with pytest.raises(ConfigError,
+                       match=r"host 'h1' \(node 1\) op 0 \(reduce\): src_addr = 1048568"):
         Simulation(sc)

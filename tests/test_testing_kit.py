@@ -117,6 +117,9 @@ def test_run_both_agrees_and_reports_mismatches(monkeypatch):
 def test_missing_done_mark_is_named():
     result = kit.run(_pair_reduce(False))
     with pytest.raises(ConfigError, match=r"done='end'.*marks it reached: done, start"):
+        Metrics.of(result, done="end", node=0)
+    with pytest.raises(ConfigError, match=r"done='end': no host reached it \(marks of this "
+                       r"run: done, start"):
         Metrics.of(result, done="end")
 
 

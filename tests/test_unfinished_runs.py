@@ -40,8 +40,9 @@ def _check_stuck(result) -> None:
     assert set(stuck) == {0, 1}
     assert "wait_recv qp=2" in stuck[0] and "0 of 1 messages" in stuck[0]
     assert "wait_event" in stuck[1] and "0 of 1 host events" in stuck[1]
-    with pytest.raises(RunIncompleteError, match=r"2 host program\(s\) did not finish.*node 0 "
-                       r"waits at op 2 \(wait_recv qp=2\).*node 1 waits at op 0 \(wait_event\)"):
+    with pytest.raises(RunIncompleteError, match=r"2 host program\(s\) did not finish.*host 'h0' "
+                       r"\(node 0\) waits at op 2 \(wait_recv qp=2\).*host 'h1' \(node 1\) "
+                       r"waits at op 0 \(wait_event\)"):
         result.require_finished()
 
 
@@ -61,8 +62,8 @@ def test_missing_mark_is_named():
     with pytest.raises(ConfigError, match=r"label='finish' is not a mark of this run; marks: "
                        r"'done', 'start'"):
         result.mark("finish", 0)
-    with pytest.raises(ConfigError, match=r"label='done' node=0: that host never passed this "
-                       r"mark; nodes that did: none"):
+    with pytest.raises(ConfigError, match=r"label='done': host 'h0' \(node 0\) never passed "
+                       r"this mark; hosts that did: none"):
         result.mark("done", 0)
     assert result.mark("start", 0) == 0
 
@@ -86,6 +87,6 @@ def test_cli_exits_non_zero_even_quiet(tmp_path):
     r = _spin("run", str(toml), "--quiet")
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.startswith("spin: error: 2 host program(s) did not finish"), r.stderr
-    assert "node 0 waits at op 2 (wait_recv qp=2)" in r.stderr
+    assert "host 'h0' (node 0) waits at op 2 (wait_recv qp=2)" in r.stderr
     stopped = _spin("run", str(toml), "--quiet", "--until-us", "1")
     assert stopped.returncode == 0, stopped.stderr  # stopped on purpose: not an error

@@ -42,6 +42,7 @@ def test_endless_handler_is_stopped_and_named() -> None:
     assert elapsed < 10, elapsed
     assert "payload handler 'endless_payload'" in err and "looping_handlers.py:" in err
     assert "handler_timeout_s = 1 s" in err and "qp 3" in err
+    assert err.index("did not return within") < err.index("; packet:") < err.index("frame (")
 
 
 def test_ctrl_c_stops_a_run_stuck_in_a_handler() -> None:

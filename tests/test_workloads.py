@@ -145,7 +145,7 @@ def test_clear_errors():
         build_workload(sc, "ring_allreduce", message_bytes=4098)
     with pytest.raises(ConfigError, match="senders = 9: at most 3"):
         build_workload(sc, "incast", senders=9)
-    with pytest.raises(ConfigError, match="unknown parameter of kind = 'permutation'; valid"):
+    with pytest.raises(ConfigError, match="unknown parameter 'size' of kind = 'permutation'; valid"):
         build_workload(sc, "permutation", size=3)
     build_workload(sc, "incast", message_bytes=64)
     with pytest.raises(ConfigError, match="label = 'incast': another workload"):

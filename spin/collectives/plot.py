@@ -18,13 +18,26 @@ def require_matplotlib():
     return plt
 
 
+# (row key, axis label, scale): the panels of the figure, left to right
+PANELS = (("time_ps", "time (µs)", 1e-6), ("algbw_gbytes_per_s", "algbw (GB/s)", 1.0),
+          ("link_bytes", "bytes on the wire (B)", 1.0))
+
+
 def plot_allreduce(rows: list[dict], path: str, title: str) -> None:
     """Three panels over the message size: time (µs), algbw (GB/s), link bytes (B), one line
     (or marker, for a single size) per algorithm. Rows from ``measure.with_speedup``."""
     plt = require_matplotlib()
+    fig = allreduce_figure(rows, title)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def allreduce_figure(rows: list[dict], title: str):
+    """The figure of ``plot_allreduce``: a panel per entry of ``PANELS``, a line per
+    algorithm labelled with its name, through (bytes per rank, the row's figure x scale)."""
+    plt = require_matplotlib()
     names = list(dict.fromkeys(r["algorithm"] for r in rows))
-    panels = (("time_ps", "time (µs)", 1e-6), ("algbw_gbytes_per_s", "algbw (GB/s)", 1.0),
-              ("link_bytes", "bytes on the wire (B)", 1.0))
+    panels = PANELS
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6),
                              constrained_layout=True)
     for ax, (key, label, scale) in zip(axes, panels):
@@ -39,5 +52,4 @@ def plot_allreduce(rows: list[dict], path: str, title: str) -> None:
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize="small")
     fig.suptitle(title, fontsize="medium")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig

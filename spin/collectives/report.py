@@ -74,6 +74,23 @@ def selected_algorithms(spec: str, dtype: str) -> list:
     return chosen
 
 
+# what ``spin allreduce`` runs without --algo: the host baselines and the NIC ring everywhere,
+# and switch aggregation wherever the topology has switches to aggregate in
+DEFAULT_ALGORITHMS = ("ring", "rd", "rabenseifner", "nic")
+SWITCH_ALGORITHM = "switch"
+
+
+def default_algorithms(topo, dtype: str) -> str:
+    """The ``--algo`` value used when none is given, for ``topo`` and ``dtype``: switch
+    aggregation joins the host and NIC algorithms when the topology has a switch and the
+    switch adds ``dtype`` (a pair of hosts has no switch to aggregate in)."""
+    names = list(DEFAULT_ALGORITHMS)
+    if topo.switches and SWITCH_ALGORITHM in ALGORITHMS \
+            and dtype in algorithm(SWITCH_ALGORITHM).dtypes:
+        names.append(SWITCH_ALGORITHM)
+    return ",".join(names)
+
+
 def shared_programs(algs) -> list:
     """Handler programs of every algorithm that declares them: their runs share one engine."""
     out: list = []
@@ -108,7 +125,7 @@ def run_allreduce_cli(args) -> int:
     if not 2 <= hosts <= len(topo.hosts):
         raise ConfigError(f"--hosts {hosts}: an allreduce needs 2..{len(topo.hosts)} hosts on "
                           f"{where}")
-    algs = selected_algorithms(args.algo, args.dtype)
+    algs = selected_algorithms(args.algo or default_algorithms(topo, args.dtype), args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)
     if plot:

@@ -2,7 +2,9 @@
 
 The engine (event loop, device receive paths, transports, load balancing) is one module made by
 concatenating the loop template with each device kind's templates and the parts generated from
-registries (the switch's dispatch over its port-selection schemes), so that everything
+registries (the dispatch over device kinds, ``spin.engine.device_kinds``; over the NIC's
+transports, ``nic_emulator.transports``; over the switch's port-selection schemes,
+``switch_emulator.lb``), so that everything
 on the per-packet path is compiled, and optimised, as a unit. Its name embeds a digest of every
 engine source, so Numba's on-disk cache serves it across runs and an edited engine file can
 never be served stale machine code. Handlers are not in it: they are compiled apart
@@ -21,16 +23,18 @@ from types import ModuleType
 import numba
 
 from ..caches import cache_root, compiled_source_files, heal_numba_cache
+from .device_kinds import templates as device_templates
 from .generated import import_generated
 
 # Lines importing names that the concatenated module defines itself.
 TEMPLATE_MARKER = "# SPIN-TEMPLATE"
-DEVICE_TEMPLATES = ("nic_emulator/receive_template.py", "switch_emulator/receive_template.py",
-                    "switch_emulator/actions.py")
-# Functions returning source generated from registries: the switch's port-selection dispatch,
-# one static branch per scheme module of ``switch_emulator.lb`` (imported when the engine is
-# generated, never when spin is imported).
-GENERATED_PARTS = ("switch_emulator.routing:dispatch_source",)
+# Functions returning source generated from registries (imported when the engine is generated,
+# never when spin is imported): the switch's port-selection dispatch, one static branch per
+# scheme module of ``switch_emulator.lb``; the NIC's transport dispatch, one per transport
+# registered in ``spin.transports.TRANSPORTS``.
+GENERATED_PARTS = ("switch_emulator.routing:dispatch_source",
+                   "nic_emulator.transports.registry:dispatch_source",
+                   "spin.engine.device_kinds:dispatch_source")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -56,7 +60,7 @@ def _engine_source_digest() -> bytes:
 def engine_module_source(boundscheck: bool = False) -> tuple[str, str]:
     """Return (module name, source) of the engine."""
     template = (Path(__file__).parent / "loop_template.py").read_text()
-    parts = [template] + [(_ROOT / rel).read_text() for rel in DEVICE_TEMPLATES]
+    parts = [template] + [(_ROOT / rel).read_text() for rel in device_templates()]
     parts += [_generated(ref) for ref in GENERATED_PARTS]
     source = "\n".join("\n".join(line for line in part.splitlines() if TEMPLATE_MARKER not in line)
                        for part in parts)

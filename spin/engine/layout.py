@@ -18,7 +18,7 @@ MEMORY_DIMS = 4      # axes of a context's handler memory kept in its st.ec row
 N_HANDLER_KINDS = 3  # header, payload, completion
 
 # transport parameters, one vector for the fabric (from TransportConfig), at st.sc[SC_TRP + TRP_*]
-TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transport", [
+TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transports", [
     ("ACK_EVERY", "receiver: ACK after this many packets"),
     ("RTO_PS", "retransmission timeout"),
     ("CNP_INTERVAL_PS", "least time between two CNPs of a connection"),
@@ -73,7 +73,7 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("TRACE", "what the run traces: TRACE_ON | TRACE_LINKS bits (0: nothing)"),
         ("TRACE_N", "rows of st.trace written since the last drain"),
     ]),
-    Columns("nic_emulator.transport", [
+    Columns("nic_emulator.transports", [
         ("CONN_N", "rows used in st.conn (reliable-transport connections)"),
         ("TRP", TRP.width, "transport parameters: SC_TRP + TRP_* (from TransportConfig)"),
     ]),
@@ -96,7 +96,7 @@ CUR = Table("cur", "CUR_", "NUM_CUR", [
 ])
 
 # --- st.dev: one row per device; its owners' columns in this order ----------------------------
-NT = Table("ntr", "NT_", "NTR_COLS", [Columns("nic_emulator.transport", [
+NT = Table("ntr", "NT_", "NTR_COLS", [Columns("nic_emulator.transports", [
     ("RETX", "packets sent again"),
     ("TIMEOUTS", "retransmission timeouts"),
     ("ACKS_TX", "ACKs sent"),
@@ -165,8 +165,8 @@ DEV_HOST = Columns("nic_emulator.host", [
     ("WAIT0", "what it waits for: the QP of a wait_recv"),
     ("WAIT1", "what it waits for: the cumulative count"),
 ])
-DEV_TRANSPORT = Columns("nic_emulator.transport", [
-    ("TRANSPORT", "TR_NONE, TR_RC, TR_UE"),
+DEV_TRANSPORT = Columns("nic_emulator.transports", [
+    ("TRANSPORT", "transport: index in spin.transports.TRANSPORTS (TR_OPEN_LOOP: 0)"),
     ("ENTROPY", "entropy policy: ENT_PER_FLOW, ENT_SPRAY, ENT_REPS"),
     ("TX_NOWORK", "1: the reliable transmit engine waits for an ACK or a timer"),
     ("RTX_PENDING", "UE: packets marked for retransmission over all the NIC's connections"),
@@ -253,7 +253,7 @@ MSG = Table("msg", "M_", "MSG_COLS", [
         ("LAST_T", "time of the message's latest packet (stale messages expire)"),
         ("ACTIVE", "1 while the row holds a message"),
     ]),
-    Columns("nic_emulator.transport", [
+    Columns("nic_emulator.transports", [
         ("CONN", "reliable transports: the receiving connection's row in st.conn"),
     ]),
 ])
@@ -266,7 +266,7 @@ TXM = Table("txm", "T_", "TXM_COLS", [
         ("REMOTE_VA", "remote virtual address"), ("RKEY", "remote key"),
         ("EV", "entropy value"), ("T_POST", "time posted"), ("PSN", "PSN of its first packet"),
     ]),
-    Columns("nic_emulator.transport", [
+    Columns("nic_emulator.transports", [
         ("NPKTS", "reliable transports: packets of the message"),
         ("NEXT", "next packet index to send (go-back-N rewinds it)"),
         ("CONN", "the sending connection's row in st.conn"),
@@ -274,7 +274,7 @@ TXM = Table("txm", "T_", "TXM_COLS", [
 ])
 
 # --- st.conn: one row per (NIC, peer, QP) connection, as sender or receiver ------------------
-CONN = Table("conn", "C_", "CONN_COLS", [Columns("nic_emulator.transport", [
+CONN = Table("conn", "C_", "CONN_COLS", [Columns("nic_emulator.transports", [
     ("DEV", "device"), ("PEER", "peer node"), ("QP", "queue pair"),
     ("EV", "per-flow entropy value (also the EV of the ACKs it sends)"),
     ("SND_PSN", "sender: next PSN to assign to a posted message (not wrapped)"),

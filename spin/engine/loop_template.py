@@ -1,19 +1,16 @@
 """Template of the engine module: handler invocation and the event loop. ``spin.engine.codegen``
-concatenates this file with the receive paths of each device kind
-(``nic_emulator/receive_template.py``, ``switch_emulator/receive_template.py``, the switch's
-action sink ``switch_emulator/actions.py``) and the generated parts (the switch's port-selection
-dispatch, ``switch_emulator.routing.dispatch_source``) into one module named by a digest of every
-engine source, compiled once per spin version and cached. Handlers
+concatenates this file with the templates of each device kind (``spin.engine.device_kinds``)
+and the dispatch generated from the registries (device kinds, NIC transports, switch
+port-selection schemes) into one module named by a digest of every engine source, compiled once
+per spin version and cached. The loop never names a device kind or a transport: it calls
+``device_*`` and ``transport_*``. Handlers
 are not part of it: they are compiled apart and called through the address of their entry
 (``spin.engine.handler_abi``). Lines marked ``SPIN-TEMPLATE`` import names the concatenated
 module defines itself; they are dropped.
 """
 import numba as nb
 
-from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
-from nic_emulator.reliable_tx import rto_fired
-from nic_emulator.tx import tx_step, wake_tx
 from spin import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED, SUCCESS, SUCCESS_PENDING
 from spin.engine import state as S
@@ -26,10 +23,10 @@ from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_q
 from spin.engine.state_ref import state_ref
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
-from switch_emulator.actions import switch_finalize_actions  # SPIN-TEMPLATE
-from nic_emulator.receive_template import nic_complete, nic_receive  # SPIN-TEMPLATE
-from switch_emulator.receive_template import (switch_complete, switch_receive,  # SPIN-TEMPLATE
-                                              switch_timer)  # SPIN-TEMPLATE
+from nic_emulator.transports.registry import transport_on_timeout, transport_tx_step  # SPIN-TEMPLATE
+from spin.engine.device_kinds import (device_actions, device_complete,  # SPIN-TEMPLATE
+                                      device_port_ready, device_receive,  # SPIN-TEMPLATE
+                                      device_timer)  # SPIN-TEMPLATE
 
 
 @nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
@@ -75,10 +72,7 @@ def run_handler(st, hmem, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn,
     cycles = st.prog[prog, S.PR_CYCLES + kind] \
         + (st.prog[prog, S.PR_MCPB + kind] * pkt.shape[0] + 999) // 1000 + extra_cycles
     end = start + cycles * st.dev[dev, S.D_CYCLE_PS]
-    if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-        end = nic_finalize_actions(st, dev, m, n_commands, end)
-    else:
-        end = switch_finalize_actions(st, dev, slot, n_commands, end)
+    end = device_actions(st, dev, m, slot, n_commands, end)
     st.hpu_free[dev, h] = end
     st.dev[dev, S.D_HPU_BUSY_PS] += end - start
     if st.sc[S.SC_TRACE] != 0:
@@ -132,10 +126,9 @@ def _arrive(st, hmem, dev, gp, slot, t):
     if gp < 0:
         if gp == S.ARRIVE_TIMER:
             st.dev[dev, S.D_TIMERS] += 1
-        if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-            nic_receive(st, hmem, dev, slot, t, gp == S.ARRIVE_TIMER)
+            device_timer(st, hmem, dev, slot, t)
         else:
-            switch_timer(st, hmem, dev, slot, t)
+            device_receive(st, hmem, dev, gp, slot, t)
         return
     if st.port[gp, S.PT_UP] == 0:
         st.drops[dev, D.LINK_DOWN] += 1
@@ -146,10 +139,7 @@ def _arrive(st, hmem, dev, gp, slot, t):
         pfc_received(st, gp, pfc_quanta(frame), t)
         free_slot(st, slot)
         return
-    if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-        nic_receive(st, hmem, dev, slot, t, False)
-    else:
-        switch_receive(st, hmem, dev, gp, slot, t)
+    device_receive(st, hmem, dev, gp, slot, t)
 
 
 @nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.watchdog
@@ -195,14 +185,13 @@ def run_until(st, hmem, t_end, max_events):
             sc[S.SC_PKT_EVENTS] += 1
         if kind == S.EV_TX_DONE:
             tx_done(st, a, b, t)
-            if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-                wake_tx(st, dev, t)
+            device_port_ready(st, dev, t)
         elif kind == S.EV_ARRIVE:
             _arrive(st, hmem, dev, a, b, t)
         elif kind == S.EV_ENQUEUE:
             enqueue_frame(st, a, b, t)
         elif kind == S.EV_TXM:
-            tx_step(st, dev, t)
+            transport_tx_step(st.dev[dev, S.D_TRANSPORT], st, dev, t)
         elif kind == S.EV_HOST:
             host_step(st, dev, t)
         elif kind == S.EV_HOST_RECV:
@@ -210,10 +199,7 @@ def run_until(st, hmem, t_end, max_events):
         elif kind == S.EV_HOST_EVENT:
             host_event_raised(st, dev, t)
         elif kind == S.EV_COMPLETION:
-            if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-                nic_complete(st, hmem, dev, a, t)
-            else:
-                switch_complete(st, hmem, dev, a, t)
+            device_complete(st, hmem, dev, a, t)
         elif kind == S.EV_CONTROL:
             apply_control(st, a, t)
             n -= 1   # every worker applies every control event: not counted, so event counts
@@ -223,12 +209,11 @@ def run_until(st, hmem, t_end, max_events):
             n -= 1   # sampled in every worker: not counted (see EV_CONTROL), and it does not
             sc[S.SC_NOW] = now_before   # move the clock the run's end time is read from
         elif kind == S.EV_RTO:
-            if not rto_fired(st, dev, a, t):
+            if not transport_on_timeout(st.dev[dev, S.D_TRANSPORT], st, dev, a, t):
                 sc[S.SC_NOW] = now_before   # a timer that only re-arms or lapses: no time passes
         elif kind == S.EV_PORT_RESUME:
             port_resume(st, a, t)
-            if st.dev[dev, S.D_KIND] == S.DEV_NIC:
-                wake_tx(st, dev, t)
+            device_port_ready(st, dev, t)
         if sc[S.SC_STATUS] != S.STATUS_DONE:
             break
     sc[S.SC_EVENTS] += n

@@ -20,6 +20,7 @@ import numpy as np
 from ..drops import NUM_DROP_REASONS
 from . import layout as L
 from .columns import RowView, Table, export
+from .device_kinds import DEVICE_KINDS
 from .layout import REPS_SLOTS, TABLES  # noqa: F401  (REPS_SLOTS: part of this module's names)
 
 INF_PS = np.int64(2**62)
@@ -64,9 +65,9 @@ EV_RTO = 12         # dev, a=connection row: retransmission timer of a sending c
 ARRIVE_LOOPBACK = -1
 ARRIVE_TIMER = -2
 
-# --- device kinds -----------------------------------------------------------------------------
-DEV_NIC = 0
-DEV_SWITCH = 1
+# --- device kinds (codes: the order of spin.engine.device_kinds.DEVICE_KINDS) -----------------
+DEV_NIC = DEVICE_KINDS.names().index("nic")
+DEV_SWITCH = DEVICE_KINDS.names().index("switch")
 
 # --- pending handler actions (finalised at handler end) ---------------------------------------
 ACT_DMA_TO_HOST = 1      # a=nbytes, b=generate_event
@@ -104,11 +105,10 @@ MSG_FLAG_PROCEED_ALL = 1
 MSG_FLAG_DROP_ALL = 2
 MSG_FLAG_DELIVERED = 4   # at least one packet took the default path to host memory
 
-# --- transports (nic_emulator.transport) ------------------------------------------------------
-TR_NONE = 0
-TR_RC = 1
-TR_UE = 2
-TRANSPORT_KINDS = ("none", "rc", "ue")
+# --- transports (nic_emulator.transports) -----------------------------------------------------
+# D_TRANSPORT is the index of the NIC's transport in spin.transports.TRANSPORTS; the open-loop
+# transport, which keeps no connections, is always the first.
+TR_OPEN_LOOP = 0
 ENT_PER_FLOW = 0
 ENT_SPRAY = 1
 ENT_REPS = 2

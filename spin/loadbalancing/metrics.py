@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ConfigError
 from ..records import TierLoad, tier_loads, traffic_duration_ps  # noqa: F401 (re-exported)
 
 # Counters of NicStats that a reliable transport adds; summed over NICs when present.
@@ -59,20 +60,61 @@ def fabric_figures(result) -> FabricFigures:
 
 def utilisation_series(result, interval_ps: int) -> dict[str, tuple[list[int], list[float],
                                                                       list[float]]]:
-    """Per tier, from ``result.link_samples``: sample times and the mean and maximum
-    utilisation over the tier's link directions in each interval (capped at 1: a frame counts
-    in the interval its transmission started)."""
-    tier_of = {l.link: l.tier for l in result.links}
+    """Per tier of links, from ``result.link_samples`` taken every ``interval_ps``: the sample
+    instants and, for each, the mean and the busiest utilisation over the tier's link
+    directions in the interval that ends there.
+
+    The instants are the whole grid, from 0 to the last sample (and on while a transmission
+    still runs): the engine writes no row for an idle direction, and an interval without rows
+    is idle (utilisation 0), not missing, so a plot drops to zero across idle gaps instead of
+    drawing a line over them. A sample counts a frame's whole transmission in the interval it
+    started; what exceeds the interval runs on into the next ones (a direction is busy at most
+    the whole interval), so the series add up to each direction's ``LinkStats.busy_ps``."""
+    import numpy as np
+    if interval_ps <= 0:
+        raise ConfigError(f"utilisation series: interval_ps = {interval_ps}; the link sampling "
+                          f"interval must be > 0 ps ([engine] queue_sample_ns)")
     directions: dict[str, int] = {}
     for l in result.links:
         directions[l.tier] = directions.get(l.tier, 0) + 1
-    by_time: dict[str, dict[int, list[float]]] = {t: {} for t in directions}
-    for t, link, _direction, busy in result.link_samples:
-        by_time[tier_of[link]].setdefault(t, []).append(min(1.0, busy / interval_ps))
-    times = sorted({row[0] for row in result.link_samples})
+    tiers = list(directions)
+    tier_of = np.zeros(max((l.link for l in result.links), default=0) + 1, np.int64)
+    for l in result.links:
+        tier_of[l.link] = tiers.index(l.tier)
+    rows = np.asarray(result.link_samples, np.int64).reshape(-1, 4)   # t, link, direction, busy
+    column = rows[:, 0] // interval_ps
+    last = int(column.max()) if len(rows) else 0
+    sample_tier = tier_of[rows[:, 1]]
+    busy = {}   # tier -> busy ps per (direction that sent anything, interval)
+    for i, tier in enumerate(tiers):
+        mine = sample_tier == i
+        directions_seen, row = np.unique(rows[mine, 1] * 2 + rows[mine, 2], return_inverse=True)
+        busy[tier] = np.zeros((len(directions_seen), last + 1))
+        np.add.at(busy[tier], (row, column[mine]), rows[mine, 3])
+    used = {tier: _spill(b, interval_ps) for tier, b in busy.items()}
+    n = max([last + 1] + [u.shape[1] for u in used.values()])
+    times = [k * interval_ps for k in range(n)]
     out = {}
-    for tier, samples in by_time.items():
-        n = directions[tier]
-        out[tier] = (times, [sum(samples.get(t, ())) / n for t in times],
-                     [max(samples.get(t, (0.0,))) for t in times])
+    for tier, u in used.items():
+        u = np.pad(u, ((0, 0), (0, n - u.shape[1])))
+        mean = (u.sum(axis=0) / directions[tier]).tolist() if len(u) else [0.0] * n
+        peak = u.max(axis=0).tolist() if len(u) else [0.0] * n
+        out[tier] = (times, mean, peak)
     return out
+
+
+def _spill(busy, interval_ps: int):
+    """Utilisation per direction (rows) and interval (columns) from the busy time sampled per
+    interval: at most the whole interval, the rest carried into the next ones (columns are
+    added while a carry remains). Busy times are integers (ps), so the carry is exact."""
+    import numpy as np
+    columns = []
+    carry = np.zeros(busy.shape[0])
+    k = 0
+    while k < busy.shape[1] or carry.any():
+        total = carry + (busy[:, k] if k < busy.shape[1] else 0.0)
+        done = np.minimum(total, interval_ps)
+        columns.append(done / interval_ps)
+        carry = total - done
+        k += 1
+    return np.stack(columns, axis=1) if columns else np.zeros((busy.shape[0], 0))

@@ -32,8 +32,9 @@ def _safe(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
 
 
-def fct_cdf(path: Path, fcts_ps: dict[str, list[int]], title: str = "") -> Path:
-    """One CDF curve per label of its flow completion times."""
+def fct_cdf_figure(fcts_ps: dict[str, list[int]], title: str = ""):
+    """The figure of ``fct_cdf``: one step curve per label through every flow completion time
+    (x, µs) at the fraction of flows done by then (y); its lines carry exactly those points."""
     plt = require_matplotlib()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, values in fcts_ps.items():
@@ -49,14 +50,18 @@ def fct_cdf(path: Path, fcts_ps: dict[str, list[int]], title: str = "") -> Path:
     ax.legend(loc="lower right")
     ax.set_title(title or "flow completion times")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
-def utilisation_over_time(path: Path, result, interval_ps: int, title: str = "") -> Path:
-    """Per tier of links: mean utilisation (solid) and busiest direction (dashed) per sample
-    interval."""
+def fct_cdf(path: Path, fcts_ps: dict[str, list[int]], title: str = "") -> Path:
+    """One CDF curve per label of its flow completion times, written to ``path``."""
+    return _save(fct_cdf_figure(fcts_ps, title), path)
+
+
+def utilisation_figure(result, interval_ps: int, title: str = ""):
+    """The figure of ``utilisation_over_time``: per tier of links, the mean utilisation (solid)
+    and the busiest direction (dashed) of ``utilisation_series``, drawn as steps (each value
+    holds over the sample interval that ends at its instant, idle intervals at zero)."""
     plt = require_matplotlib()
     series = utilisation_series(result, interval_ps)
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -65,8 +70,9 @@ def utilisation_over_time(path: Path, result, interval_ps: int, title: str = "")
             continue
         colour = f"C{i}"
         x = [t / US for t in times]
-        ax.plot(x, mean, color=colour, label=f"{tier} mean")
-        ax.plot(x, peak, color=colour, linestyle="--", alpha=0.6, label=f"{tier} busiest")
+        ax.plot(x, mean, color=colour, drawstyle="steps-pre", label=f"{tier} mean")
+        ax.plot(x, peak, color=colour, linestyle="--", alpha=0.6, drawstyle="steps-pre",
+                label=f"{tier} busiest")
     ax.set_xlabel("time (µs, virtual)")
     ax.set_ylabel(f"link utilisation per {interval_ps / US:g} µs")
     ax.set_ylim(0, 1.05)
@@ -74,6 +80,17 @@ def utilisation_over_time(path: Path, result, interval_ps: int, title: str = "")
     ax.legend(loc="upper right", fontsize="small")
     ax.set_title(title or "link utilisation over time")
     fig.tight_layout()
+    return fig
+
+
+def utilisation_over_time(path: Path, result, interval_ps: int, title: str = "") -> Path:
+    """Per tier of links: mean utilisation (solid) and busiest direction (dashed) per sample
+    interval, written to ``path``."""
+    return _save(utilisation_figure(result, interval_ps, title), path)
+
+
+def _save(fig, path: Path) -> Path:
+    plt = require_matplotlib()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

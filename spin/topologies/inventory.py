@@ -89,6 +89,8 @@ def bisection_gbps(topo: Topology) -> float:
 
 
 def topology_inventory(topo: Topology) -> Inventory:
+    """What ``topo`` is made of and what it can carry (``spin topo``): hosts, switches by role,
+    ports, cables, capacity and bisection bandwidth (max-flow and the builder's formula)."""
     roles = Counter(topo.switch_role(s) for s in topo.switches)
     ports = topo.ports()
     switch_ports = accel_ports = 0

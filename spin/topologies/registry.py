@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..config import LinkConfig
 from ..errors import TopologyError
+from ..suggest import did_you_mean, misspelt_key
 from ..topology import Topology
 
 
@@ -136,9 +137,12 @@ def _param_error(spec: TopologyKind, exc: ValidationError, where: str) -> Topolo
         name = str(err["loc"][0]) if err["loc"] else "(params)"
         value = err.get("input")
         if err["type"] == "extra_forbidden":
-            why = (f"unknown parameter of kind = {spec.name!r}; valid parameters: "
+            why = (f"unknown parameter {name!r} of kind = {spec.name!r}"
+                   f"{did_you_mean(name, spec.params.model_fields)}; valid parameters: "
                    f"{', '.join(spec.params.model_fields) or 'none'}")
         elif err["type"] == "missing":
+            if misspelt_key(name, value or {}, spec.params.model_fields) is not None:
+                continue   # the misspelt key's own line names the mistake
             why, value = f"required by kind = {spec.name!r}", None
         else:
             why = f"{err['msg']}; valid: {valid_range(spec.params, name)}"

@@ -30,7 +30,7 @@ OP_WRITE_ONLY = OP_RC_RDMA_WRITE_ONLY
 VALID_OPCODES = frozenset({0x06, 0x07, 0x08, 0x0A, 0x26, 0x27, 0x28, 0x2A})
 RETH_OPCODES = frozenset({0x06, 0x0A, 0x26, 0x2A})
 
-# Reliable-transport frames (nic_emulator.transport). ACKNOWLEDGE carries an AETH (IBTA
+# Reliable-transport frames (nic_emulator.transports). ACKNOWLEDGE carries an AETH (IBTA
 # vol. 1 9.3.5); the RoCEv2 congestion notification packet (CNP, IBTA RoCEv2 annex A17.9.3)
 # has BECN set in the BTH and 16 reserved bytes. 0xC0-0xFF are manufacturer-specific opcodes
 # (IBTA table 38): spin's Ultra-Ethernet-style transport uses 0xC0 for a sprayed WRITE packet
@@ -155,6 +155,8 @@ IP_PROTO_OFF = IP_OFF + IPV4.offsets["proto"]     # 23
 IP_SRC_OFF = IP_OFF + IPV4.offsets["src"]         # 26
 IP_DST_OFF = IP_OFF + IPV4.offsets["dst"]         # 30
 UDP_SPORT_OFF = UDP_OFF + UDP.offsets["sport"]    # 34: source port, then destination port
+UDP_DPORT_OFF = UDP_OFF + UDP.offsets["dport"]    # 36
+UDP_LEN_OFF = UDP_OFF + UDP.offsets["len"]        # 38
 
 
 def pad_count(payload_len: int) -> int:

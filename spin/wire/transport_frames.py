@@ -1,6 +1,6 @@
 """Reliable-transport frames: RoCEv2 ACK/NAK (BTH + AETH), CNP (BTH with BECN + 16 reserved
 bytes), and the Ultra-Ethernet-style WRITE (BTH + PLH + payload) and selective ACK/NACK
-(BTH + AETH + SACKH) of ``nic_emulator.transport``. Numba writers for the engine, plus Python
+(BTH + AETH + SACKH) of ``nic_emulator.transports``. Numba writers for the engine, plus Python
 builders with the same bytes for tools and tests. Layouts are declared in ``headers.py``; the
 offsets below are checked against those declarations at import.
 """

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from ..suggest import did_you_mean, misspelt_key
 from ..topologies.registry import first_sentence, valid_range
 from .common import Workload
 
@@ -56,9 +57,12 @@ class WorkloadKind:
             for err in exc.errors():
                 field = str(err["loc"][0]) if err["loc"] else "(params)"
                 if err["type"] == "extra_forbidden":
-                    why = (f"unknown parameter of kind = {self.name!r}; valid parameters: "
-                           f"{', '.join(self.params.model_fields)}")
+                    why = (f"unknown parameter {field!r} of kind = {self.name!r}"
+                           f"{did_you_mean(field, self.params.model_fields)}; valid "
+                           f"parameters: {', '.join(self.params.model_fields)}")
                 elif err["type"] == "missing":
+                    if misspelt_key(field, params, self.params.model_fields) is not None:
+                        continue   # the misspelt key's own line names the mistake
                     why = f"required by kind = {self.name!r}"
                 else:
                     why = f"{err['msg']}; valid: {valid_range(self.params, field)}"

@@ -27,7 +27,7 @@ def test_failing_handler_is_named_with_its_packet():
     msg = str(info.value)
     assert "failing_payload" in msg and "payload handler" in msg
     assert "program 'failing'" in msg and "node 3" in msg
-    assert "src node 1" in msg and "qp 1" in msg and "payload byte 0 is 0xEE" in msg
+    assert "src host 'h1' (node 1)" in msg and "qp 1" in msg and "payload byte 0 is 0xEE" in msg
 
 
 @pytest.mark.slow

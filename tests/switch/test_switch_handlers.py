@@ -116,7 +116,8 @@ def test_switch_multicast_reaches_every_group_member() -> None:
 
 def test_switch_context_errors_name_the_device() -> None:
     sc = scenario(Topology.star(2))
-    with pytest.raises(ConfigError, match="'s9'.*devices: h0, h1, s0"):
+    with pytest.raises(ConfigError, match=r"'s9' is not a device.*hosts: h0 \(node 0\), h1 "
+                       r"\(node 1\); switches: s0"):
         sc.install(ExecutionContext(node="s9", program=switch_multicast_program()))
     with pytest.raises(ConfigError, match="valid ports are 0..1"):
         sc.multicast_group("s0", [0, 5])

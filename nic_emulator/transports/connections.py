@@ -1,5 +1,5 @@
 """State the reliable transports share: connections, PSN bitmaps, control frames, and waking
-the transmit engine.
+the transmit engine (which the open-loop transport uses too).
 
 A connection is one row of ``st.conn`` per (NIC, peer, QP, role): a NIC that sends to a peer
 on a QP and also receives from it on that QP holds two rows, a sender and a receiver. Rows
@@ -21,13 +21,14 @@ from spin.engine.pool import ICRC_PENDING, alloc_slot
 from spin.engine.rdma import PSN_MASK, conn_key, flow_entropy
 from spin.wire.transport_frames import write_control_frame
 
-from .loopback import emit_frame
+from ..loopback import emit_frame
 
 ROLE_TX = 0
 ROLE_RX = 1
 BITS_SACKED = 0                 # sender ring: selectively acknowledged
 BITS_RTX = S.WIN_WORDS          # sender ring: marked for retransmission
 BITS_RCVD = 0                   # receiver ring: arrived
+ECN_CE = 3                      # IP ECN field: congestion experienced
 _HALF = 1 << 23
 
 
@@ -94,6 +95,19 @@ def connection(st, dev, peer, qp, role):
     row[S.C_TARGET] = rate
     row[S.C_LAST_CNP] = -1
     return c
+
+
+@nb.njit(cache=True, _nrt=False)
+def note_order(st, dev, c, psn):
+    """Count an out-of-order arrival (a PSN below the highest seen on the receiving connection)
+    and the largest such distance (the reorder degree)."""
+    top = st.conn[c, S.C_MAX_PSN]
+    if psn + 1 < top:
+        st.dev[dev, S.D_NTR + S.NT_OOO] += 1
+        if top - 1 - psn > st.dev[dev, S.D_NTR + S.NT_REORDER]:
+            st.dev[dev, S.D_NTR + S.NT_REORDER] = top - 1 - psn
+    elif psn + 1 > top:
+        st.conn[c, S.C_MAX_PSN] = psn + 1
 
 
 # --- ring bitmaps -------------------------------------------------------------------------------
