@@ -86,11 +86,24 @@ class TransportConfig(_Frozen):
 
     kind: str = "none"            # a name of TRANSPORTS
     entropy: str = "per_flow"     # a name of ENTROPIES
-    # The receiver acknowledges every Nth accepted packet, and always a message's last packet.
+    # ACK coalescing (Ultra Ethernet allows one ACK for several packets; its SACK bitmap covers
+    # the rest): the receiver acknowledges every Nth accepted packet, a message's last packet,
+    # a packet the sender flagged with AckReq (UE: its window closed after it, so no ACK timer
+    # is needed), and, with ``ack_on_ecn``, an ECN-marked packet at once (htsim's UEC sink).
     ack_every_packets: int = Field(1, ge=1, le=64)
-    # Retransmission timeout after the oldest unacknowledged packet stopped moving: well above
-    # the queueing delay of a few 1 MiB switch buffers at 100 Gb/s (~85 us each).
+    ack_on_ecn: bool = True
+    # Retransmission timeout after the oldest unacknowledged packet stopped moving, until the
+    # connection has measured its RTT: well above the queueing delay of a few 1 MiB switch
+    # buffers at 100 Gb/s (~85 us each). UE then uses SRTT + 4 RTTVAR (RFC 6298), never less
+    # than ``min_rto_us`` (htsim's UEC source: ~100 us).
     rto_us: float = Field(500.0, gt=0, allow_inf_nan=False)
+    min_rto_us: float = Field(100.0, gt=0, allow_inf_nan=False)
+    # UE congestion control: "nscc" (Ultra Ethernet's NSCC: ECN and measured queueing delay,
+    # fast increase, quick adapt; nic_emulator.nscc) or "window" (DCTCP-like, ECN only:
+    # nic_emulator.congestion). NSCC's target queueing delay: 0 is half of ``base_rtt_us``
+    # (htsim: 6 us for its 12 us reference RTT).
+    congestion: Literal["nscc", "window"] = "nscc"
+    target_delay_us: float = Field(0.0, ge=0, allow_inf_nan=False)
     # DCQCN (Zhu et al., SIGCOMM'15): the receiver sends at most one CNP per flow per 50 us
     # (the paper's N); the sender's alpha gain g = 1/256 and the alpha/rate-increase timer
     # 55 us (the paper's g and K); F = 5 fast-recovery stages; additive increase 40 Mb/s (the
@@ -102,12 +115,18 @@ class TransportConfig(_Frozen):
     dcqcn_ai_mbps: int = Field(40, ge=1)
     dcqcn_hai_mbps: int = Field(400, ge=1)
     dcqcn_min_rate_mbps: int = Field(100, ge=1)
-    # UE congestion window: starts at one bandwidth-delay product of the host link over
-    # ``base_rtt_us`` (0: that default), never below one MTU nor above ``max_window_factor``
-    # times the start; ECN gain 1/16 (DCTCP's g).
+    # UE congestion window: starts at ``window_bytes``, or (0) one bandwidth-delay product of
+    # the host link over ``base_rtt_us``, never below one MTU nor above ``max_window_factor``
+    # times the start; ECN gain 1/16 (DCTCP's g) for the "window" control. ``base_rtt_us`` is
+    # also NSCC's base RTT (a queueing delay is an RTT sample minus the least of it and the
+    # connection's least sample).
     window_bytes: int = Field(0, ge=0)
     base_rtt_us: float = Field(12.0, gt=0, allow_inf_nan=False)
     max_window_factor: int = Field(2, ge=1, le=64)
+    # Spraying and REPS exploration draw EVs from this many per connection, walked in a
+    # shuffled round robin (htsim's ``-paths``, default 64 there; a power of two keeps the walk
+    # even); 0: any of the 16,384 EVs of the dynamic port range, drawn at random.
+    ev_set_size: int = Field(0, ge=0, le=16_384)
     # REPS: after a trim or timeout only cached (known-good) EVs are used for this long
     # (htsim's buffer_reps default: 10 ms).
     reps_freeze_us: float = Field(10_000.0, ge=0, allow_inf_nan=False)

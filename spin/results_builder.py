@@ -61,7 +61,7 @@ def build_result(sim) -> RunResult:
     posts = []
     for k in range(sc.txlog_n):
         r = view.txlog(k)
-        posts.append([r.src, r.dst, r.qp, r.bytes, r.t_post_ps, r.first_psn])
+        posts.append([r.src, r.dst, r.qp, r.bytes, r.t_post_ps, r.first_psn, r.t_acked_ps])
     messages = []
     for k in range(sc.msglog_n):
         r = view.msglog(k)
