@@ -40,6 +40,8 @@ def test_preset_configures_switches_and_nics():
         (p.queue_bytes, p.ecn_low_bytes, p.ecn_high_bytes)
     assert s.ecn_at == "dequeue" and s.trim and s.header_priority and not s.pfc
     assert t.kind == "ue" and t.window_bytes == p.window_bytes and t.max_window_factor == 1
+    assert t.congestion == "nscc" and t.min_rto_us == 100.0 and t.ack_on_ecn
+    assert t.ack_every_packets == 4 and t.ev_set_size == 64      # 16 KiB per ACK; -paths 64
     assert sc.engine.mtu_bytes == 4096
 
 

@@ -9,7 +9,9 @@ packet and one 64 B ACK serialised (6 hops on a 3-tier fat tree: ~14.0 us at 100
 - ECN marked RED-like between 20 % and 80 % of that queue, decided at dequeue;
 - a congestion window starting at, and capped at, 1.5 x BDP (NSCC);
 - header-only packets (ACK, NACK, trimmed headers) in a priority queue at every port;
-- a minimum retransmission timeout of about 100 us.
+- a minimum retransmission timeout of about 100 us;
+- one ACK per 16 KiB received (4 packets), plus one at once for ECN-marked packets;
+- spraying over 64 EVs per flow in a shuffled round robin, REPS exploring the same 64.
 
 spin's packets are RoCEv2 frames with real bytes: a full Ultra-Ethernet-style data packet is
 4,096 B of payload plus 78 B of headers (htsim: 4,150 B packets), an ACK 82 B (htsim: 64 B),
@@ -32,8 +34,10 @@ ECN_LOW_FRACTION = 0.2            # main_uec: ECN between 20 % ...
 ECN_HIGH_FRACTION = 0.8           # ... and 80 % of the queue
 WINDOW_BDP_FACTOR = 1.5           # main_uec: NSCC initial = maximum window, 1.5 x BDP
 MIN_RTO_US = 100.0                # htsim's UEC source: minimum retransmission timeout
-FCT_DEFINITION = ("FCT = the flow's last byte placed at the receiver minus its start (htsim "
-                  "counts to the sender's last ACK, about one ACK's one-way trip later)")
+SACK_THRESHOLD_BYTES = 16_384     # htsim's UEC sink: one ACK per 16 KiB accepted (4 packets)
+HTSIM_PATHS = 64                  # htsim's -paths: EVs a sprayed (or REPS) flow walks over
+FCT_DEFINITION = ("FCT = the sender's last ACK minus the flow's start, as htsim counts it "
+                  "('finished at' - 'starting at')")
 
 
 def ue_data_frame_bytes(mtu_bytes: int) -> int:
@@ -60,6 +64,7 @@ class HtsimPreset:
     ecn_low_bytes: int
     ecn_high_bytes: int
     window_bytes: int
+    ack_every_packets: int        # receiver: one ACK per this many packets (plus AckReq/ECN)
     min_rto_us: float = MIN_RTO_US
 
     def switch_config(self, base: SwitchConfig | None = None) -> SwitchConfig:
@@ -70,9 +75,11 @@ class HtsimPreset:
         return SwitchConfig.make(**fields)
 
     def transport_config(self) -> TransportConfig:
-        return TransportConfig.make(kind="ue", window_bytes=self.window_bytes,
+        return TransportConfig.make(kind="ue", congestion="nscc", window_bytes=self.window_bytes,
                                     max_window_factor=1, base_rtt_us=self.base_rtt_ps / 1e6,
-                                    rto_us=self.min_rto_us)
+                                    rto_us=self.min_rto_us, min_rto_us=self.min_rto_us,
+                                    ack_every_packets=self.ack_every_packets, ack_on_ecn=True,
+                                    ev_set_size=HTSIM_PATHS)
 
     def nic_config(self, base: NicConfig | None = None) -> NicConfig:
         fields = (base or NicConfig()).model_dump()
@@ -84,8 +91,8 @@ class HtsimPreset:
                 f"{self.rate_gbps} Gb/s, base RTT {self.base_rtt_ps / 1e6:.2f} us, BDP "
                 f"{self.bdp_bytes:,} B; queue {self.queue_bytes:,} B per port (trimming), ECN "
                 f"RED {self.ecn_low_bytes:,}-{self.ecn_high_bytes:,} B at dequeue, window "
-                f"{self.window_bytes:,} B, header-only packets prioritised, RTO "
-                f"{self.min_rto_us:g} us")
+                f"{self.window_bytes:,} B (NSCC), an ACK per {self.ack_every_packets} packets, "
+                f"header-only packets prioritised, RTO >= {self.min_rto_us:g} us")
 
 
 def longest_host_path_hops(topo: Topology) -> int:
@@ -134,7 +141,8 @@ def htsim_preset(topo: Topology, mtu_bytes: int = 4096) -> HtsimPreset:
                        packet_bytes=packet, base_rtt_ps=base_rtt, bdp_bytes=bdp,
                        queue_bytes=queue, ecn_low_bytes=int(queue * ECN_LOW_FRACTION),
                        ecn_high_bytes=int(queue * ECN_HIGH_FRACTION),
-                       window_bytes=int(bdp * WINDOW_BDP_FACTOR))
+                       window_bytes=int(bdp * WINDOW_BDP_FACTOR),
+                       ack_every_packets=max(1, SACK_THRESHOLD_BYTES // mtu_bytes))
 
 
 def engine_for(n_hosts: int, mtu_bytes: int) -> EngineConfig:
