@@ -1,10 +1,11 @@
 """Wall time of htsim's own scenario (figures, not a test): the 128-host k = 8 fat-tree
-permutation of 2 MB per host from ``uet-htsim`` (``../shared/data/htsim``), per scheme, with
+permutation of 2 MB per host shipped with ``uet-htsim`` (``examples/htsim``), per scheme, with
 htsim's ``main_uec`` queue, ECN and window sizes.
 
 Per run: ``loop`` is the engine loop, ``run`` adds the scheme's setup (engine state) and the
 results; the engine is compiled or loaded before the first timed run. ``--fresh`` instead times
-whole ``spin lb --preset htsim`` processes (imports, cache load, every scheme). Uses only
+whole ``spin lb --preset htsim`` processes (imports, cache load, every scheme), and
+``--preset`` times the runs of that preset in one process. Without ``--preset`` it uses only
 configuration fields every recent spin has, so the same script measures two trees alternately:
 
     PYTHONPATH=/work/main python bench/bench_htsim.py --repeats 3
@@ -20,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "htsim"
+DATA = Path(__file__).resolve().parents[1] / "examples" / "htsim"   # htsim's own files
 TOPO = DATA / "fat_tree_128_1os.topo"
 CM = DATA / "perm_128n_128c_2MB.cm"
 
@@ -47,12 +48,17 @@ def _scenario():
     return sc
 
 
-def in_process(schemes: list[str], repeats: int) -> None:
+def _preset_scenario():
+    from spin.loadbalancing.htsim_run import htsim_scenario
+    return htsim_scenario(TOPO, CM)[0]
+
+
+def in_process(schemes: list[str], repeats: int, preset: bool) -> None:
     t0 = time.perf_counter()
     from spin.loadbalancing import with_scheme
     from spin.simulation import Simulation
     t_import = time.perf_counter() - t0
-    sc = _scenario()
+    sc = _preset_scenario() if preset else _scenario()
     Simulation(sc, quiet=True).compile()
     print(f"imports {t_import:.3f} s; scenario built and engine loaded "
           f"{time.perf_counter() - t0:.3f} s after start")
@@ -90,9 +96,14 @@ def main() -> None:
     ap.add_argument("--schemes", default="ecmp,spray,reps")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fresh", action="store_true")
+    ap.add_argument("--preset", action="store_true",
+                    help="the full htsim preset (NSCC, coalesced ACKs, ...: trees that have it)")
     a = ap.parse_args()
     schemes = a.schemes.split(",")
-    (fresh if a.fresh else in_process)(schemes, a.repeats)
+    if a.fresh:
+        fresh(schemes, a.repeats)
+    else:
+        in_process(schemes, a.repeats, a.preset)
 
 
 if __name__ == "__main__":
