@@ -39,9 +39,10 @@ def _scenario():
     switch = {"port_buffer_bytes": 175_308, "ecn_threshold_bytes": 35_061, "trim": True, "pfc": False}
     if "header_priority" in SwitchConfig.model_fields:      # same work on both trees
         switch["header_priority"] = False
-    nic = NicConfig(transport=TransportConfig(kind="ue", window_bytes=263_358,
-                                              max_window_factor=1, rto_us=100.0),
-                    pcie_latency_ns=0.0)
+    transport = dict(kind="ue", window_bytes=263_358, max_window_factor=1, rto_us=100.0)
+    if "congestion" in TransportConfig.model_fields:         # the window both trees have
+        transport["congestion"] = "window"
+    nic = NicConfig(transport=TransportConfig(**transport), pcie_latency_ns=0.0)
     sc = Scenario(topo, engine=engine, nic=nic, switch=SwitchConfig(**switch))
     sc.host = sc.host.model_copy(update={"send_overhead_ns": 0.0, "recv_overhead_ns": 0.0})
     add_workload(sc, "htsim_cm", file=str(CM), fill=False)

@@ -461,10 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="htsim: htsim main_uec's defaults for the --topo-file topology: base "
                     "RTT of the longest path (link latency both ways plus a data packet and a "
                     "64 B ACK per hop), queues of one BDP per switch port with trimming, ECN "
-                    "RED-like between 20%% and 80%% of it at dequeue, window 1.5 x BDP "
-                    "(Ultra-Ethernet-style transport), header-only packets prioritised, "
-                    "minimum RTO 100 us, MTU 4096 B payload, no host or PCIe latency; "
-                    "default schemes ecmp,spray,reps")
+                    "RED-like between 20%% and 80%% of it at dequeue, Ultra-Ethernet-style "
+                    "transport with NSCC (window 1.5 x BDP), an ACK per 16 KiB and per "
+                    "ECN-marked packet, RTO from the measured RTT (at least 100 us), 64 EVs "
+                    "per sprayed flow, header-only packets prioritised, MTU 4096 B payload, "
+                    "no host or PCIe latency (it replaces --topology, --workload, --size, "
+                    "--transport and --mtu); FCT to the sender's last ACK, as htsim; default "
+                    "schemes ecmp,spray,reps")
     lb.set_defaults(func=cmd_lb)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")

@@ -77,7 +77,7 @@ class TransportConfig(_Frozen):
     retransmission timeout and DCQCN rate control from CNPs; ``"ue"`` is an Ultra-Ethernet-style
     transport for sprayed traffic: every packet carries its placement, the receiver writes it to
     host memory in any order and returns selective ACKs, a trimmed packet is NACKed and resent
-    at once, and a congestion window reacts to ECN and trimming (NSCC-like).
+    at once, and a congestion window reacts to ECN, measured delay and trimming (NSCC).
     ``entropy``: the UDP source port (entropy value, EV) each packet carries, which switches
     hash: ``"per_flow"`` (one EV per connection), ``"spray"`` (a new EV per packet from a
     per-connection PRNG, oblivious spraying), ``"reps"`` (recycle the EVs of unmarked ACKs,
