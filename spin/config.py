@@ -263,6 +263,11 @@ class SwitchConfig(_Frozen):
         return self
 
 
+# SwitchConfig fields a single port may override (``Scenario.configure_port``): its queue.
+PORT_FIELDS = ("port_buffer_bytes", "ecn_threshold_bytes", "ecn_high_bytes", "ecn_at",
+               "header_priority")
+
+
 class EngineConfig(_Frozen):
     # RoCE path MTU; 1 KiB is what PsPIN's figures use.
     mtu_bytes: Literal[256, 512, 1024, 2048, 4096] = 1024

@@ -101,3 +101,30 @@ def test_bad_port_fields_name_field_and_value(fields, needle):
     with pytest.raises(ConfigError) as e:
         SwitchConfig.make(**fields)
     assert needle in str(e.value) and "\n" not in str(e.value).split(":", 1)[0]
+
+
+def test_one_port_overrides_the_switchs_queue_settings():
+    marking = SwitchConfig(port_buffer_bytes=1 << 20, ecn_threshold_bytes=4 * 1024)
+    assert _port_to(_run(marking), "h0").ecn_marks > 0
+    sc = _scenario(marking)
+    sc.configure_port("s0", "h0", ecn_threshold_bytes=0)            # this port never marks
+    r = Simulation(sc).run()
+    assert _port_to(r, "h0").ecn_marks == 0 and _port_to(r, "h0").max_queue_bytes > 4 * 1024
+    sc = _scenario(SwitchConfig(port_buffer_bytes=1 << 20, ecn_threshold_bytes=0))
+    sc.configure_port("s0", "h0", ecn_threshold_bytes=8 * 1024, ecn_high_bytes=64 * 1024,
+                      ecn_at="dequeue")                            # only this port, RED
+    r = Simulation(sc).run()
+    assert _port_to(r, "h0").ecn_marks > 0
+    assert sum(l.ecn_marks for l in r.links if l.to_device != "h0") == 0
+
+
+@pytest.mark.parametrize("switch, toward, fields, needle", [
+    ("s0", "h0", {"ecn_threshold_bytes": 64_000, "ecn_high_bytes": 1_000}, "towards h0"),
+    ("s0", "h0", {"latency_ns": 10.0}, "'latency_ns' is not a port field"),
+    ("s0", "h9", {"ecn_at": "dequeue"}, "no port towards 'h9'"),
+    ("h0", "s0", {"ecn_at": "dequeue"}, "'h0' is not a switch"),
+])
+def test_bad_port_override_is_refused_naming_it(switch, toward, fields, needle):
+    sc = _scenario(SwitchConfig())
+    with pytest.raises(ConfigError, match=needle):
+        sc.configure_port(switch, toward, **fields)
