@@ -111,10 +111,12 @@ def run_scheme(sc: Scenario, workload, name: str) -> HtsimSchemeRun:
 
 
 def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "htsim",
-                      progress=None) -> tuple[HtsimPreset, list[HtsimSchemeRun]]:
+                      progress=None, built=None) -> tuple[HtsimPreset, list[HtsimSchemeRun]]:
+    """Run the scenario once per scheme (``built``: what ``htsim_scenario`` returned for these
+    files, to skip building it again)."""
     for s in schemes:
         get_scheme(s, "--schemes")
-    sc, workload, p = htsim_scenario(topo_file, cm_file, preset)
+    sc, workload, p = built or htsim_scenario(topo_file, cm_file, preset)
     Simulation(sc, quiet=progress is None).compile()      # not part of any timed run
     runs = []
     for name in schemes:
@@ -149,10 +151,12 @@ def run_preset_cli(args) -> int:
     if args.json:
         from ..scenario_limits import check_writable
         check_writable(args.json, "--json", directory=False)
-    sc, _, p = htsim_scenario(args.topo_file, args.cm, args.preset)
+    built = htsim_scenario(args.topo_file, args.cm, args.preset)
+    sc, _, p = built
     print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
           flush=True)
-    p, runs = run_htsim_schemes(args.topo_file, args.cm, names, args.preset, progress=print)
+    p, runs = run_htsim_schemes(args.topo_file, args.cm, names, args.preset, progress=print,
+                                built=built)
     print()
     print(htsim_table(runs))
     print(f"\n{FCT_DEFINITION}; µs of virtual time. loop: engine loop; run: setup + loop + "
