@@ -9,7 +9,7 @@ default.
 
 ``--line-rate`` gives every switch enough units to aggregate at line rate
 (``SwitchConfig(hpus=256)``, as a Tofino pipeline) and the NICs a 32-frame transmit window, as
-the README's second switch table; the default is the default cost model.
+the second switch table of docs/guides/collectives.md; the default is the default cost model.
 """
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from spin.api import SUCCESS, spin_dma_to_host, spin_host_event, spin_msg_addr, spin_msg_offset
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 DONE, EXPECTED, N_ELEMS, HEADER_WORDS = 0, 1, 2, 4
 LOWEST = np.iinfo(np.int32).min
@@ -37,6 +38,7 @@ def max_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def max_reduce_program(n_elems: int, n_contributors: int) -> HandlerProgram:
     mem = np.full(HEADER_WORDS + n_elems, LOWEST, np.int32)
     mem[:HEADER_WORDS] = 0, n_contributors, n_elems, 0

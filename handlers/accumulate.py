@@ -15,6 +15,7 @@ from spin.api import (PROCEED, SUCCESS, spin_add_cycles, spin_dma_from_host, spi
                       spin_hpu, spin_msg_addr, spin_msg_offset)
 from spin.errors import ConfigError
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 OP, SCRATCH_BYTES, HEADER_WORDS = 0, 1, 4
 ADD_INT32, ADD_FLOAT32, ADD_FLOAT64, MUL_COMPLEX64 = 0, 1, 2, 3
@@ -65,6 +66,7 @@ def accumulate_completion(ctx, pkt, mem):
     return PROCEED
 
 
+@program_factory
 def accumulate_program(op: str, mtu_bytes: int = 1024, hpus: int = 32) -> HandlerProgram:
     """``op`` in OPS; ``mtu_bytes``/``hpus`` >= the run's EngineConfig.mtu_bytes/NicConfig.hpus
     (one packet-sized scratch area per HPU). Packets must hold whole elements."""

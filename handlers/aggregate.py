@@ -12,6 +12,7 @@ import numpy as np
 
 from spin.api import SUCCESS, spin_fetch_add, spin_host_event, spin_host_write
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 TOTAL, DONE, EXPECTED, HOST_ADDR = 0, 1, 2, 3
 
@@ -38,6 +39,7 @@ def aggregate_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def aggregate_program(host_addr: int, expected_messages: int) -> HandlerProgram:
     mem = np.array([0, 0, expected_messages, host_addr], dtype=np.int64)
     return HandlerProgram("aggregate", payload=aggregate_payload,

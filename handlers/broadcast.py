@@ -14,6 +14,7 @@ import numpy as np
 from spin.api import (PROCEED, SUCCESS, spin_add_cycles, spin_msg_addr, spin_msg_offset,
                       spin_msg_size, spin_qp, spin_send_packet)
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 TOTAL, RECEIVED, N_CHILDREN, CHILDREN = 0, 1, 2, 3
 CYCLES_PER_CHILD = 10  # build the header and issue one send command
@@ -57,6 +58,7 @@ def binomial_levels(n_nodes: int) -> int:
     return max(0, (n_nodes - 1).bit_length())
 
 
+@program_factory
 def broadcast_program(children: list[int], total_bytes: int) -> HandlerProgram:
     mem = np.zeros(CHILDREN + max(len(children), 1), np.int64)
     mem[TOTAL], mem[N_CHILDREN] = total_bytes, len(children)

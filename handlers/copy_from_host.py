@@ -14,6 +14,7 @@ from spin.api import (SUCCESS, spin_add_cycles, spin_dma_from_host, spin_hpu, sp
                       spin_source)
 from spin.errors import ConfigError
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 SRC_BASE, BLOCK_BYTES, REPLY_QP, REPLY_BASE, HEADER_WORDS = 0, 1, 2, 3, 4
 # Per block: index load, two address computations, one DMA and one send command.
@@ -36,6 +37,7 @@ def copy_from_host_payload(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def copy_from_host_program(src_base: int, block_bytes: int, reply_qp: int, reply_base: int,
                            hpus: int = 32) -> HandlerProgram:
     """``hpus`` must be at least ``NicConfig.hpus`` (one scratch block per HPU)."""

@@ -11,6 +11,7 @@ import numpy as np
 
 from spin.api import PROCEED, SUCCESS, spin_dma_to_host, spin_msg_offset
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 HOST_BASE = 0
 
@@ -28,6 +29,7 @@ def copy_to_host_completion(ctx, pkt, mem):
     return PROCEED
 
 
+@program_factory
 def copy_to_host_program(host_base: int) -> HandlerProgram:
     return HandlerProgram("copy_to_host", payload=copy_to_host_payload,
                           completion=copy_to_host_completion,

@@ -17,6 +17,7 @@ from spin.api import (DROP, PROCEED, PROCESS_DATA, SUCCESS, spin_add_cycles, spi
                       spin_msg_addr, spin_msg_offset)
 from spin.errors import ConfigError
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 BLOCKLEN, STRIDE = 0, 1
 CYCLES_PER_SEGMENT = 8  # a division, a multiply-add for the address, one DMA command
@@ -57,6 +58,7 @@ def datatypes_completion(ctx, pkt, mem):
     return PROCEED
 
 
+@program_factory
 def datatypes_program(blocklen: int, stride: int, mtu_bytes: int = 1024) -> HandlerProgram:
     """A packet may touch at most 256 blocks (the commands one handler may issue)."""
     if blocklen <= 0 or stride < blocklen or mtu_bytes // blocklen + 2 > 256:

@@ -14,6 +14,7 @@ import numpy as np
 from spin.api import (PROCEED, SUCCESS, spin_compare_and_swap, spin_fetch_add, spin_msg_addr,
                       spin_msg_size, spin_put_from_host, spin_source)
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 REPLY_QP, ECHOES, FIRST_SENDER = 0, 1, 2
 
@@ -33,6 +34,7 @@ def echo_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def echo_program(reply_qp: int) -> HandlerProgram:
     mem = np.zeros(3, np.int64)
     mem[REPLY_QP] = reply_qp

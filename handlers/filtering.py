@@ -18,6 +18,7 @@ from spin.api import (DROP, PROCEED, SUCCESS, spin_add_cycles, spin_dma_to_host,
                       spin_fetch_add, spin_host_write)
 from spin.errors import ConfigError
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 HOST_BASE, HITS, MASK, TABLE = 0, 1, 2, 4
 SLOT_WORDS = 3
@@ -79,6 +80,7 @@ def table_slot(key: int, mask: int) -> int:
     return _one_at_a_time(raw, 0, KEY_BYTES) & mask
 
 
+@program_factory
 def filtering_program(table: dict[int, int], host_base: int, slots: int = 1024) -> HandlerProgram:
     """``table`` maps int64 keys to int64 values; ``slots`` (a power of two) > len(table)."""
     if slots < 1 or slots & (slots - 1) or slots <= len(table):

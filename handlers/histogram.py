@@ -12,6 +12,7 @@ import numpy as np
 from spin.api import SUCCESS, spin_dma_to_host, spin_fetch_add
 from spin.errors import ConfigError
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 HOST_ADDR, DONE, EXPECTED, SHIFT, BINS = 0, 1, 2, 3, 4
 
@@ -38,6 +39,7 @@ def histogram_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def histogram_program(host_addr: int, expected_messages: int, nbins: int = 256) -> HandlerProgram:
     if nbins not in (1, 2, 4, 8, 16, 32, 64, 128, 256):
         raise ConfigError(f"histogram: nbins={nbins}; valid choices: powers of two 1..256")

@@ -58,6 +58,7 @@ from spin.api import (SUCCESS, spin_add_cycles, spin_dma_from_host, spin_dma_to_
                       spin_host_event, spin_hpu, spin_msg_addr, spin_msg_offset, spin_now_ps,
                       spin_send_packet)
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 # parameter and counter words
 (N, RANK, RIGHT, FWD_QP, DTYPE, MODE, TOTAL, DONE, COUNT, PPB, MTU, AREA, HASH_SLOTS,
@@ -498,6 +499,7 @@ def allreduce_memory(*, n: int, rank: int, right: int, fwd_qp: int, dtype: str, 
     return mem
 
 
+@program_factory
 def nic_allreduce_program(memory: np.ndarray | None = None) -> HandlerProgram:
     """The program (one for every mode, dtype and rank: they differ only in handler memory, so
     all allreduce variants share one compiled engine)."""

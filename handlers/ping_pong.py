@@ -8,6 +8,7 @@ import numpy as np
 
 from spin.api import SUCCESS, spin_msg_addr, spin_msg_offset, spin_send_packet, spin_source
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 REPLY_QP_WORD = 0  # handler memory word holding the QP the pong is sent to
 
@@ -19,6 +20,7 @@ def pong_payload(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def ping_pong_program(reply_qp: int) -> HandlerProgram:
     return HandlerProgram("ping_pong", payload=pong_payload,
                           memory=np.array([reply_qp], dtype=np.int64))

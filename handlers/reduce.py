@@ -13,6 +13,7 @@ import numpy as np
 from spin.api import (SUCCESS, spin_dma_to_host, spin_host_event, spin_msg_addr,
                       spin_msg_offset)
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 DONE, EXPECTED, N_ELEMS, HEADER_WORDS = 0, 1, 2, 4
 
@@ -42,6 +43,7 @@ def reduce_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def reduce_program(n_elems: int, n_contributors: int) -> HandlerProgram:
     mem = np.zeros(HEADER_WORDS + n_elems, np.int32)
     mem[EXPECTED] = n_contributors

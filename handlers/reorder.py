@@ -20,6 +20,7 @@ import numpy as np
 from spin.api import DROP, PROCEED, SUCCESS, spin_add_cycles, spin_dma_to_host
 from spin.errors import ConfigError
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 NEXT, TOTAL, HOST_BASE, SLOT_BYTES, WINDOW, HEADER_WORDS = 0, 1, 2, 3, 4, 8
 CYCLES_PER_FLUSH = 10  # clear the valid flag, compute the address, one DMA command
@@ -65,6 +66,7 @@ def reorder_completion(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def reorder_program(host_base: int, total_messages: int, slot_bytes: int,
                     window: int = 64) -> HandlerProgram:
     """``window`` <= 255 keeps a flush within the 256 commands one handler may issue."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from spin.api import DROP, PROCEED, PROCESS_DATA, spin_frame, spin_source
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 BLOCKED, MARKER, MESSAGES, COMPLETED, BYTES, DROPPED, LAST_TTL, PER_SOURCE = range(8)
 IPV4_TTL = 22   # byte offset of the IPv4 TTL in an Ethernet II frame
@@ -47,6 +48,7 @@ def monitor_completion(ctx, pkt, mem):
     return PROCEED
 
 
+@program_factory
 def switch_monitor_program(n_sources: int, blocked_src: int = -1,
                            marker: int = 0xAB) -> HandlerProgram:
     mem = np.zeros(PER_SOURCE + n_sources, np.int64)

@@ -12,6 +12,7 @@ import numpy as np
 
 from spin.api import SUCCESS, spin_multicast
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 GROUP, REPLICATED = 0, 1
 
@@ -23,6 +24,7 @@ def multicast_payload(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def switch_multicast_program(group: int = 0) -> HandlerProgram:
     return HandlerProgram("switch_multicast", payload=multicast_payload,
                           memory=np.array([group, 0], np.int64))

@@ -60,6 +60,7 @@ from handlers.half_floats import bf16_bits, f16_bits, f16_value
 from spin.api import (DROP, PROCEED, SUCCESS, spin_add_cycles, spin_forward, spin_msg_addr,
                       spin_multicast, spin_qp, spin_send_packet, spin_source)
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 # globals
 G_DROP_PPM, G_DROP_RESULT_PPM, G_RNG = 0, 1, 2
@@ -403,6 +404,7 @@ def slot_view(mem: np.ndarray, job: int, slot: int, s: int) -> dict:
             "tsi": int(mem[base + 3]), "values": mem[base + 4:base + 4 + k].copy()}
 
 
+@program_factory
 def switchml_switch_program(memory: np.ndarray | None = None) -> HandlerProgram:
     """The switch program; ``memory`` from ``switch_memory`` (default: an empty table that
     passes everything on)."""

@@ -27,6 +27,7 @@ from handlers.switchml import element_bytes
 from spin.api import (DROP, SUCCESS, spin_add_cycles, spin_dma_to_host, spin_msg_addr,
                       spin_msg_offset, spin_now_ps, spin_put_from_host, spin_qp, spin_set_timer)
 from spin.handler import HandlerProgram, handler
+from spin.scenario_code import program_factory
 
 G_N_JOBS, G_TIMEOUT_PS, G_SELF, G_ARMED, G_RETRANSMITS, G_DUPLICATES, G_TICKS = range(7)
 JOBS = 16
@@ -169,6 +170,7 @@ def worker_memory(node: int, jobs: list[dict], timeout_ps: int = 0) -> np.ndarra
     return mem
 
 
+@program_factory
 def switchml_worker_program(memory: np.ndarray | None = None) -> HandlerProgram:
     mem = memory if memory is not None else np.zeros(JOBS + JOB_WORDS * MAX_JOBS, np.int64)
     return HandlerProgram("switchml_worker", payload=switchml_worker_payload, memory=mem)

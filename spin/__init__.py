@@ -43,6 +43,9 @@ _GROUPS: dict[str, dict[str, str]] = {
         "HandlerProgram": "spin.handler", "ExecutionContext": "spin.handler",
         "HandlerCost": "spin.handler",
     },
+    "What a scenario file may call (spin.scenario_code; see docs/security.md)": {
+        "program_factory": "spin.scenario_code", "scenario_function": "spin.scenario_code",
+    },
     "Configuration": {
         "LinkConfig": "spin.config", "NicConfig": "spin.config", "HostConfig": "spin.config",
         "SwitchConfig": "spin.config", "EngineConfig": "spin.config",

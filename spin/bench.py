@@ -27,6 +27,7 @@ import numpy as np
 
 from .api import SUCCESS
 from .handler import HandlerProgram, handler
+from .scenario_code import program_factory
 
 TARGET_PKT_EVENTS_PER_S = 10_000_000
 TARGET_CALL_NS = 5.0
@@ -42,6 +43,7 @@ def trivial_payload(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def trivial_program() -> HandlerProgram:
     """A payload handler that adds the first payload byte to a counter."""
     return HandlerProgram("bench_trivial", payload=trivial_payload,

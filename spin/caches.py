@@ -26,6 +26,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from .errors import ConfigError
+
 NUMBA_SUBDIR = "numba"
 _SET_BY_SPIN = "SPIN_NUMBA_CACHE_DIR_SET"  # marks a NUMBA_CACHE_DIR spin chose, not the user
 
@@ -35,6 +37,20 @@ def cache_root() -> Path:
     base = os.environ.get("SPIN_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spin")
     return Path(base)
+
+
+def check_cache_root() -> None:
+    """Refuse, with one line naming it, a cache root that cannot hold folders: a file (or a
+    path through a file), or a folder spin may not write to."""
+    root = cache_root()
+    existing = next((p for p in (root, *root.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"cache folder {str(root)!r} (SPIN_CACHE_DIR, default ~/.cache/spin): "
+                          f"{str(existing)!r} is a file, not a folder; point SPIN_CACHE_DIR "
+                          f"elsewhere or remove the file")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"cache folder {str(root)!r} (SPIN_CACHE_DIR, default ~/.cache/spin): "
+                          f"{str(existing)!r} is not writable")
 
 
 # Every source file whose code Numba compiles and caches, or whose constants compiled code reads

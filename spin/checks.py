@@ -9,8 +9,6 @@ any worker count (the regions come back from the workers that own them).
 """
 from __future__ import annotations
 
-import importlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import ConfigError
+from .scenario_code import FUNCTION, resolve
 
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
           "float64")
@@ -56,26 +55,13 @@ def _initial_region(sc, node: int, addr: int, nbytes: int) -> np.ndarray:
 
 
 def import_object(ref: str, base_dir: Path | None) -> Any:
-    """``"module:attr.attr"``; a module that is not importable is looked for next to the
-    scenario file (``base_dir``), as handler factories are."""
-    mod_name, _, attr = ref.partition(":")
-    if not mod_name or not attr:
-        raise ValueError(f"expected 'module:function', got {ref!r}")
+    """The function ``"module:function"`` names, if declared with ``@spin.scenario_function``
+    (spin.scenario_code); a module that is not importable is looked for next to the scenario
+    file (``base_dir``), as handler factories are."""
     try:
-        module = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        local = base_dir / (mod_name.replace(".", "/") + ".py") if base_dir else None
-        if local is None or not local.exists() or exc.name != mod_name.split(".")[0]:
-            raise ValueError(f"cannot import module {mod_name!r} ({exc})") from None
-        if str(base_dir) not in sys.path:
-            sys.path.insert(0, str(base_dir))
-        module = importlib.import_module(mod_name)
-    obj: Any = module
-    for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise ValueError(f"module {mod_name!r} has no attribute {attr!r}")
-    return obj
+        return resolve(ref, FUNCTION, base_dir)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def build_check(c, path: str, sc, node_of: Callable[[Any, str], int],

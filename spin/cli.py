@@ -1,5 +1,5 @@
-"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce``, ``lb`` and
-``worker`` subcommands.
+"""The ``spin`` command: ``demo``, ``run``, ``bench``, ``topo``, ``allreduce``, ``train``,
+``lb`` and ``worker`` subcommands.
 
 Errors raised on purpose (``spin.errors.SpinError``) print one line, ``spin: error: ...``, and
 exit with status 2; no traceback.
@@ -19,9 +19,12 @@ EXIT_ERROR = 2
 
 def _write_json(path: str, data) -> None:
     p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    try:
+        if p.parent and not p.parent.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    except OSError as exc:   # a folder, a read-only place: one line, not a traceback
+        raise SpinError(f"--json {path}: cannot write there: {exc.strerror or exc}") from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -69,7 +72,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.until_us is not None:
         options = options.with_until_us(args.until_us)
     transport = {}
+    if not 0 <= args.port <= 65535:
+        raise SpinError(f"--port {args.port}: must be 0..65535 (0: a random free port)")
+    if args.remote_workers < 0:
+        raise SpinError(f"--remote-workers {args.remote_workers}: must be >= 0")
     if args.remote_workers:
+        if not args.key_file:
+            raise SpinError(f"--remote-workers {args.remote_workers} needs --key-file: workers that "
+                            f"join over tcp (loopback included) must hold the run's key, or any "
+                            f"local process could take their slot; create one with `spin keys DIR`")
         transport = dict(remote_workers=args.remote_workers, bind=args.bind, port=args.port,
                          key_file=args.key_file)
         if options.workers <= args.remote_workers:
@@ -80,6 +91,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                   + (f" --key-file {args.key_file}" if args.key_file else ""), flush=True)
     elif args.bind != "127.0.0.1" or args.key_file:
         transport = dict(bind=args.bind, port=args.port, key_file=args.key_file)
+    if args.silence_timeout_s is not None:
+        if not 0 < args.silence_timeout_s < float("inf"):
+            raise SpinError(f"--silence-timeout-s {args.silence_timeout_s}: must be a time > 0 s")
+        transport["silence_timeout_s"] = args.silence_timeout_s
     if args.endpoint:
         from .endpoint.spec import parse_endpoint_arg
         options = options.with_endpoints(
@@ -224,6 +239,9 @@ def cmd_topo(args: argparse.Namespace) -> int:
                         "or --list")
     if args.param:
         specs[0] = (specs[0][0], {**specs[0][1], **parse_params(args.param)})
+    if args.json:
+        from .scenario_limits import check_writable
+        check_writable(args.json, "--json", directory=False)   # before building, not after
     named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
     print(inventory_table(named))
     if args.json:
@@ -249,7 +267,11 @@ def cmd_lb(args: argparse.Namespace) -> int:
 
 def cmd_keys(args: argparse.Namespace) -> int:
     from .parallel.auth import generate_keys
-    secret = generate_keys(args.directory)
+    try:
+        secret = generate_keys(args.directory)
+    except OSError as exc:
+        raise SpinError(f"spin keys {args.directory}: cannot write the key files there: "
+                        f"{exc.strerror or exc}") from None
     print(f"secret key: {secret}  (give it to the coordinator and every worker with --key-file;"
           f" anyone holding it can join a run)")
     return 0
@@ -346,11 +368,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     r.add_argument("--remote-workers", type=int, default=0, metavar="K",
-                   help="of the workers, K are started elsewhere with 'spin worker --join'")
+                   help="of the workers, K are started elsewhere with 'spin worker --join' "
+                   "(needs --key-file, on loopback too: see docs/security.md)")
     r.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
                    help="address the coordinator listens on (beyond loopback needs --key-file)")
     r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")
     r.add_argument("--key-file", metavar="F", help="CurveZMQ secret key file from 'spin keys'")
+    r.add_argument("--silence-timeout-s", type=float, metavar="S",
+                   help="with several workers: end the run when a worker sends no heartbeat for S "
+                   "seconds (stopped, wedged or lost; default 15)")
     r.add_argument("--endpoint", action="append", metavar="HOST=tcp://ADDR:PORT",
                    help="serve HOST to an external program that attaches at that address "
                    "(spin.endpoint.Endpoint, or a scapy script); repeatable")
@@ -408,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--plot", metavar="FILE", help="write a plot of time, algbw and bytes on the "
                    "wire per size (needs matplotlib: pip install 'spin-emulator[plots]')")
     a.set_defaults(func=cmd_allreduce)
+
+    from .training.cli import add_parser as add_train_parser
+    add_train_parser(sub)
 
     lb = sub.add_parser("lb", help="load-balancing schemes side by side on one workload",
                         description="Run one workload once per load-balancing scheme on the same "
@@ -548,6 +577,14 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except SpinError as exc:
         print(f"spin: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # only pydantic's (a config built from options), re-raised otherwise
+        from pydantic import ValidationError
+
+        from .config import config_error
+        if not isinstance(exc, ValidationError):
+            raise
+        print(f"spin: error: {one_line(config_error(exc.title, exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("spin: interrupted", file=sys.stderr)

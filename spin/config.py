@@ -14,6 +14,10 @@ from .errors import ConfigError
 from .registry import Registry
 from .transports import ENTROPIES, TRANSPORTS, TransportOption  # noqa: F401  (re-exported)
 
+# The largest single delay a config may give (1 s of virtual time): far beyond any cable, switch
+# or PCIe figure, and small enough that sums of delays in integer picoseconds stay exact in int64.
+MAX_DELAY_NS = 1e9
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,7 +55,7 @@ class LinkConfig(_Frozen):
     # 400 Gb/s: the line rate PsPIN was designed for (PsPIN, ISCA'21).
     rate_gbps: int = Field(400, gt=0, le=1_600)
     # ~100 ns: a few metres of cable (~5 ns/m) plus PHY and RS-FEC latency (~100 ns at 400G).
-    latency_ns: float = Field(100.0, gt=0)
+    latency_ns: float = Field(100.0, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Random loss: each frame leaving either end of the link is lost with this probability
     # (counted as the drop reason ``random_loss``), drawn from a deterministic per-port PRNG
     # seeded by ``loss_seed`` and the port, so runs repeat exactly for any worker count.
@@ -161,8 +165,8 @@ class NicConfig(_Frozen):
     # PCIe Gen5 x16: 32 GT/s x 16 lanes, 128b/130b = 63 GB/s raw per direction; ~50 GB/s after
     # TLP/DLLP overheads with 256 B payloads. One-way latency ~400 ns (Neugebauer et al.,
     # "Understanding PCIe performance for end host networking", SIGCOMM'18).
-    pcie_rate_gbytes_per_s: float = Field(50.0, gt=0)
-    pcie_latency_ns: float = Field(400.0, ge=0)
+    pcie_rate_gbytes_per_s: float = Field(50.0, ge=1e-3, le=1e5, allow_inf_nan=False)
+    pcie_latency_ns: float = Field(400.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # In-flight receive messages per NIC: PsPIN has 256 message queues (MPQs).
     max_inflight_messages: int = Field(256, ge=1)
     # Frames the transmit engine may queue at the egress port before it waits.
@@ -171,7 +175,7 @@ class NicConfig(_Frozen):
     # loopback messages (no packet on the port: Barak, "Loopback messages in RDMA", rdmamojo,
     # 2018). 50 ns stands for one pass through on-chip transmit and receive logic instead of
     # MAC, PHY and link: an estimate of that order, not a measured figure.
-    loopback_latency_ns: float = Field(50.0, ge=0, allow_inf_nan=False)
+    loopback_latency_ns: float = Field(50.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Reliability, congestion control and entropy of the NIC's sends (default: open loop).
     transport: TransportConfig = Field(default_factory=TransportConfig)
 
@@ -180,18 +184,18 @@ class HostConfig(_Frozen):
     memory_bytes: int = Field(1 << 20, ge=64)
     # Per-message host software overhead o = 1.5 us: the sPIN simulator's LogGOPS default
     # (LogGOPSim2 cmdline.ggo o=1500 ns), applied to posting a send and to consuming a receive.
-    send_overhead_ns: float = Field(1500.0, ge=0)
-    recv_overhead_ns: float = Field(1500.0, ge=0)
+    send_overhead_ns: float = Field(1500.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    recv_overhead_ns: float = Field(1500.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Host-side reduction: ~5 GB/s per core for a streaming a[i] += b[i] (two loads and a store
     # per element; STREAM "add" per core on server CPUs), i.e. 200 ps per input byte.
-    reduce_ps_per_byte: float = Field(200.0, ge=0)
+    reduce_ps_per_byte: float = Field(200.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     qps: int = Field(64, ge=1, le=4096)
 
 
 class SwitchConfig(_Frozen):
     # Port-to-port latency of a datacentre switch pipeline: ~450 ns (Tofino-class, store and
     # forward of the frame is modelled separately by the link serialisation).
-    latency_ns: float = Field(450.0, ge=0)
+    latency_ns: float = Field(450.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Per-port output buffer; tail drop (or trimming) beyond it.
     port_buffer_bytes: int = Field(1 << 20, ge=2048)
     # Handler processing units: one PsPIN unit (4 clusters x 8 cores at 1 GHz) per switch, as
@@ -247,7 +251,7 @@ class SwitchConfig(_Frozen):
     # Time from a link failure (or re-shape) until every switch routes around it: detection
     # plus table update. Hardware fast failover reacts within microseconds; BFD-driven
     # control planes take milliseconds.
-    route_convergence_ns: float = Field(10_000.0, ge=0)
+    route_convergence_ns: float = Field(10_000.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
 
     @field_validator("load_balancing")
     @classmethod

@@ -59,3 +59,7 @@ class MissingExtraError(SpinError, ImportError):
 class EndpointError(SpinError):
     """An external endpoint did not attach or answer in time, went away, or the emulation fell
     behind the wall clock in real-time mode; names the endpoint's host and address."""
+
+
+class TraceError(ConfigError):
+    """A training trace cannot be read or replayed: names the file, the node and the problem."""

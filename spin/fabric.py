@@ -30,12 +30,23 @@ def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
     Simulation(probe, quiet=quiet).compile()
 
 
+def check_worker_count(workers: int, n_devices: int, where: str = "workers",
+                       remote_workers: int = 0) -> None:
+    """Refuse a worker count before any process starts: each worker owns at least one device."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= n_devices:
+        raise ConfigError(f"{where} = {workers!r}: must be 1..{n_devices} (a worker owns at least "
+                          f"one of the topology's {n_devices} devices)")
+    if not 0 <= remote_workers <= workers:
+        raise ConfigError(f"remote_workers = {remote_workers}: must be 0..{workers} (the workers)")
+
+
 def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path | None = None,
                  quiet: bool = True, partition: dict[str, int] | None = None,
                  timeout_s: float | None = None, bind: str = "127.0.0.1",
                  remote_workers: int = 0, key_file: str | None = None,
                  port: int = 0, regions: tuple[tuple[int, int, int], ...] = (),
-                 endpoints=(), until_ps: int | None = None) -> RunResult:
+                 endpoints=(), until_ps: int | None = None,
+                 silence_timeout_s: float | None = None) -> RunResult:
     """Run ``scenario`` to completion and return its result.
 
     ``remote_workers`` of the ``workers`` are not spawned here: they join from other machines
@@ -45,8 +56,12 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     ``result.read(node, addr, count, dtype)``; handler memory of every execution context with
     ``result.handler_memory(ctx)``. ``endpoints`` (``spin.endpoint.EndpointSpec``) hand hosts
     to external programs, which attach while the run waits for them; ``until_ps`` (one worker
-    only) stops the run at that virtual time.
+    only) stops the run at that virtual time. A worker that sends no heartbeat for
+    ``silence_timeout_s`` (default 15 s; stopped, wedged or lost) ends the run with a
+    WorkerError naming it.
     """
+    check_worker_count(workers, len(scenario.topology.device_names()),
+                       remote_workers=remote_workers)
     from .endpoint.spec import attach_endpoints
     attached = attach_endpoints(scenario, endpoints)
     if until_ps is not None and (workers != 1 or remote_workers):
@@ -67,4 +82,5 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,
                            partition=partition, timeout_s=timeout_s, bind=bind,
                            remote_workers=remote_workers, key_file=key_file, port=port,
-                           regions=regions, endpoints=attached)
+                           regions=regions, endpoints=attached,
+                           silence_timeout_s=silence_timeout_s)

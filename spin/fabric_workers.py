@@ -12,7 +12,7 @@ import numpy as np
 
 from .engine import state as S
 from .engine.ports import inject_frames
-from .errors import ConfigError
+from .errors import ConfigError, TransportError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
 from .fabric_partition import auto_partition, link_lookahead_ps
 from .parallel import codec
@@ -108,6 +108,12 @@ class PeerFrameCheck:
         return why
 
 
+def _first(mask: np.ndarray) -> int | None:
+    """Index of the first True, or None."""
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else None
+
+
 def _own(a: np.ndarray, dtype) -> np.ndarray:
     """``a`` itself if the engine can take it as is (dtype, C order, writable), else a copy: the
     compiled checks and ``inject_frames`` then see one array type, and no copy is made per round."""
@@ -145,6 +151,7 @@ class EngineWorker:
         local = {d for d, w in enumerate(spec.owner) if w == worker_id and d not in attached}
         self.sim = Simulation(spec.scenario, local_devices=local)
         self.sim.start()
+        self._ran_until = 0
         topo = spec.scenario.topology
         names = topo.device_names()
         index = {n: i for i, n in enumerate(names)}
@@ -181,6 +188,7 @@ class EngineWorker:
         return self.sim.next_event_ps()
 
     def run_until(self, t_end_ps: int) -> dict[int, FrameBatch]:
+        self._ran_until = max(self._ran_until, t_end_ps)  # a frame may not arrive before this
         out: list[dict[int, FrameBatch]] = []
         while True:
             status = self.sim.run_until(t_end_ps)
@@ -213,11 +221,48 @@ class EngineWorker:
         return result
 
     def deliver(self, batch: FrameBatch, warm: bool = False) -> None:
+        """Queue a batch's frames at their ingress ports. The engine's ``inject_frames`` trusts
+        its arguments (an out-of-range port writes outside the state), so what the transport
+        path refuses is refused here too, as a TransportError naming the first bad frame."""
         if batch.n == 0 and not warm:
             return
+        if batch.n:
+            self._check_delivery(batch)
+        self.deliver_admitted(batch)
+
+    def deliver_admitted(self, batch: FrameBatch) -> None:
+        """``deliver`` for frames ``admit`` passed (the round loop): no second check."""
         inject_frames(self.sim.st, _own(batch.arrival_ps, np.int64), _own(batch.dst_port, np.int32),
                       _own(batch.order_key, np.int64), _own(batch.length, np.int32),
                       _own(batch.frames, np.uint8))
+
+    def _check_delivery(self, batch: FrameBatch) -> None:
+        port_dev, n = self.check.port_dev, batch.n
+        port = np.asarray(batch.dst_port, np.int64)
+        length = np.asarray(batch.length, np.int64)
+        arrival = np.asarray(batch.arrival_ps, np.int64)
+        now = max(int(self.sim.st.sc[S.SC_NOW]), self._ran_until)  # what the engine ran past
+        shapes = all(len(a) == n for a in (batch.dst_port, batch.length, batch.order_key,
+                                            batch.dst_device)) and batch.frames.shape[0] == n
+        bad = None
+        if not shapes:
+            bad = (0, "shape", f"arrays of {n} frames disagree in length")
+        elif (i := _first(port < 0) if port.min() < 0 else _first(port >= len(port_dev))) is not None:
+            bad = (i, "bad_port", f"port {port[i]} (valid: 0..{len(port_dev) - 1})")
+        elif (i := _first(self.owner[port_dev[port]] != self.worker_id)) is not None:
+            bad = (i, "not_owned", f"port {port[i]} of device {port_dev[port[i]]}, which worker "
+                   f"{self.owner[port_dev[port[i]]]} owns")
+        elif (i := _first((length < MIN_FRAME_BYTES)
+                          | (length > min(self.check.slot_bytes, batch.frames.shape[1])))) is not None:
+            bad = (i, "bad_length", f"length {length[i]} B (valid: {MIN_FRAME_BYTES}.."
+                   f"{min(self.check.slot_bytes, batch.frames.shape[1])})")
+        elif (i := _first(arrival < now)) is not None:
+            bad = (i, "arrival_in_past", f"arrival {arrival[i]} ps, before {now} ps, which the "
+                   f"engine has run to")
+        if bad is not None:
+            i, reason, what = bad
+            raise TransportError(f"worker {self.worker_id}: deliver refused a batch of {n} frames "
+                                 f"({reason}): frame {i}: {what}")
 
     def result(self) -> dict:
         self.sim._drain_capture()
@@ -257,7 +302,8 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                     timeout_s: float | None = None, bind: str = "127.0.0.1",
                     remote_workers: int = 0, key_file: str | None = None,
                     port: int = 0, regions: tuple[tuple[int, int, int], ...] = (),
-                    endpoints: tuple = ()) -> RunResult:
+                    endpoints: tuple = (),
+                    silence_timeout_s: float | None = None) -> RunResult:
     """Run on ``workers`` processes (``remote_workers`` of them joining from elsewhere) and
     merge their results. ``regions`` (node, addr, nbytes) of host memory come back in
     ``result.memory_regions``; ``endpoints`` (``spin.endpoint.AttachedEndpoint``) are served by
@@ -274,7 +320,9 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                                    tuple(endpoints))
 
     outcome = run_fabric(FACTORY, Deferred(spec), workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
-                         allow_remote=remote_workers, key_file=key_file, port=port)
+                         allow_remote=remote_workers, key_file=key_file, port=port,
+                         **({} if silence_timeout_s is None else
+                            {"silence_timeout_s": silence_timeout_s}))
     result = merge_worker_results(scenario, list(outcome.results), pcap_dir)
     loop = outcome.loop_wall_s
     result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,

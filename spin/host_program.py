@@ -15,6 +15,8 @@ from .engine import state as S
 from .errors import ConfigError
 from .units import ns as ns_to_ps
 
+MAX_COMPUTE_NS = 1e12   # one compute op of up to 1000 s: int64 picoseconds stay exact
+
 
 # dtypes a function operator may reduce beyond the engine's own (16-bit floats, bfloat16 bits)
 FUNCTION_DTYPES = (*S.DTYPE_CODES, "float16", "uint16")
@@ -191,8 +193,9 @@ class HostProgram:
 
     def compute(self, ns: float) -> "HostProgram":
         """Keep the host's CPU busy for ``ns`` nanoseconds (application work between messages)."""
-        if ns < 0:
-            raise ConfigError(f"{self._where}: compute ns={ns} must be >= 0")
+        if not 0 <= ns <= MAX_COMPUTE_NS:   # NaN and inf fail too
+            raise ConfigError(f"{self._where}: compute ns={ns} must be a time in "
+                              f"0..{MAX_COMPUTE_NS:.0e} ns (1000 s)")
         self.ops.append([S.OP_COMPUTE, ns_to_ps(ns), 0, 0, 0, 0, 0, 0])
         return self
 

@@ -3,10 +3,8 @@ file, the field path, the bad value and the valid choices. The schema is documen
 in ``spin.scenario_schema``."""
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
-import sys
 import tomllib
 import typing
 from dataclasses import dataclass, field, replace
@@ -21,6 +19,7 @@ from .config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfi
 from .errors import ConfigError, SpinError
 from .fabric import run_scenario
 from .faults import LinkFault
+from .scenario_code import FACTORY, resolve
 from .handler import ExecutionContext, HandlerProgram, same_program
 from .host_program import operator_of
 from .loadbalancing.schemes import get_scheme, scheme_configs
@@ -58,8 +57,12 @@ class RunOptions:
                        + tuple(specs))
 
     def with_workers(self, n: int) -> "RunOptions":
-        if n < 1:
-            raise ConfigError(f"--workers = {n}: must be >= 1")
+        """Another worker count, refused before anything starts if the topology has fewer
+        devices than workers."""
+        if n < 1 or (self.device_names and n > len(self.device_names)):
+            d = len(self.device_names)
+            raise ConfigError(f"--workers = {n}: must be 1..{d or 'N'} (a worker owns at least one "
+                              f"of the topology's {d or 'N'} devices)")
         part = self.partition
         if part is not None and any(w >= n for w in part.values()):
             raise ConfigError(f"--workers = {n}: [workers] assign uses worker ids up to "
@@ -74,6 +77,9 @@ class RunOptions:
 
 
 # --- error reporting ------------------------------------------------------------------------------
+_TAGS = {"int", "str", "float", "bool"}  # pydantic's union-member steps in an error location
+
+
 def _path(parts) -> str:
     out = ""
     for p in parts:
@@ -132,7 +138,7 @@ class _Loader:
     def _convert(self, model: type[BaseModel], exc: ValidationError, prefix: list) -> ConfigError:
         lines = []
         for err in exc.errors():
-            loc = [p for p in err["loc"] if not (isinstance(p, str) and "[" in p)]
+            loc = [p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in _TAGS))]
             path = _path(list(prefix) + loc)
             value = err.get("input")
             ctx = err.get("ctx") or {}
@@ -156,14 +162,15 @@ class _Loader:
             else:
                 msg = err["msg"]
             lines.append(f"{self.source}: {path} = {value!r}: {msg}")
-        # one error per union member is noise: keep the distinct paths' first message
-        seen, kept = set(), []
+        # one error per union member: one line per path, the members' wants joined by "or"
+        kept: dict[str, str] = {}
         for line in lines:
-            key = line.split(" = ", 1)[0]
-            if key not in seen:
-                seen.add(key)
-                kept.append(line)
-        return ConfigError("\n".join(kept))
+            key, _, rest = line.partition(" = ")
+            if key not in kept:
+                kept[key] = line
+            elif rest.split(": ", 1)[-1].startswith("Input should be "):
+                kept[key] += " or " + rest.split(": ", 1)[-1].removeprefix("Input should be ")
+        return ConfigError("\n".join(kept.values()))
 
 
 # --- building -------------------------------------------------------------------------------------
@@ -219,30 +226,11 @@ def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
 
 
 def _load_factory(ld: _Loader, spec: ProgramSpec, path: str, base_dir: Path | None) -> HandlerProgram:
-    mod_name, _, fn_name = spec.factory.partition(":")
+    """Call the declared factory ``spec.factory`` names (see spin.scenario_code), nothing else."""
     try:
-        module = importlib.import_module(mod_name)
-    except ModuleNotFoundError as exc:
-        local = base_dir / (mod_name.replace(".", "/") + ".py") if base_dir else None
-        if local is None or not local.exists() or exc.name != mod_name.split(".")[0]:
-            raise ld.error(f"{path}.factory", spec.factory,
-                           f"cannot import module {mod_name!r} ({exc})") from None
-        if str(base_dir) not in sys.path:
-            sys.path.insert(0, str(base_dir))
-        module = importlib.import_module(mod_name)
-    except Exception as exc:
-        raise ld.error(f"{path}.factory", spec.factory, f"importing module {mod_name!r} failed: "
-                       f"{type(exc).__name__}: {exc}") from None
-    obj: Any = module
-    for part in fn_name.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            break
-    if obj is None or not callable(obj):
-        choices = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                         and getattr(v, "__module__", None) == module.__name__)
-        raise ld.error(f"{path}.factory", spec.factory, f"module {mod_name!r} has no function "
-                       f"{fn_name!r}; functions defined there: {', '.join(choices) or 'none'}")
+        obj = resolve(spec.factory, FACTORY, base_dir)
+    except ConfigError as exc:
+        raise ld.error(f"{path}.factory", spec.factory, str(exc)) from None
     try:
         program = obj(**spec.args)
     except SpinError as exc:
@@ -253,6 +241,9 @@ def _load_factory(ld: _Loader, spec: ProgramSpec, path: str, base_dir: Path | No
         except (TypeError, ValueError):
             params = "?"
         raise ld.error(f"{path}.args", spec.args, f"{exc}; {spec.factory} takes ({params})") from None
+    except Exception as exc:  # noqa: BLE001 - the factory's own failure, named, not a traceback
+        raise ld.error(f"{path}.factory", spec.factory, f"the factory raised "
+                       f"{type(exc).__name__}: {exc}") from None
     if not isinstance(program, HandlerProgram):
         raise ld.error(f"{path}.factory", spec.factory, f"returned {type(program).__name__}, "
                        f"expected a spin.handler.HandlerProgram")
@@ -371,6 +362,10 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
     sc = Scenario(topo, nic=sections.get("nic") or NicConfig(), host=sections.get("host") or HostConfig(),
                   switch=sections.get("switch") or SwitchConfig(),
                   engine=sections.get("engine") or EngineConfig())
+    try:  # before anything the file sizes is allocated (memory tables, checks), and once more below
+        check_fits_in_memory(sc)
+    except ConfigError as exc:
+        raise ConfigError(f"{ld.source}: {exc}") from None
     # programs
     programs: dict[str, HandlerProgram] = {}
     for i, p in enumerate(sections["program"]):

@@ -2,8 +2,11 @@
 fails at once with one line naming the field, instead of a traceback minutes later (or never).
 
 * Memory: the engine state is allocated in one piece per array; ``state_bytes`` estimates it
-  from the configs (host memory dominates), and a scenario needing more than this machine's
-  RAM and swap is refused when loaded. An allocation that still fails becomes a ``ConfigError``.
+  from the configs (host memory dominates), and a scenario needing more than the memory limit
+  is refused when loaded, with the estimate. The limit is ``$SPIN_MEMORY_LIMIT`` (bytes, or
+  with a KiB/MiB/GiB/TiB suffix) or by default 3/4 of this machine's RAM and swap. A topology
+  is watched while it is built: once its routing tables alone (switches x hosts) would exceed
+  the limit, the build stops. An allocation that still fails becomes a ``ConfigError``.
 * Host programs are unrolled into an op table (``repeat`` included): the op count is computed
   from the counts before unrolling, and refused above ``MAX_HOST_OPS`` per host.
 * Addresses: a host-memory range outside ``HostConfig.memory_bytes`` is refused at load time.
@@ -21,7 +24,7 @@ MAX_HOST_OPS = 1 << 22  # per host: 4,194,304 ops of 64 B is a 256 MiB op table
 
 
 def _gib(n: int) -> str:
-    return f"{n / 2**30:,.1f} GiB"
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
 
 
 def machine_memory_bytes() -> int | None:
@@ -38,6 +41,58 @@ def machine_memory_bytes() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return ram + swap
+
+
+MEMORY_LIMIT_ENV = "SPIN_MEMORY_LIMIT"
+_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+# A topology's own description costs about 1.7 KB per device with its links (measured on
+# hamming_mesh with 16,384 hosts); rounded up.
+TOPOLOGY_BYTES_PER_DEVICE = 2048
+
+
+def parse_bytes(text: str, where: str) -> int:
+    """``"17179869184"``, ``"16GiB"``, ``"16 GB"`` as a byte count > 0."""
+    t = text.strip().upper().replace(" ", "")
+    num = t.rstrip("KMGTIB")
+    unit = t[len(num):]
+    try:
+        value = float(num) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise ConfigError(f"{where} = {text!r}: expected a size in bytes, e.g. 17179869184, "
+                          f"16GiB or 16GB") from None
+    if not 0 < value < 2**63:
+        raise ConfigError(f"{where} = {text!r}: must be > 0 B")
+    return int(value)
+
+
+def memory_limit_bytes() -> int | None:
+    """The most memory one engine state (and a topology being built) may need: the
+    ``SPIN_MEMORY_LIMIT`` environment variable, else 3/4 of RAM plus swap (None: unknown)."""
+    given = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if given:
+        return parse_bytes(given, MEMORY_LIMIT_ENV)
+    available = machine_memory_bytes()
+    return None if available is None else available * 3 // 4
+
+
+def _limit_text(limit: int) -> str:
+    source = (f"{MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+              else f"3/4 of this machine's RAM and swap; set {MEMORY_LIMIT_ENV} to change it")
+    return f"the memory limit is {_gib(limit)} ({source})"
+
+
+def check_topology_size(n_hosts: int, n_switches: int) -> None:
+    """Refuse a topology being built once its routing tables (4 B per switch and host) and
+    description alone exceed the memory limit: the finished one can only need more."""
+    limit = memory_limit_bytes()
+    if limit is None:
+        return
+    need = 4 * n_hosts * n_switches + TOPOLOGY_BYTES_PER_DEVICE * (n_hosts + n_switches)
+    if need > limit:
+        raise ConfigError(f"the topology reached {n_hosts:,} hosts and {n_switches:,} switches "
+                          f"while being built and needs at least {_gib(need)} (routing tables: "
+                          f"4 B per switch and host); {_limit_text(limit)}")
 
 
 def state_bytes(sc) -> dict[str, int]:
@@ -76,10 +131,10 @@ def _too_large(sc, why: str) -> ConfigError:
 
 
 def check_fits_in_memory(sc) -> None:
-    """Refuse a scenario whose engine state exceeds this machine's RAM plus swap."""
-    available = machine_memory_bytes()
-    if available is not None and sum(state_bytes(sc).values()) > available:
-        raise _too_large(sc, f"this machine has {_gib(available)} of RAM and swap")
+    """Refuse a scenario whose engine state exceeds the memory limit (``memory_limit_bytes``)."""
+    limit = memory_limit_bytes()
+    if limit is not None and sum(state_bytes(sc).values()) > limit:
+        raise _too_large(sc, _limit_text(limit))
 
 
 def allocation_failed(sc, exc: MemoryError) -> ConfigError:

@@ -28,7 +28,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
 
     [[program]]                         # a handler program, built by calling a factory
     name = "pong"                       # the name [[context]] refers to
-    factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram
+    factory = "handlers.ping_pong:ping_pong_program"   # "module:function" returning a HandlerProgram,
+                                        # declared @spin.program_factory (docs/security.md)
     args = { reply_qp = 2 }             # keyword arguments of the factory
 
     [[context]]                         # install a program on a device (an execution context)
@@ -56,7 +57,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
       { op = "compute", ns = 1000.0 },                # host busy for ns nanoseconds
       { op = "reduce", dst_addr = 0, src_addr = 65536, count = 16384, dtype = "int32" },
       # ... operator = "sum" | "max" | "min" | "prod" | "band" | "bor" | "bxor" (default "sum")
-      # ... or function = "mymod:op" (op(dst, src) -> new dst, numpy), ps_per_byte = 400.0
+      # ... or function = "mymod:op" (op(dst, src) -> new dst, numpy; @spin.scenario_function),
+      #     ps_per_byte = 400.0
       { op = "mark", label = "done" },                # record the virtual time here
       { op = "repeat", times = 8, ops = [ ... ] },    # the nested ops, `times` times
     ]
@@ -107,7 +109,8 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     # values = [...]                    # for expect = "values"
     # file = "expected.npy"             # for expect = "npy" (relative to this file; same dtype)
     # function = "mymod:expected"       # for expect = "function": fn(actual array) returns the
-    #                                   # expected array, or True/False (spin.checks)
+    #                                   # expected array, or True/False (spin.checks);
+    #                                   # declared @spin.scenario_function
 
 Each handler of a program declared in ``[[program]]`` is compiled on its own and cached by its
 source: scenario files that use the same handlers share their compiled code, and the engine is
@@ -153,7 +156,9 @@ Node = Union[int, str]
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML has types, so `node = true` or `nbytes = "8"` is a mistake to name, not a
+    # value to convert (true would be host 1)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TopologySpec(BaseModel):
@@ -243,7 +248,7 @@ class WaitEventOp(_Spec):
 
 class ComputeOp(_Spec):
     op: Literal["compute"]
-    ns: float = Field(ge=0)
+    ns: float = Field(ge=0, le=1e12, allow_inf_nan=False)  # up to 1000 s of compute
 
 
 class ReduceOp(_Spec):
@@ -254,7 +259,7 @@ class ReduceOp(_Spec):
     dtype: Literal["int32", "int64", "float32", "float64"]
     operator: Literal["sum", "max", "min", "prod", "band", "bor", "bxor"] = "sum"
     function: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-    ps_per_byte: float | None = Field(None, ge=0)
+    ps_per_byte: float | None = Field(None, ge=0, le=1e9, allow_inf_nan=False)
 
 
 class MarkOp(_Spec):
@@ -297,11 +302,11 @@ class EndpointTableSpec(_Spec):
     host: str
     url: str
     mode: Literal["lockstep", "realtime"] = "lockstep"
-    realtime_factor: float = Field(1e4, gt=0)
-    max_lag_ms: float = Field(500.0, gt=0)
+    realtime_factor: float = Field(1e4, gt=0, le=1e12, allow_inf_nan=False)
+    max_lag_ms: float = Field(500.0, gt=0, allow_inf_nan=False)
     on_lag: Literal["error", "warn"] = "error"
-    attach_timeout_s: float = Field(120.0, gt=0)
-    reply_timeout_s: float = Field(300.0, gt=0)
+    attach_timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False)
+    reply_timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
     key_file: str | None = None
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .caches import check_cache_root
 from .capture import PcapWriter
 from .config import PORT_FIELDS, EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
 from .engine import state as S
@@ -298,6 +299,7 @@ class Simulation:
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
         check_reordering(scenario)
+        check_cache_root()
         self.engine = load_engine(scenario.engine.boundscheck)
         self.st = self._build_state()
         init_call_block(self.st)
@@ -375,7 +377,7 @@ class Simulation:
         st = self.st
         if st.sc[S.SC_HEAP_N] == 0:
             return int(S.INF_PS)
-        return int(st.ev[st.heap[0], S.E_TIME])
+        return int(st.heap[S.HP_TIME])
 
     def run_until(self, t_end_ps: int, max_events: int = 0) -> int:
         """Process every event before ``t_end_ps``, draining captures on the way. Returns early

@@ -10,7 +10,7 @@ import numpy as np
 from .engine import state as S
 from .errors import ConfigError
 from .handler import same_program
-from .scenario_limits import allocation_failed
+from .scenario_limits import allocation_failed, check_fits_in_memory
 from .units import ns
 
 HOST_MEM_ALIGN = 64
@@ -102,6 +102,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(len(tables.groups), 1),
                             "n_route_ports": max(len(tables.ports), 1),
                             "lb_rows": n_sw if lb_entries > 1 else 1, "lb_entries": lb_entries})
+    check_fits_in_memory(sc)  # Python-built scenarios too: refused with the estimate
     try:
         st = S.allocate_state(sizes)
     except MemoryError as exc:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 from .config import LinkConfig
-from .errors import TopologyError
+from .errors import ConfigError, TopologyError
 
 HOST_LINK = "host"
 
@@ -58,6 +58,7 @@ class Topology:
     def add_host(self, name: str | None = None) -> str:
         name = name or f"h{len(self.hosts)}"
         self._check_new(name)
+        self._check_size()
         self._node_of[name] = len(self.hosts)
         self.hosts.append(name)
         return name
@@ -68,6 +69,7 @@ class Topology:
         one (an accelerator's on-chip router is far faster than a datacentre switch)."""
         name = name or f"s{len(self.switches)}"
         self._check_new(name)
+        self._check_size()
         if not role or not isinstance(role, str):
             raise TopologyError(f"switch {name!r}: role = {role!r}: must be a non-empty string")
         if latency_ns is not None and not latency_ns >= 0:
@@ -96,6 +98,16 @@ class Topology:
             kind = HOST_LINK if ra is None or rb is None else (ra if ra == rb else f"{ra}-{rb}")
         self.links.append(Link(a, b, config or LinkConfig(), kind))
         self._linked.update(end for end in (a, b) if end in self._node_of)
+
+    def _check_size(self) -> None:
+        """Every 1024 devices: stop a build whose routing tables alone would exceed the memory
+        limit (spin.scenario_limits), before the rest of it is built."""
+        if (len(self.hosts) + len(self.switches)) % 1024 == 1023:
+            from .scenario_limits import check_topology_size
+            try:
+                check_topology_size(len(self.hosts), len(self.switches))
+            except ConfigError as exc:
+                raise TopologyError(str(exc)) from None
 
     def _check_new(self, name: str) -> None:
         if name in self.roles or name in self._node_of:

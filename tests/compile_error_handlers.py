@@ -3,6 +3,7 @@ import numpy as np
 
 from spin.api import SUCCESS
 from spin.handler import HandlerProgram
+from spin.scenario_code import program_factory
 
 
 def allocating_payload(ctx, pkt, mem):
@@ -41,12 +42,14 @@ def fine_header(ctx, pkt, mem):
     return SUCCESS
 
 
+@program_factory
 def mixed_program() -> HandlerProgram:
     """A correct header handler next to a payload handler that does not compile."""
     return HandlerProgram("mixed", header=fine_header, payload=misspelt_payload,
                           memory=np.zeros(1, np.int64))
 
 
+@program_factory
 def program(mistake: str) -> HandlerProgram:
     fn = {"allocate": allocating_payload, "typo": misspelt_payload,
           "type": mistyped_completion, "copy": copying_header,

@@ -1,5 +1,5 @@
 """Every public name of the result, comparison, testing, check and host-program APIs says what
-it is for (the README points users at them)."""
+it is for (the API reference pages of docs/ render them)."""
 from __future__ import annotations
 
 import importlib

@@ -71,6 +71,8 @@ function = "checkfns:is_max"
 CHECK_FUNCTIONS = """
 import numpy as np
 
+from spin.scenario_code import scenario_function
+
 
 def _vec(seed):
     info = np.iinfo(np.int32)
@@ -78,10 +80,12 @@ def _vec(seed):
                                                 endpoint=True)
 
 
+@scenario_function
 def expected_max(actual):
     return np.maximum(_vec(1), _vec(2))
 
 
+@scenario_function
 def is_max(actual):
     return bool((actual >= _vec(1)).all() and (actual >= _vec(2)).all())
 """
@@ -148,7 +152,7 @@ def test_cli_dump_with_two_workers(scenario_dir):
     (('expect = "npy"\n', f'expect = "npy"\ncount = {N + 1}\n'), ["check[0].count = 4097",
                                                                    f"holds {N} elements"]),
     (('"checkfns:expected_max"', '"checkfns:nope"'), ["check[1].function = 'checkfns:nope'",
-                                                      "has no attribute 'nope'"]),
+                                                      "has no function 'nope'"]),
     (('"checkfns:expected_max"', '"nomod:f"'), ["check[1].function", "cannot import module"]),
     (('expect = "npy"\nfile', 'expect = "values"\nfile'), ["expect = 'values' takes values",
                                                            "given: file"]),

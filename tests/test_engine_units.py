@@ -53,6 +53,45 @@ def test_heap_pops_in_time_then_key_order():
     assert st.sc[S.SC_HEAP_N] == 0
 
 
+def test_heap_interleaved_and_full():
+    """Pushes and pops interleaved at random, and a heap filled to the event pool's last row:
+    the spare sentinel row past the last entry never lets a stale entry or a missing child
+    change the order."""
+    st = _small_state()
+    rng = np.random.default_rng(7)
+    ref = []
+    for i in range(20000):
+        if ref and rng.random() < 0.48:
+            t, key, j = heapq.heappop(ref)
+            eid = pop_event(st)
+            assert (st.ev[eid, S.E_TIME], st.ev[eid, S.E_KEY], st.ev[eid, S.E_A]) == (t, key, j)
+            free_event(st, eid)
+        else:
+            t = int(rng.integers(0, 40))
+            dev = int(rng.integers(0, 4))
+            key = (dev << 40) | int(st.dev[dev, S.D_SEQ])
+            push_event(st, t, dev, 1, dev, i, 0)
+            heapq.heappush(ref, (t, key, i))
+        assert st.sc[S.SC_HEAP_N] == len(ref)
+        if ref:
+            assert st.heap[S.HP_TIME] == ref[0][0]
+    while ref:
+        eid = pop_event(st)
+        assert st.ev[eid, S.E_A] == heapq.heappop(ref)[2]
+        free_event(st, eid)
+    capacity = st.ev.shape[0]
+    times = rng.integers(0, 1 << 40, capacity)
+    for i, t in enumerate(times):
+        push_event(st, int(t), 0, 1, 0, i, 0)
+    assert st.sc[S.SC_HEAP_N] == capacity
+    popped = []
+    for _ in range(capacity):
+        eid = pop_event(st)
+        popped.append(st.ev[eid, S.E_TIME])
+        free_event(st, eid)
+    assert popped == sorted(times.tolist())
+
+
 def test_engine_state_stays_narrow():
     """Every array of the engine state costs each Python -> engine call and compile time (see
     the comment at ``spin.engine.state.MAX_STATE_ARRAYS``): new values go into table columns."""

@@ -1,6 +1,7 @@
 """The examples run end to end and produce the right results."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,61 @@ def test_scenario_file_finishes(path):
     run.result.require_finished()
     assert run.checks_passed
     assert run.result.messages
+
+
+def test_allreduce_notebook_runs_and_reads_dataframes():
+    """examples/allreduce_study.ipynb executes top to bottom (its own asserts included) and
+    shows the study as DataFrames: the measurements, the speedups and a run's link table."""
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is in the test extra")
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is in the test extra")
+    pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
+    path = EXAMPLES / "allreduce_study.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
+        "the notebook is stored without outputs"
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    frames = [o["data"]["text/html"] for o in outputs
+              if o.output_type == "execute_result" and "text/html" in o.get("data", {})]
+    assert len(frames) == 5                  # measurements, speedups, links, switches, hosts
+    assert "rabenseifner" in frames[0] and "correct" in frames[0]
+    assert "tx_bytes" in frames[2] and "handler_calls_payload" in frames[3]
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream"
+                      and o.name == "stdout")
+    assert "16384 B per rank: fastest switch" in printed
+    assert "65536 B per rank: fastest switch" in printed
+
+
+TRAINING = EXAMPLES / "training"
+
+
+def test_training_trace_generator_writes_the_committed_files(tmp_path):
+    """examples/training/dp_step/ is what make_dp_step.py writes (byte for byte)."""
+    r = subprocess.run([sys.executable, str(TRAINING / "make_dp_step.py"), str(tmp_path)],
+                       check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    committed = sorted(p.name for p in (TRAINING / "dp_step").iterdir())
+    assert committed == sorted(p.name for p in tmp_path.iterdir())
+    for name in committed:
+        assert (tmp_path / name).read_bytes() == (TRAINING / "dp_step" / name).read_bytes()
+
+
+@pytest.mark.parametrize("trace, algo, collectives", [
+    (TRAINING / "dp_step" / "dp_step", "switch", 4),
+    (TRAINING / "pipeline_4stages.goal", "ring", 0),
+], ids=["chakra-dp-step", "goal-pipeline"])
+def test_spin_train_examples(tmp_path, trace, algo, collectives):
+    out, timeline = tmp_path / "step.json", tmp_path / "step.trace.json"
+    r = subprocess.run([sys.executable, "-m", "spin.cli", "train", str(trace), "--algo", algo,
+                        "--json", str(out), "--trace", str(timeline)], check=False, cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "rank" in r.stdout and "exposed_comm_us" in r.stdout
+    report = json.loads(out.read_text())
+    assert len(report["ranks"]) == 4 and len(report["collectives"]) == collectives
+    assert all(c["algo"] in (algo, "ring") for c in report["collectives"])
+    assert all(r["step_us"] > r["compute_us"] > 0 for r in report["ranks"])
+    events = json.loads(timeline.read_text())["traceEvents"]
+    assert {e["tid"] for e in events if e["ph"] == "X"} == {0, 1, 2, 3}

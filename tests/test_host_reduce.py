@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from spin.errors import ConfigError
+from spin.scenario_code import scenario_function
 from spin.fabric import run_scenario
 from spin.checks import Dump
 from spin.scenario_file import load_scenario, load_scenario_text, run_loaded
@@ -23,6 +24,7 @@ CASES = [(op, dt) for op in OPS for dt in ("int32", "int64", "float32", "float64
 SLOT = 2 * 8 * N           # bytes per case: dst then src
 
 
+@scenario_function
 def hypot_op(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
     """A custom element-wise operator (module-level, so worker processes can import it)."""
     return np.hypot(dst, src)
@@ -116,6 +118,9 @@ ops = [{ op = "reduce", dst_addr = 0, src_addr = 64, count = 4, dtype = "int64",
 MYOPS = """
 import numpy as np
 
+from spin.scenario_code import scenario_function
+
+@scenario_function
 
 def hypot(dst, src):
     return np.hypot(dst, src)

@@ -1,4 +1,4 @@
-"""A max-reduce on the root's NIC beats the host baseline (the README shows this file)."""
+"""A max-reduce on the root's NIC beats the host baseline (docs/tutorials/offload-benefit-test.md shows this file)."""
 import numpy as np
 
 from examples.max_reduce import max_reduce_program

@@ -56,15 +56,18 @@ def test_bad_seeds(tmp_path, seed):
 
 def test_sizes_that_cannot_be_allocated(tmp_path):
     _refused(_file(tmp_path, "[host]\nmemory_bytes = 1000000000000000"),
-             "engine state needs about", "host.memory_bytes = 1000000000000000", "RAM")
+             "engine state needs about", "host.memory_bytes = 1000000000000000", "memory limit")
     fill = '[[memory]]\nnode = 0\naddr = 0\ndtype = "int64"\nfill = "zeros"\ncount = 1000000000000'
     _refused(_file(tmp_path, fill), "memory[0].count", "outside host memory")
 
 
-def test_unallocatable_state_from_python_is_a_config_error():
+def test_unallocatable_state_from_python_is_a_config_error(monkeypatch):
     sc = Scenario(Topology.pair(), host=HostConfig(memory_bytes=10**15))
+    with pytest.raises(ConfigError, match="engine state needs about .*the memory limit is"):
+        Simulation(sc)   # refused by the estimate, before allocating
+    monkeypatch.setenv("SPIN_MEMORY_LIMIT", "10000000GiB")
     with pytest.raises(ConfigError, match="engine state needs about .*allocation failed"):
-        Simulation(sc)
+        Simulation(sc)   # a limit above what the allocator gives: its MemoryError, one line
 
 
 @pytest.mark.parametrize("until", ["inf", "nan", "1e300"])

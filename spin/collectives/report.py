@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..config import LinkConfig
 from ..errors import ConfigError
+from ..fabric import check_worker_count
 from ..handler import same_program
 from ..report import count, table, us
 from ..scenario_limits import check_writable
@@ -106,6 +107,8 @@ def allreduce_topology(args):
     ``--loss``: a star is built for HOSTS hosts; lossy links get ``LinkConfig.loss_rate``."""
     if not 0 <= args.loss < 1:
         raise ConfigError(f"--loss {args.loss}: a fraction of frames in [0, 1)")
+    if not 0 <= args.loss_seed < 2**32:
+        raise ConfigError(f"--loss-seed {args.loss_seed}: must be 0..{2**32 - 1}")
     if args.hosts is not None and args.hosts < 2:
         raise ConfigError(f"--hosts {args.hosts}: an allreduce needs at least 2 hosts")
     name, params = parse_spec(args.topology)
@@ -125,6 +128,7 @@ def run_allreduce_cli(args) -> int:
     if not 2 <= hosts <= len(topo.hosts):
         raise ConfigError(f"--hosts {hosts}: an allreduce needs 2..{len(topo.hosts)} hosts on "
                           f"{where}")
+    check_worker_count(args.workers, len(topo.device_names()), "--workers")
     algs = selected_algorithms(args.algo or default_algorithms(topo, args.dtype), args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)

@@ -58,6 +58,7 @@ class EndpointBridge:
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.setsockopt(zmq.SNDHWM, 10000)
         self._sock.setsockopt(zmq.RCVHWM, 10000)
+        self._sock.setsockopt(zmq.MAXMSGSIZE, P.MAX_MESSAGE_BYTES)  # a larger part: peer dropped
         make_server(self._sock, keys)
         try:
             self._sock.bind(spec.url)
@@ -71,6 +72,7 @@ class EndpointBridge:
         self.port = np.zeros(PORT_STATE_WORDS, np.int64)
         self.dropped = np.zeros(len(REASONS), np.int64)
         self.undelivered = 0            # frames for the program after it detached
+        self.unread = 0                 # frames the program sent that no round asked for
         self.frames_to = self.bytes_to = 0
         self.last_arrival_ps = 0        # latest frame for the program (delivered or not)
         self.rejected: dict[str, int] = {}
@@ -165,6 +167,7 @@ class EndpointBridge:
             if kind == P.BYE or head.get("round") == self.round:
                 break
             self._reject("wrong_round")
+            self._count_unread(parts)
         self._take(kind, parts, not_before=self._first_due)
 
     def hold(self, arrival, key, length, frames) -> None:
@@ -344,12 +347,36 @@ class EndpointBridge:
         return arrival[:cut], key[:cut], length[:cut], frames[:cut]
 
     # --- the end ------------------------------------------------------------------------
+    def _drain_unread(self) -> None:
+        """At the end: messages the program sent that the run never asked for (lockstep frames
+        sent outside a round, e.g. more than one answer before the first) are counted, their
+        frames as dropped ``unread``, never silently left in the socket."""
+        if self._sock is None:
+            return
+        while self._sock.poll(0, zmq.POLLIN):
+            got = self._receive()
+            if got is None:
+                continue
+            kind, parts = got
+            self._reject(f"unread_{kind.decode(errors='replace')[:20]}")
+            if kind in (P.SEND, P.BYE):
+                self._count_unread(parts)
+
+    def _count_unread(self, parts: list) -> None:
+        try:
+            self.unread += len(P.unpack_frames(parts)[0])
+        except P.ProtocolError as exc:
+            self._reject(exc.reason)
+
     def stats(self, topology) -> dict:
         """This endpoint's EndpointStats and the LinkStats of the host's direction of its link,
         as dicts (spin.results)."""
+        self._drain_unread()
         dropped = {r: int(n) for r, n in zip(REASONS, self.dropped.tolist()) if n}
         if self.undelivered:
             dropped["undelivered"] = self.undelivered
+        if self.unread:
+            dropped["unread"] = self.unread
         link = topology.links[self.att.link]
         peer = link.b if link.a == self.spec.host else link.a
         return {

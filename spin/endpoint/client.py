@@ -166,6 +166,13 @@ class Endpoint:
 
     # --- plumbing -----------------------------------------------------------------------
     def _flush(self, kind: bytes, round_no: int) -> None:
+        total = sum(len(f) for f in self._out_frames)
+        if total > P.MAX_MESSAGE_BYTES or len(self._out_frames) > P.MAX_FRAMES_PER_MESSAGE:
+            n = len(self._out_frames)
+            self._out_times, self._out_frames = [], []
+            raise EndpointError(f"endpoint {self.host}: {n} frames of {total} B in one round; "
+                                f"a round's answer holds at most {P.MAX_FRAMES_PER_MESSAGE} "
+                                f"frames and {P.MAX_MESSAGE_BYTES} B")
         self._sock.send_multipart(P.message(kind, {"round": round_no}, self._out_times,
                                             self._out_frames))
         self._out_times, self._out_frames = [], []

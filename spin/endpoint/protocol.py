@@ -32,6 +32,10 @@ REJECT = b"reject"
 MAX_FRAME_BYTES = 1 << 16        # no engine slot is larger (spin.parallel.batch.MAX_SLOT_BYTES)
 MAX_FRAMES_PER_MESSAGE = 1 << 16
 MAX_HEADER_BYTES = 1 << 14
+# The largest message part either side accepts (64 MiB: a thousand full 64 KiB frames, or 65,536
+# of 1 KiB). The fabric's socket drops a peer that sends more (ZMQ_MAXMSGSIZE), so a message
+# is refused before it is received, not after; the client refuses to build one.
+MAX_MESSAGE_BYTES = 1 << 26
 
 
 class ProtocolError(SpinError):
@@ -91,6 +95,8 @@ def unpack_frames(parts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lengths = np.frombuffer(lb, "<i4").astype(np.int32)
     if n and (int(lengths.min()) < 0 or int(lengths.max()) > MAX_FRAME_BYTES):
         raise ProtocolError("bad_length", f"frame lengths outside 0..{MAX_FRAME_BYTES}")
+    if blob.nbytes > MAX_MESSAGE_BYTES:
+        raise ProtocolError("too_large", f"{blob.nbytes} B of frames; at most {MAX_MESSAGE_BYTES}")
     if int(lengths.sum(dtype=np.int64)) != blob.nbytes:
         raise ProtocolError("bad_size", f"lengths add up to {int(lengths.sum())} B, "
                                          f"{blob.nbytes} B of frames came")

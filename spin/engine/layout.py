@@ -370,6 +370,15 @@ EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
 ])])
 
+# --- st.heap: pending events as a 4-ary min-heap, each entry its event's order and id ---------
+# (a flat int64 vector of HEAP_COLS words per entry; see spin.engine.heap)
+HEAP = Table("heap", "HP_", "HEAP_COLS", [Columns("spin.engine.heap", [
+    ("TIME", "the event's time, ps (the first order)"),
+    ("KEY", "its tie-breaking key (the second)"),
+    ("EVENT", "its row in st.ev"),
+    ("PAD", "unused: four words keep an entry's index a shift"),
+])])
+
 # --- st.cap: captured frames (their bytes in st.cap_frames) ----------------------------------
 CAP = Table("cap", "CAP_", "CAP_COLS", [Columns("spin.engine.ports", [
     ("TIME", "time captured"), ("PORT", "global port"),
@@ -408,5 +417,5 @@ TXLOG = Table("txlog", "TL_", "TXLOG_WIDTH", [Columns("nic_emulator.tx", [
     ("T_ACKED_PS", "reliable transports: the sender saw its last packet acknowledged (-1: not)"),
 ])])
 
-TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, CAP, OUT, TRACE,
+TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, HEAP, CAP, OUT, TRACE,
           QSAMPLES, MSGLOG, TXLOG)

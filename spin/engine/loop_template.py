@@ -17,7 +17,7 @@ from spin.engine import state as S
 from spin.engine.control import apply_control
 from spin.engine.handler_abi import invoke_entry, prepare_call
 from spin.engine.handler_context import close_context
-from spin.engine.heap import free_event, pop_event
+from spin.engine.heap import free_event, next_time, pop_event
 from spin.engine.pool import free_slot
 from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_queues, tx_done
 from spin.engine.state_ref import state_ref
@@ -150,8 +150,7 @@ def run_until(st, hmem, t_end, max_events):
     sc[S.SC_STATUS] = S.STATUS_DONE
     n = 0
     while sc[S.SC_HEAP_N] > 0:
-        eid = st.heap[0]
-        t = st.ev[eid, S.E_TIME]
+        t = next_time(st)
         if t >= t_end:
             break
         if max_events > 0 and n >= max_events:
@@ -169,10 +168,10 @@ def run_until(st, hmem, t_end, max_events):
             sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL
             break
         if sc[S.SC_QS_N] + st.port.shape[0] > st.qsamples.shape[0] \
-                and st.ev[eid, S.E_KIND] == S.EV_SAMPLE:
+                and st.ev[st.heap[S.HP_EVENT], S.E_KIND] == S.EV_SAMPLE:
             sc[S.SC_STATUS] = S.STATUS_CAPTURE_FULL   # Python drains samples with captures
             break
-        pop_event(st)
+        eid = pop_event(st)
         kind = st.ev[eid, S.E_KIND]
         dev = st.ev[eid, S.E_DEV]
         a = st.ev[eid, S.E_A]

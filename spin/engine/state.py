@@ -65,6 +65,8 @@ EV_RTO = 12         # dev, a=connection row: retransmission timer of a sending c
 ARRIVE_LOOPBACK = -1
 ARRIVE_TIMER = -2
 
+HEAP_SPARE = 4   # sentinel entries past a 4-ary heap's last one (spin.engine.heap)
+
 # --- device kinds (codes: the order of spin.engine.device_kinds.DEVICE_KINDS) -----------------
 DEV_NIC = DEVICE_KINDS.names().index("nic")
 DEV_SWITCH = DEVICE_KINDS.names().index("switch")
@@ -129,7 +131,7 @@ LB_WORDS = 4
 
 FIELDS = (
     "sc", "cur", "drops", "parsed",
-    "ev", "ev_free", "heap",                      # events: table + free list + heap of ids
+    "ev", "ev_free", "heap",                      # events: table + free list + heap
     "dev", "hpu_free", "host_recv_count", "marks", "txq", "host_ops", "host_mem",
     "port", "port_q",                             # ports: table + FIFO rings of slot ids
     "pool", "slot_len", "slot_free", "slot_trusted",  # frame buffer pool
@@ -214,7 +216,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         drops=np.zeros((d, NUM_DROP_REASONS), i64), parsed=np.zeros(32, i64),
         ev=np.zeros((z.max_events, _C["EV_COLS"]), i64),
         ev_free=np.arange(z.max_events, dtype=i32)[::-1].copy(),
-        heap=np.zeros(z.max_events, i32),
+        # spare entries past the last event always hold the sentinel (spin.engine.heap)
+        heap=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
         dev=np.zeros((d, _C["DEV_COLS"]), i64),
         hpu_free=np.zeros((d, max(z.max_hpus, 1)), i64),
         host_recv_count=np.zeros((d, z.max_qp), i64),

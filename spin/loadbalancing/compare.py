@@ -17,7 +17,7 @@ from typing import Any
 from ..collectives.report import parse_size
 from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
-from ..fabric import run_scenario
+from ..fabric import check_worker_count, run_scenario
 from ..report import table
 from ..scenario_limits import check_reordering, check_writable
 from ..simulation import Scenario, Simulation
@@ -63,6 +63,8 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
     nic = NicConfig.make(transport={"kind": transport})
     switch = {"pfc": lossless, **({"trim": True} if transport == "ue" and not lossless else {}),
               **(switch or {})}
+    if not 0 < rate_gbps <= 1600:
+        raise ConfigError(f"--rate-gbps {rate_gbps}: must be 1..1600 Gb/s")
     topo = build_topology(topology, **{"link": LinkConfig(rate_gbps=rate_gbps, latency_ns=500.0),
                                        **(params or {})})
     n = len(topo.hosts)
@@ -184,8 +186,6 @@ def run_lb_cli(args) -> int:
         names = [s.strip() for s in args.schemes.split(",") if s.strip()]
     for s in names:
         get_scheme(s, "--schemes")
-    if args.workers < 1:
-        raise ConfigError(f"--workers = {args.workers}: must be >= 1")
     if args.plots:
         require_matplotlib()                                    # fail before running, not after
         check_writable(args.plots, "--plots", directory=True)
@@ -199,6 +199,7 @@ def run_lb_cli(args) -> int:
                          lossless=lossless, queue_sample_ns=plots_ns, transport=args.transport)
     params = {"message_bytes": size, "seed": args.seed, "fill": False,
               **parse_params(args.param or [], "--param")}
+    check_worker_count(args.workers, len(sc.topology.device_names()), "--workers")
     workload = add_workload(sc, args.workload, **params)
     n = len(sc.topology.hosts)
     title = (f"{args.workload} of {size:,} B per host on {topo_name} "

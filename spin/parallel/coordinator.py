@@ -3,13 +3,15 @@
 It is not on the data path: workers synchronise among themselves (spin.parallel.sync). The
 coordinator owns one ROUTER control socket, assigns worker ids, sends each worker the spec as data
 (spin.parallel.codec), the factory path, a random run epoch and the peers' data endpoints, then
-watches: local processes by pid, every worker by heartbeats. The first failure aborts the whole
+watches: local processes by pid, every worker (local or remote) by heartbeats, so a stopped or
+wedged worker ends the run after ``silence_timeout_s``. The first failure aborts the whole
 run and becomes a WorkerError naming the worker, its pid, its program's description and the
 remote traceback.
 
-Trust: nothing received from a socket is unpickled, on either side. Listening beyond loopback
-requires CurveZMQ (spin.parallel.auth), so only holders of the run's key can connect at all, and
-keyless workers refuse to join a coordinator beyond loopback. On a keyless loopback run, spawned
+Trust: nothing received from a socket is unpickled, on either side. Listening beyond loopback,
+and any run with slots for workers that join over tcp (loopback included), requires CurveZMQ
+(spin.parallel.auth), so only holders of the run's key can connect at all, and keyless workers
+refuse to join a coordinator beyond loopback. On a keyless loopback run, spawned
 workers prove themselves with a per-run secret handed over a pipe (never argv, which every local
 user can read), so a foreign local process cannot take their slots; whatever else arrives on the
 control socket is validated (spin.parallel.control), counted and ignored.
@@ -52,6 +54,7 @@ from spin.parallel.procs import exit_text, log_tail, reap
 from spin.parallel.progress import Progress
 
 _POLL_MS = 50
+DEFAULT_SILENCE_TIMEOUT_S = 15.0
 WILDCARDS = ("0.0.0.0", "::", "*")
 
 
@@ -73,20 +76,31 @@ class CoordinatorConfig:
     join_timeout_s: float = 60.0  # for every worker to say hello
     heartbeat_interval_s: float = 0.5
     heartbeat_timeout_s: float = 3.0  # a worker exits when the coordinator is silent this long
-    remote_silence_timeout_s: float = 15.0  # a remote worker silent this long is declared lost
+    # a worker (local or remote) whose heartbeats stop this long is declared stopped or lost;
+    # heartbeats come from a thread that runs while the engine holds no GIL, so only a stopped,
+    # wedged or unreachable process goes silent
+    silence_timeout_s: float = DEFAULT_SILENCE_TIMEOUT_S
     shutdown_grace_s: float = 1.0  # after abort/bye, before SIGTERM (then SIGKILL) of local workers
     quiet: bool = True
     round_trips: int = 0  # time this many bare zmq round trips (workers 0-1) before the run
 
     def __post_init__(self) -> None:
         for name in ("join_timeout_s", "heartbeat_interval_s", "heartbeat_timeout_s",
-                     "remote_silence_timeout_s", "shutdown_grace_s"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"CoordinatorConfig.{name} must be > 0, got {getattr(self, name)}")
+                     "silence_timeout_s", "shutdown_grace_s"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ConfigError(f"CoordinatorConfig.{name} must be a time > 0 s, got {getattr(self, name)}")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise ConfigError(f"CoordinatorConfig.timeout_s must be > 0 or None, got {self.timeout_s}")
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ConfigError(f"CoordinatorConfig.port = {self.port!r}: must be 0..65535 (0: a random "
+                              f"free port)")
         if self.allow_remote < 0:
             raise ConfigError(f"CoordinatorConfig.allow_remote must be >= 0, got {self.allow_remote}")
+        if self.allow_remote and self.key_file is None:
+            raise ConfigError(f"allow_remote = {self.allow_remote} without key_file: workers that "
+                              f"join over tcp (loopback included) must hold the run's CurveZMQ key, "
+                              f"or any local process could take their slot and read the scenario; "
+                              f"create one with `spin keys DIR`")
         if self.heartbeat_timeout_s <= 2 * self.heartbeat_interval_s:
             raise ConfigError("CoordinatorConfig.heartbeat_timeout_s must exceed 2 x heartbeat_interval_s")
 
@@ -214,7 +228,7 @@ class Coordinator:
                 self._until(members, "ready", deadline, progress)
                 for m in members:
                     self._send(m, MSG_START, b"")
-                self._until(members, "done", deadline, progress)
+                self._until(members, "done", deadline, progress, started=True)
                 for m in members:
                     self._send(m, MSG_BYE, b"", required=False)
                 self._reap(members, graceful=True)
@@ -296,16 +310,17 @@ class Coordinator:
             m.last_beat = now
             m.state = "setup"
 
-    def _until(self, members: list[_Member], state: str, deadline: float, progress: Progress) -> None:
+    def _until(self, members: list[_Member], state: str, deadline: float, progress: Progress,
+               started: bool = False) -> None:
         order = ("spawned", "joined", "setup", "ready", "done")
         while any(order.index(m.state) < order.index(state) for m in members):
             if time.monotonic() > deadline:
                 raise TransportError(f"the run did not finish within timeout_s={self.config.timeout_s}")
-            self._pump(members, progress)
+            self._pump(members, progress, started)
 
     # -- the supervision loop ---------------------------------------------------------------
 
-    def _pump(self, members: list[_Member], progress: Progress | None) -> None:
+    def _pump(self, members: list[_Member], progress: Progress | None, started: bool = False) -> None:
         """One poll slice: dispatch messages, check processes and heartbeats, send heartbeats."""
         if self._router.poll(_POLL_MS, zmq.POLLIN):
             while self._router.poll(0, zmq.POLLIN):
@@ -317,8 +332,8 @@ class Coordinator:
             if m.proc is not None and m.state != "done" and m.proc.poll() is not None:
                 raise self._error(m, exit_text(m.proc.returncode))
             if m.state in ("setup", "ready") and m.hb_identity:
-                if not m.local and now - m.last_beat > self.config.remote_silence_timeout_s:
-                    raise self._error(m, f"was silent for {self.config.remote_silence_timeout_s} s (lost or hung)")
+                if now - m.last_beat > self.config.silence_timeout_s:
+                    raise self._error(m, self._silence(m, started))
                 if now - m.beat.get("sent", 0.0) >= self.config.heartbeat_interval_s:
                     self._beat(m, MSG_BEAT, b"")
                     m.beat["sent"] = now
@@ -327,6 +342,19 @@ class Coordinator:
             if live:
                 progress.update(min(b["t_ps"] for b in live), sum(b["events"] for b in live),
                                 max(b["rounds"] for b in live))
+
+    def _silence(self, m: _Member, started: bool) -> str:
+        """What a silent worker was doing, and so what the run was waiting for."""
+        how = "stopped (SIGSTOP?), wedged or unreachable" if m.local else "lost, stopped or hung"
+        if m.state == "setup":
+            doing = "while building its program; the run waits for it to be ready"
+        elif not started:
+            doing = "after its program was built; the run waits for every worker to be ready"
+        else:
+            doing = (f"in round {m.beat.get('rounds', 0)} at virtual time {m.beat.get('t_ps', 0)} ps; "
+                     f"its peers wait for its next round message")
+        return (f"sent no heartbeat for {self.config.silence_timeout_s} s (silence_timeout_s) "
+                f"{doing}: {how}")
 
     def _dispatch(self, members: list[_Member], ident: bytes, kind: bytes, body: dict) -> None:
         """Act on a well-formed message (see control.parse); unknown senders are counted, not obeyed."""

@@ -31,7 +31,9 @@ class WorkerProgram(Protocol):
     ``admit(batch, sender, not_before_ps) -> str | None``: the reason to drop a peer's batch
     before ``deliver`` ever sees it (None: deliver it). It must refuse lengths beyond the slot
     and arrivals before ``not_before_ps`` (the round end), as the round loop's generic check,
-    which it replaces, does for programs without one.
+    which it replaces, does for programs without one. A program with ``admit`` may also have
+    ``deliver_admitted(batch)``: ``deliver`` without checking again what ``admit`` passed (the
+    round loop calls it; ``deliver`` itself stays safe for any caller).
     """
 
     def lookahead_ps(self) -> int:

@@ -211,7 +211,8 @@ def _join_failed(endpoint: str, timeout_s: float, keyed: bool) -> TransportError
     hint = (
         "check that --key-file holds the run's key (the same file as the coordinator's)"
         if keyed
-        else "if the coordinator listens beyond loopback it requires CurveZMQ: pass --key-file with the run's key"
+        else "a coordinator waiting for workers to join (loopback included) requires CurveZMQ: pass "
+        "--key-file with the run's key"
     )
     return TransportError(
         f"no answer from the coordinator at {endpoint} within {timeout_s} s: is it running and waiting "

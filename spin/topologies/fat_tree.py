@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..config import LinkConfig
+from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .registry import ParamError, TopologyParams, builder, link_config
 
@@ -22,8 +22,8 @@ class FatTreeParams(TopologyParams):
     host_rate_gbps: int | None = Field(None, gt=0, le=1600)
     edge_agg_rate_gbps: int | None = Field(None, gt=0, le=1600)
     agg_core_rate_gbps: int | None = Field(None, gt=0, le=1600)
-    host_latency_ns: float | None = Field(None, gt=0)
-    fabric_latency_ns: float | None = Field(None, gt=0)
+    host_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    fabric_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
 
 
 def _rates(p: FatTreeParams, link: LinkConfig) -> tuple[int, int, int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..config import LinkConfig
+from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .clos import join
 from .registry import TopologyParams, builder, link_config
@@ -37,10 +37,10 @@ class HammingMeshParams(TopologyParams):
     mesh_rate_gbps: int | None = Field(None, gt=0, le=1600)
     network_rate_gbps: int | None = Field(None, gt=0, le=1600)
     internal_rate_gbps: int = Field(1600, gt=0, le=1600)
-    mesh_latency_ns: float | None = Field(None, gt=0)
-    network_latency_ns: float | None = Field(None, gt=0)
-    internal_latency_ns: float = Field(1.0, gt=0)
-    router_latency_ns: float | None = Field(None, ge=0)
+    mesh_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    network_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    internal_latency_ns: float = Field(1.0, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    router_latency_ns: float | None = Field(None, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     switch_radix: int = Field(64, ge=4, le=512)
     share_networks: bool = False
 

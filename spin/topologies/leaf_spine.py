@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from pydantic import Field
 
-from ..config import LinkConfig
+from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .registry import ParamError, TopologyParams, builder, link_config
 
@@ -28,8 +28,8 @@ class LeafSpineParams(TopologyParams):
     host_rate_gbps: int | None = Field(None, gt=0, le=1600)
     fabric_rate_gbps: int | None = Field(None, gt=0, le=1600)
     oversubscription: float | None = Field(None, gt=0, le=64)
-    host_latency_ns: float | None = Field(None, gt=0)
-    fabric_latency_ns: float | None = Field(None, gt=0)
+    host_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    fabric_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
 
 
 def resolve(p: LeafSpineParams, link: LinkConfig) -> tuple[int, int, int]:

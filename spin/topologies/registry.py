@@ -18,7 +18,7 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..config import LinkConfig
-from ..errors import TopologyError
+from ..errors import ConfigError, TopologyError
 from ..suggest import did_you_mean, misspelt_key
 from ..topology import Topology
 
@@ -63,6 +63,9 @@ class TopologyKind:
             raise TopologyError(f"{where}.{exc.param} = {exc.value!r}: {exc.why}") from None
         except TopologyError as exc:
             raise TopologyError(f"{where} (kind = {self.name!r}): {exc}") from None
+        except ConfigError as exc:   # a config the builder made from its parameters
+            text = " ".join(str(exc).removeprefix("invalid configuration:").split())
+            raise TopologyError(f"{where} (kind = {self.name!r}): {text}") from None
         topo.kind = self.name
         topo.params = {k: v for k, v in p.model_dump().items() if _plain(v)}
         topo.params["link"] = link

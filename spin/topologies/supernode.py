@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..config import LinkConfig
+from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .registry import ParamError, TopologyParams, builder, link_config
 
@@ -41,10 +41,10 @@ class SupernodeParams(TopologyParams):
     scale_up_rate_gbps: int | None = Field(None, gt=0, le=1600)
     scale_out_rate_gbps: int | None = Field(None, gt=0, le=1600)
     internal_rate_gbps: int = Field(1600, gt=0, le=1600)
-    scale_up_latency_ns: float | None = Field(None, gt=0)
-    scale_out_latency_ns: float | None = Field(None, gt=0)
-    internal_latency_ns: float = Field(1.0, gt=0)
-    router_latency_ns: float | None = Field(None, ge=0)
+    scale_up_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    scale_out_latency_ns: float | None = Field(None, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    internal_latency_ns: float = Field(1.0, gt=0, le=MAX_DELAY_NS, allow_inf_nan=False)
+    router_latency_ns: float | None = Field(None, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
 
 
 def _plane_leaf(p: SupernodeParams) -> tuple[int, int]:

@@ -96,6 +96,12 @@ class HtsimMatrix:
         return "\n".join(lines) + "\n"
 
 
+# Upper bounds that keep every time and size exact in the engine's int64 picoseconds and bytes:
+# a start up to 10^15 ps (1000 s of virtual time, the longest host compute op), a flow up to
+# 2^48 B (256 TiB).
+MAX_VALUE = {"start": 10**15, "size": 2**48}
+
+
 def _int(path, lineno, token, value, what, lo=0) -> int:
     try:
         v = int(value)
@@ -104,6 +110,10 @@ def _int(path, lineno, token, value, what, lo=0) -> int:
             from None
     if v < lo:
         raise ConfigError(f"{path}:{lineno}: {token} {v}: {what} must be >= {lo}")
+    hi = MAX_VALUE.get(what, 2**62)
+    if v > hi:
+        raise ConfigError(f"{path}:{lineno}: {token} {v}: {what} must be <= {hi:.3g}"
+                          + (" ps (1000 s of virtual time)" if what == "start" else ""))
     return v
 
 

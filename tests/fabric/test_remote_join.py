@@ -31,10 +31,9 @@ def _start_worker(port: int, key_file: str | None = None) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("with_key", [False, True])
-def test_joined_workers_give_identical_results(tmp_path, with_key):
+def test_joined_workers_give_identical_results(tmp_path):
     reference = Simulation(eight_host_mix(capture=False)).run()
-    key = str(generate_keys(tmp_path / "keys")) if with_key else None
+    key = str(generate_keys(tmp_path / "keys"))
     port = _free_port()
     joiner = _start_worker(port, key)
     try:

@@ -16,6 +16,7 @@ from toy_program import FailPlan, ToySpec
 
 from spin.errors import WorkerError
 from spin.parallel import run_fabric
+from spin.parallel.auth import generate_keys
 
 
 @pytest.mark.parametrize("mode, expect", [
@@ -41,9 +42,10 @@ def test_worker_failure_stops_the_run(tmp_path, mode: str, expect: str) -> None:
     assert len(pids) == 3 and not wait_dead(list(pids.values()), 1.0)
 
 
-def _drive(tmp_path, n: int, remote: int, slow: float = 0.02) -> subprocess.Popen:
+def _drive(tmp_path, n: int, remote: int, slow: float = 0.02, key: str = "") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(HERE / "drive.py"), str(n), str(remote), str(tmp_path), str(slow), "100000"],
+        [sys.executable, str(HERE / "drive.py"), str(n), str(remote), str(tmp_path), str(slow), "100000",
+         *([key] if key else [])],
         env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -77,11 +79,13 @@ def test_ctrl_c_stops_every_worker(tmp_path) -> None:
 
 def test_workers_exit_when_the_coordinator_dies(tmp_path) -> None:
     """Local workers die with their parent (PDEATHSIG); a remote one notices the lost heartbeat."""
-    drv = _drive(tmp_path, n=2, remote=1)
+    key = str(generate_keys(tmp_path / "keys"))
+    drv = _drive(tmp_path, n=2, remote=1, key=key)
     ext = None
     try:
         endpoint = drv.stdout.readline().split()[1]
-        ext = subprocess.Popen([sys.executable, "-m", "spin.parallel.worker_main", "--join", endpoint],
+        ext = subprocess.Popen([sys.executable, "-m", "spin.parallel.worker_main", "--join", endpoint,
+                                "--key-file", key],
                                env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         pids = _wait_pids(tmp_path, 2)
         time.sleep(0.3)

@@ -1,7 +1,8 @@
-"""The README's multi-machine recipe, between two network namespaces this test creates: a
-coordinator listening on 0.0.0.0 with its local worker in one, a worker joining over a veth pair
-from the other. Addresses are a private /30 that exists only inside the two namespaces, and all
-traffic stays between them. Needs root and iproute2; skips, saying which is missing, otherwise."""
+"""The multi-machine recipe of docs/tutorials/multi-worker.md, between two network namespaces
+this test creates: a coordinator listening on 0.0.0.0 with its local worker in one, a worker
+joining over a veth pair from the other. Addresses are a private /30 that exists only inside
+the two namespaces, and all traffic stays between them. Needs root and iproute2; skips, saying
+which is missing, otherwise."""
 
 from __future__ import annotations
 

@@ -52,10 +52,11 @@ def _start_worker(endpoint: str, *extra: str) -> subprocess.Popen:
     )
 
 
-def test_workers_started_elsewhere_join_over_tcp() -> None:
-    cfg = CoordinatorConfig(allow_remote=2, timeout_s=60, join_timeout_s=30)
+def test_workers_started_elsewhere_join_over_tcp(tmp_path) -> None:
+    key = str(generate_keys(tmp_path / "run"))
+    cfg = CoordinatorConfig(allow_remote=2, timeout_s=60, join_timeout_s=30, key_file=key)
     with Coordinator(cfg) as coord:
-        procs = [_start_worker(coord.endpoint) for _ in range(2)]
+        procs = [_start_worker(coord.endpoint, "--key-file", key) for _ in range(2)]
         try:
             out = coord.run(TOY, SPEC, n_workers=3)  # 1 local + 2 remote
         finally:

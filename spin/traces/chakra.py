@@ -1,0 +1,230 @@
+"""Read MLCommons Chakra execution traces: one file per rank, ``<prefix>.<rank>.et``, each a
+stream of varint-length-prefixed protobuf messages (a ``GlobalMetadata``, then ``Node``s),
+optionally gzip-compressed.
+
+Field numbers and enum values follow Chakra's ``schema/protobuf/et_def.proto`` (Node: id 1,
+name 2, type 3, ctrl_deps 4, data_deps 5, duration_micros 7, attr 10; AttributeProto: name 1,
+then one typed value in fields 3..32). Collective size, type, peers and tags are attributes,
+as ASTRA-sim's feeder reads them: ``comm_type``, ``comm_size``, ``comm_src``, ``comm_dst``,
+``comm_tag``, ``pg_name``, ``involved_dim``, ``is_cpu_op``, ``num_ops``, ``tensor_size``.
+
+Process groups: a ``pg_name`` attribute names a group whose ranks come from a JSON file
+``{"name": [ranks...]}`` (ASTRA-sim's comm-group file), by default ``<prefix>.groups.json``
+when it exists; collectives without ``pg_name`` run on every rank."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+
+from . import protowire as pw
+from .model import (
+    COLLECTIVE,
+    COMPUTE,
+    RECV,
+    SEND,
+    WORLD,
+    RankTrace,
+    StepTrace,
+    TraceOp,
+    fail,
+    validate,
+)
+
+NODE_TYPES = {0: "INVALID_NODE", 1: "METADATA_NODE", 2: "MEM_LOAD_NODE", 3: "MEM_STORE_NODE",
+              4: "COMP_NODE", 5: "COMM_SEND_NODE", 6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE",
+              8: "STORAGE_NODE", 9: "BATCH_NODE", 10: "CHECKPOINT_NODE"}
+REPLAYED_TYPES = ("METADATA_NODE", "COMP_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE",
+                  "COMM_COLL_NODE")
+COMM_TYPES = {0: "all_reduce", 1: "reduce", 2: "all_gather", 3: "gather", 4: "scatter",
+              5: "broadcast", 6: "all_to_all", 7: "reduce_scatter", 8: "reduce_scatter_block",
+              9: "barrier"}
+REPLAYED_COMM = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+                 "barrier")
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_chakra(prefix: str | Path, groups_file: str | Path | None = None) -> StepTrace:
+    """The trace set ``<prefix>.<rank>.et`` (ranks 0..n-1, none missing), validated."""
+    prefix = Path(prefix)
+    files = rank_files(prefix)
+    groups = _read_groups(Path(groups_file) if groups_file else
+                          prefix.with_name(prefix.name + ".groups.json"), groups_file is not None)
+    ranks = tuple(read_rank(rank, path) for rank, path in enumerate(files))
+    return validate(StepTrace(prefix.name, "chakra", ranks, groups))
+
+
+def rank_files(prefix: Path) -> list[Path]:
+    """``<prefix>.0.et`` .. ``<prefix>.<n-1>.et`` (or ``.et.gz``); a TraceError names the first
+    one missing."""
+    pattern = re.compile(re.escape(prefix.name) + r"\.(\d+)\.et(?:\.gz)?$")
+    parent = prefix.parent if str(prefix.parent) else Path(".")
+    if not parent.is_dir():
+        raise fail(str(prefix), None, f"directory {parent} does not exist")
+    found = {int(m.group(1)): parent / m.group(0) for p in parent.iterdir()
+             if (m := pattern.match(p.name))}
+    if not found:
+        raise fail(str(prefix), None, f"no rank files {prefix.name}.<rank>.et in {parent}")
+    n = max(found) + 1
+    missing = [r for r in range(n) if r not in found]
+    if missing:
+        raise fail(str(parent / f"{prefix.name}.{missing[0]}.et"), None,
+                   f"rank file missing (found {len(found)} of ranks 0..{n - 1})")
+    return [found[r] for r in range(n)]
+
+
+def _read_groups(path: Path, required: bool) -> dict[str, tuple[int, ...]]:
+    if not path.exists():
+        if required:
+            raise fail(str(path), None, "process-group file does not exist")
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+        return {str(k): tuple(int(r) for r in v) for k, v in raw.items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise fail(str(path), None, f"process groups must be a JSON object "
+                   f"{{name: [ranks]}}: {exc}") from None
+
+
+def file_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped if it starts with the gzip magic."""
+    data = path.read_bytes()
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise fail(str(path), None, f"gzip stream is corrupt or truncated ({exc})") from None
+
+
+def read_rank(rank: int, path: Path) -> RankTrace:
+    """One rank's nodes (the leading GlobalMetadata is checked for shape and skipped)."""
+    data = file_bytes(path)
+    ops: list[TraceOp] = []
+    last_id = None
+    try:
+        for index, (offset, msg) in enumerate(pw.delimited(data)):
+            if index == 0:
+                _metadata(msg, offset)
+                continue
+            op = _node(msg, offset, str(path))
+            last_id = op.node_id
+            ops.append(op)
+    except pw.WireFormatError as exc:
+        where = (f"after node {last_id}" if last_id is not None else "in the metadata")
+        raise fail(str(path), None, f"not a valid Chakra ET stream at byte {exc.offset} "
+                   f"({where}): {exc}") from None
+    if not data:
+        raise fail(str(path), None, "empty file (no GlobalMetadata)")
+    return RankTrace(rank, str(path), tuple(ops))
+
+
+def _metadata(msg: bytes, offset: int) -> None:
+    for number, wire, _ in pw.fields(msg, offset):
+        if number == 1 and wire != pw.LENGTH:
+            raise pw.WireFormatError("GlobalMetadata.version is not a string", offset)
+
+
+def _node(msg: bytes, offset: int, source: str) -> TraceOp:
+    node_id, name, ntype, deps, duration_us, attrs = 0, "", 0, [], 0, {}
+    for number, wire, value in pw.fields(msg, offset):
+        if number == 1 and wire == pw.VARINT:
+            node_id = value
+        elif number == 2 and wire == pw.LENGTH:
+            name = value.decode("utf-8", "replace")
+        elif number == 3 and wire == pw.VARINT:
+            ntype = value
+        elif number in (4, 5):
+            deps.extend(pw.packed_varints(wire, value))
+        elif number == 7 and wire == pw.VARINT:
+            duration_us = value
+        elif number == 10 and wire == pw.LENGTH:
+            key, val = attribute(value, offset)
+            attrs[key] = val
+    kind = NODE_TYPES.get(ntype, f"code {ntype}")
+    if kind not in REPLAYED_TYPES:
+        raise fail(source, node_id, f"node type {kind} is not replayable; valid types: "
+                   f"{', '.join(REPLAYED_TYPES)}")
+    base = {"node_id": node_id, "name": name, "deps": tuple(dict.fromkeys(deps)),
+                "cpu_op": bool(attrs.get("is_cpu_op", False))}
+    if kind in ("COMP_NODE", "METADATA_NODE"):
+        return TraceOp(kind=COMPUTE,
+                       duration_ns=duration_us * 1000.0 if duration_us else
+                       (0.0 if kind == "METADATA_NODE" else None),
+                       flops=float(attrs.get("num_ops", 0)),
+                       tensor_bytes=int(attrs.get("tensor_size", 0)), **base)
+    size = int(attrs.get("comm_size", 0))
+    tag = int(attrs.get("comm_tag", 0))
+    if kind == "COMM_SEND_NODE":
+        return TraceOp(kind=SEND, nbytes=size, peer=_int_attr(attrs, "comm_dst", source,
+                                                               node_id), tag=tag, **base)
+    if kind == "COMM_RECV_NODE":
+        return TraceOp(kind=RECV, nbytes=size, peer=_int_attr(attrs, "comm_src", source,
+                                                               node_id), tag=tag, **base)
+    code = _int_attr(attrs, "comm_type", source, node_id)
+    comm = COMM_TYPES.get(code, f"code {code}")
+    if comm not in REPLAYED_COMM:
+        raise fail(source, node_id, f"collective type {comm} is not replayable; valid types: "
+                   f"{', '.join(REPLAYED_COMM)}")
+    dims = attrs.get("involved_dim", [])
+    return TraceOp(kind=COLLECTIVE, collective=comm, nbytes=size,
+                   group=str(attrs.get("pg_name", WORLD)),
+                   involved_dim=tuple(bool(d) for d in (dims if isinstance(dims, list)
+                                                         else [dims])), **base)
+
+
+def _int_attr(attrs: dict, key: str, source: str, node_id: int) -> int:
+    if key not in attrs:
+        raise fail(source, node_id, f"attribute {key} missing")
+    return int(attrs[key])
+
+
+_SCALAR = {3: "d", 5: "f", 19: "I", 21: "Q", 23: "i", 25: "q"}
+_LIST_FIXED = {4: "d", 6: "f", 20: "I", 22: "Q", 24: "i", 26: "q"}
+
+
+def attribute(msg: bytes, offset: int) -> tuple[str, object]:
+    """(name, value) of an AttributeProto: ints, floats, bools, strings or lists of them."""
+    name, value = "", None
+    for number, wire, raw in pw.fields(msg, offset):
+        if number == 1:
+            name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        elif number == 2:
+            continue
+        elif number in _SCALAR:
+            width = 8 if wire == pw.FIXED64 else 4
+            value = struct.unpack("<" + _SCALAR[number], raw.to_bytes(width, "little"))[0]
+        elif number in (7, 9):
+            value = pw.signed64(raw)
+        elif number in (11, 13):
+            value = raw
+        elif number in (15, 17):
+            value = pw.zigzag(raw)
+        elif number == 27:
+            value = bool(raw)
+        elif number in (29, 31):
+            value = raw.decode("utf-8", "replace") if number == 29 else raw
+        elif number in _LIST_FIXED or number in (8, 10, 12, 14, 16, 18, 28, 30, 32):
+            value = _list(number, raw, offset)
+    return name, value
+
+
+def _list(number: int, raw: bytes, offset: int) -> list:
+    """A XxxList message: field 1 repeated."""
+    out: list = []
+    for sub, wire, v in pw.fields(raw, offset):
+        if sub != 1:
+            continue
+        if number in _LIST_FIXED:
+            out.extend(pw.packed_fixed(wire, v, _LIST_FIXED[number]))
+        elif number in (30, 32):
+            out.append(v.decode("utf-8", "replace") if number == 30 else v)
+        else:
+            vals = pw.packed_varints(wire, v)
+            conv = {8: pw.signed64, 10: pw.signed64, 16: pw.zigzag, 18: pw.zigzag,
+                    28: bool}.get(number, int)
+            out.extend(conv(x) for x in vals)
+    return out

@@ -1,0 +1,125 @@
+"""Read GOAL schedules, the text format of LogGOPSim and Schedgen that ATLAHS replays:
+
+    num_ranks 2
+    rank 0 {
+    l1: send 1024b to 1 tag 7
+    l2: calc 500
+    l2 requires l1          // l2 starts after l1 finished
+    l3: recv 64b from 1 tag 8
+    l3 irequires l2         // l3 starts once l2 started
+    }
+
+Labels are identifiers local to their rank; ``calc`` takes nanoseconds (LogGOPSim's unit);
+``cpu N`` and ``nic N`` suffixes are read and ignored (one CPU and one NIC per rank here).
+``//`` and ``/* */`` are comments. A receive from any source or with any tag (``-1``) is
+refused: replay matches messages by sender and tag."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from .model import COMPUTE, RECV, SEND, RankTrace, StepTrace, TraceOp, fail, validate
+
+_OP = re.compile(r"(?P<label>[A-Za-z]\w*)\s*:\s*(?P<body>.*)$")
+_SEND = re.compile(r"(?P<kind>send|recv)\s+(?P<size>\d+)\s*b\s+(?P<dir>to|from)\s+"
+                   r"(?P<peer>-?\d+)(?:\s+tag\s+(?P<tag>-?\d+))?(?P<rest>.*)$")
+_CALC = re.compile(r"calc\s+(?P<time>\d+)(?P<rest>.*)$")
+_DEP = re.compile(r"(?P<a>[A-Za-z]\w*)\s+(?P<kind>requires|irequires)\s+(?P<b>[A-Za-z]\w*)$")
+_PLACEMENT = re.compile(r"(\s+(cpu|nic)\s+\d+)*\s*$")
+
+
+def read_goal(path: str | Path) -> StepTrace:
+    """The schedule in ``path``, validated; a TraceError names the line and label at fault."""
+    path = Path(path)
+    if not path.is_file():
+        raise fail(str(path), None, "GOAL file does not exist")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise fail(str(path), None, f"not a text file ({exc})") from None
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+    src = str(path)
+    num_ranks, rank, ops, deps = None, None, {}, {}
+    ranks: dict[int, RankTrace] = {}
+    labels: dict[str, int] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("//", 1)[0].strip()
+        where = f"{src}:{lineno}"
+        if not line:
+            continue
+        if m := re.fullmatch(r"num_ranks\s+(\d+)", line):
+            num_ranks = int(m.group(1))
+        elif m := re.fullmatch(r"rank\s+(\d+)\s*\{", line):
+            if rank is not None:
+                raise fail(where, None, f"rank {m.group(1)} opens inside rank {rank}")
+            rank, ops, deps, labels = int(m.group(1)), {}, {}, {}
+            if num_ranks is None:
+                raise fail(where, None, "rank block before num_ranks")
+            if not 0 <= rank < num_ranks or rank in ranks:
+                raise fail(where, None, f"rank {rank}: valid ranks are 0..{num_ranks - 1}, "
+                           f"each once")
+        elif line == "}":
+            if rank is None:
+                raise fail(where, None, "'}' outside a rank block")
+            ranks[rank] = _rank(rank, src, ops, deps)
+            rank = None
+        elif rank is None:
+            raise fail(where, None, f"{line!r} outside a rank block")
+        elif m := _DEP.fullmatch(line):
+            for label in (m.group("a"), m.group("b")):
+                if label not in labels:
+                    raise fail(where, label, f"dependency on label {label}, which rank {rank} "
+                               f"has not defined")
+            a, b = labels[m.group("a")], labels[m.group("b")]
+            deps.setdefault(a, ([], []))[m.group("kind") == "irequires"].append(b)
+        elif m := _OP.fullmatch(line):
+            label = m.group("label")
+            if label in labels:
+                raise fail(where, label, "label defined twice")
+            labels[label] = len(labels)
+            ops[labels[label]] = _op(m.group("body"), labels[label], label, where)
+        else:
+            raise fail(where, None, f"cannot read {line!r}; expected 'LABEL: send|recv|calc "
+                       f"...', 'LABEL requires|irequires LABEL', 'rank N {{' or '}}'")
+    if rank is not None:
+        raise fail(src, None, f"rank {rank} block not closed (truncated file?)")
+    if num_ranks is None:
+        raise fail(src, None, "no num_ranks line")
+    missing = [r for r in range(num_ranks) if r not in ranks]
+    if missing:
+        raise fail(src, None, f"num_ranks {num_ranks} but rank {missing[0]} has no block")
+    return validate(StepTrace(path.stem, "goal", tuple(ranks[r] for r in range(num_ranks))))
+
+
+def _op(body: str, node_id: int, label: str, where: str) -> TraceOp:
+    if m := _SEND.fullmatch(body):
+        kind = m.group("kind")
+        if (kind == "send") != (m.group("dir") == "to"):
+            raise fail(where, label, f"{kind} takes '{'to' if kind == 'send' else 'from'}'")
+        peer, tag = int(m.group("peer")), int(m.group("tag") or 0)
+        if peer < 0 or tag < 0:
+            raise fail(where, label, f"{kind} with peer {peer} and tag {tag}: any-source and "
+                       f"any-tag receives (-1) are not replayable")
+        _placement(m.group("rest"), where, label)
+        return TraceOp(node_id, SEND if kind == "send" else RECV, name=label,
+                       nbytes=int(m.group("size")), peer=peer, tag=tag)
+    if m := _CALC.fullmatch(body):
+        _placement(m.group("rest"), where, label)
+        return TraceOp(node_id, COMPUTE, name=label, duration_ns=float(m.group("time")))
+    raise fail(where, label, f"unknown operation {body.split()[0] if body else body!r}; valid "
+               f"operations: send, recv, calc")
+
+
+def _placement(rest: str, where: str, label: str) -> None:
+    if not _PLACEMENT.fullmatch(rest):
+        raise fail(where, label, f"unexpected {rest.strip()!r}; only 'cpu N' and 'nic N' may "
+                   f"follow")
+
+
+def _rank(rank: int, src: str, ops: dict, deps: dict) -> RankTrace:
+    out = []
+    for node_id, op in ops.items():
+        after, started = deps.get(node_id, ([], []))
+        out.append(replace(op, deps=tuple(after), start_deps=tuple(started)))
+    return RankTrace(rank, f"{src} rank {rank}", tuple(out), labelled=True)

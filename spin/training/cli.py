@@ -1,0 +1,114 @@
+"""``spin train TRACE``: replay a training step from a Chakra trace set or a GOAL schedule and
+print per rank step, compute and exposed communication, and per collective its time."""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ConfigError
+from ..topologies import build_topology
+from ..topologies.report import label, parse_spec
+from ..traces import read_trace
+from .compute import CPU_OP_POLICIES, ComputeModel
+from .plan import ALLREDUCE_CHOICES, FIXED_ALGORITHMS
+from .replay import DEFAULT_MAX_MEMORY_BYTES, ReplayConfig, replay
+
+
+def add_parser(sub) -> None:
+    """Add ``spin train`` to the ``spin`` command's subparsers."""
+    t = sub.add_parser(
+        "train", help="replay a training step from a Chakra or GOAL trace",
+        description="Replay a training step on the fabric: TRACE is the prefix of a Chakra "
+        "trace set (files TRACE.<rank>.et, gzip allowed) or a GOAL schedule. Rank i runs on "
+        "host i. Prints per rank the step time split into compute and exposed communication "
+        "(µs, virtual time) and per collective its time (µs) and algorithm.")
+    t.add_argument("trace", metavar="TRACE")
+    t.add_argument("--topology", default="star", metavar="NAME[:k=v,...]",
+                   help="registered topology (spin topo --list); default: a star of as many "
+                   "hosts as ranks; ranks take the first hosts")
+    t.add_argument("--algo", default="ring", metavar="ALGO|TYPE=ALGO|NODE=ALGO[,...]",
+                   help=f"all-reduce algorithm ({', '.join(ALLREDUCE_CHOICES)}; default ring); "
+                   f"TYPE=ALGO per collective type (all_reduce, "
+                   f"{', '.join(f'{k} ({v})' for k, v in FIXED_ALGORITHMS.items())}); "
+                   f"NODE=ALGO for one call, by its node id on its group's first rank")
+    t.add_argument("--groups", metavar="FILE", help="process groups of a Chakra trace, JSON "
+                   "{pg_name: [ranks]} (default TRACE.groups.json when it exists)")
+    t.add_argument("--tflops", type=float, default=ComputeModel.peak_tflops,
+                   help="compute peak per rank for nodes without a measured duration "
+                   "(TFLOP/s, default %(default)s)")
+    t.add_argument("--memory-gbps", type=float, default=ComputeModel.memory_gbytes_per_s,
+                   help="memory bandwidth per rank for the roofline (GB/s, default "
+                   "%(default)s)")
+    t.add_argument("--rank-tflops", action="append", default=[], metavar="RANK=TFLOPS",
+                   help="a rank's own compute peak, for nodes without a measured duration "
+                   "(repeatable)")
+    t.add_argument("--slow", action="append", default=[], metavar="RANK=FACTOR",
+                   help="straggler: multiply RANK's compute times by FACTOR (repeatable)")
+    t.add_argument("--delay", action="append", default=[], metavar="RANK=US",
+                   help="straggler: RANK starts US µs late (repeatable)")
+    t.add_argument("--cpu-ops", choices=CPU_OP_POLICIES, default="skip",
+                   help="cost of CPU-side nodes (is_cpu_op) of converted PyTorch traces: skip "
+                   "(default, as ASTRA-sim's separate CPU queue) or serial")
+    t.add_argument("--max-memory-mb", type=float, default=DEFAULT_MAX_MEMORY_BYTES / 2**20,
+                   help="host memory a rank may use (MiB, default %(default)g); larger "
+                   "collectives are refused")
+    t.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="worker processes (default 1; results are identical for any N)")
+    t.add_argument("--json", metavar="OUT", help="write ranks and collectives as JSON")
+    t.add_argument("--trace", dest="trace_out", metavar="OUT",
+                   help="write a Perfetto (Chrome trace-event) timeline of every rank")
+    t.set_defaults(func=cmd_train)
+
+
+def pairs(items: list[str], what: str) -> dict[int, float]:
+    """``["3=1.5", ...]`` as {3: 1.5, ...}; a ConfigError naming the option otherwise."""
+    out = {}
+    for item in items:
+        rank, sep, value = item.partition("=")
+        try:
+            out[int(rank)] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ConfigError(f"--{what} {item!r}: expected RANK=NUMBER, e.g. 3=1.5")
+    return out
+
+
+def algorithms(spec: str) -> tuple[str, dict[str, str], dict[int, str]]:
+    """(all-reduce default, per-type, per-node choices) from ``ring``,
+    ``all_reduce=switch,...`` or ``5=switch`` (node 5)."""
+    default, per_kind, per_node = "ring", {}, {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        key, sep, name = (x.strip() for x in part.partition("="))
+        if sep and key.isdigit():
+            per_node[int(key)] = name
+        elif sep:
+            per_kind[key] = name
+        else:
+            default = part
+    return default, per_kind, per_node
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
+    trace = read_trace(args.trace, args.groups)
+    name, params = parse_spec(args.topology)
+    if name == "star":
+        params.setdefault("hosts", max(trace.n_ranks, 2))
+    topo = build_topology(name, **params)
+    algo, per_kind, per_node = algorithms(args.algo)
+    compute = ComputeModel(peak_tflops=args.tflops, memory_gbytes_per_s=args.memory_gbps,
+                           rank_tflops=pairs(args.rank_tflops, "rank-tflops"),
+                           slowdown=pairs(args.slow, "slow"), delay_us=pairs(args.delay, "delay"),
+                           cpu_ops=args.cpu_ops)
+    if not args.max_memory_mb > 0:
+        raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
+    config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
+                          args.workers)
+    report = replay(trace, topo, config)
+    print(f"topology: {label(name, params)}")
+    print(report.text())
+    if args.json:
+        report.write_json(args.json)
+    if args.trace_out:
+        report.write_trace(args.trace_out)
+    return 1 if report.allreduce_correct is False else 0

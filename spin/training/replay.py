@@ -1,0 +1,269 @@
+"""Replay a training step on the fabric: every rank's trace nodes become its host's program
+(compute as busy time, sends and receives as RDMA writes, collectives as the chosen
+algorithm's own messages or handlers), all in one run, so collectives of different groups,
+point-to-point traffic and stragglers meet on the same links in virtual time.
+
+Rank i runs on host i of the topology. Each node is bracketed by two marks, from which the
+report reads every node's start and end."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..collectives import algorithm
+from ..collectives.measure import lossless
+from ..config import HostConfig
+from ..engine import state as S
+from ..errors import ConfigError, TraceError
+from ..runs import run
+from ..simulation import Scenario
+from ..topology import Topology
+from ..traces.model import COLLECTIVE, COMPUTE, RECV, SEND, StepTrace, TraceOp
+from . import collectives as other
+from .compute import ComputeModel
+from .marks import end_label, start_label
+from .plan import CollectiveCall, ReplayPlan, plan_replay
+from .report import StepReport, build_report
+from .schedule import issue_order
+
+DEFAULT_MAX_MEMORY_BYTES = 256 << 20
+OFFLOADED = ("nic", "switch")    # all-reduces the host only posts and waits for
+EXACT_FLOAT32 = 1 << 24          # integers up to this add exactly in float32
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """How to replay: the all-reduce algorithm (``algo``; ``per_kind`` overrides it for a
+    collective type, ``per_node`` for one call, named by its node id on its group's first
+    rank), the ranks' compute speed, the host memory a rank may use, and how many
+    worker processes run the fabric."""
+
+    algo: str = "ring"
+    per_kind: dict[str, str] = field(default_factory=dict)
+    per_node: dict[int, str] = field(default_factory=dict)
+    compute: ComputeModel = field(default_factory=ComputeModel)
+    max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
+    workers: int = 1
+
+
+def replay(trace: StepTrace, topology: Topology | None = None,
+           config: ReplayConfig | None = None, **scenario_configs) -> StepReport:
+    """Run ``trace`` on ``topology`` (default: a star of as many hosts as ranks) and report
+    per rank and per collective. ``scenario_configs`` are Scenario fields (nic, host, switch,
+    engine)."""
+    config = config or ReplayConfig()
+    config.compute.check_ranks(trace.n_ranks)
+    topo = topology if topology is not None else Topology.star(max(trace.n_ranks, 2))
+    if len(topo.hosts) < trace.n_ranks:
+        raise ConfigError(f"topology has {len(topo.hosts)} hosts; the trace {trace.name} has "
+                          f"{trace.n_ranks} ranks (ranks take the first hosts)")
+    plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes,
+                       config.per_node)
+    sc = _scenario(topo, plan, trace.n_ranks, scenario_configs)
+    inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
+    built: dict[CollectiveCall, object] = {}
+    _emit(trace, plan, sc, config.compute, built)
+    check = _AllreduceCheck.of(inputs, plan, built)
+    result = run(sc, config.workers, read=check.reads() if check else ())
+    result.require_finished()
+    correct = check.verify(result) if check else None
+    return build_report(trace, plan, result, config, correct)
+
+
+def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenario:
+    configs = dict(configs)
+    host = configs.pop("host", None) or HostConfig()
+    host = HostConfig.make(**{**host.model_dump(),
+                              "memory_bytes": max(host.memory_bytes, plan.memory_bytes),
+                              "qps": max(host.qps, plan.qps)})
+    programs = []
+    for name in plan.algorithms():
+        alg = algorithm(name)
+        for key, value in (alg.configs(n) if alg.configs else {}).items():
+            configs.setdefault(key, value)
+        if alg.programs is not None:
+            programs.extend(p for p in alg.programs() if p not in programs)
+    configs["switch"] = lossless(configs.get("switch"))
+    if programs:
+        configs.setdefault("engine_programs", programs)
+    return Scenario(topo, host=host, **configs)
+
+
+def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeModel,
+          built: dict) -> None:
+    """Append every rank's nodes to its host program, collectives jointly across members in
+    an order consistent with every rank's issue order (each all-reduce's plan goes to
+    ``built``)."""
+    queues = [issue_order(rank) for rank in trace.ranks]
+    pos = [0] * trace.n_ranks
+    progs = [sc.host_program(r) for r in range(trace.n_ranks)]
+    waits = _Waits(progs)
+    for r, prog in enumerate(progs):
+        delay = compute.start_delay_ns(r)
+        if delay:
+            prog.compute(delay)
+    done = 0
+    total = sum(len(q) for q in queues)
+    while done < total:
+        progressed = False
+        for r in range(trace.n_ranks):
+            while pos[r] < len(queues[r]) and queues[r][pos[r]].kind != COLLECTIVE:
+                waits.before(r, queues[r][pos[r]])
+                _emit_local(r, queues[r][pos[r]], progs[r], plan, compute)
+                pos[r] += 1
+                done += 1
+                progressed = True
+        waiting = {plan.by_node[(r, q[pos[r]].node_id)]: None
+                   for r, q in enumerate(queues) if pos[r] < len(q)}
+        for call in waiting:                        # collectives some rank is waiting at
+            heads = [queues[r][pos[r]] if pos[r] < len(queues[r]) else None for r in call.ranks]
+            if all(h is not None and plan.by_node.get((r, h.node_id)) is call
+                   for r, h in zip(call.ranks, heads)):
+                for r in call.ranks:
+                    waits.flush(r)
+                built[call] = _emit_collective(call, sc, progs, waits)
+                for r in call.ranks:
+                    pos[r] += 1
+                done += len(call.ranks)
+                progressed = True
+        if not progressed:
+            raise _deadlock(trace, queues, pos, plan)
+    for r in range(trace.n_ranks):
+        waits.flush(r)
+
+
+def _emit_local(rank: int, op: TraceOp, prog, plan: ReplayPlan, compute: ComputeModel) -> None:
+    prog.mark(start_label(op.node_id))
+    if op.kind == COMPUTE:
+        ns = compute.duration_ns(rank, op)
+        if ns > 0:
+            prog.compute(ns)
+    elif op.kind == SEND:
+        prog.send(op.peer, op.nbytes, qp=plan.p2p_qp(rank, op.peer, op.tag),
+                  local_addr=plan.p2p_addr, remote_addr=plan.p2p_addr)
+    elif op.kind == RECV:
+        prog.wait_recv(qp=plan.p2p_qp(op.peer, rank, op.tag))
+    prog.mark(end_label(op.node_id))
+
+
+def _emit_collective(call: CollectiveCall, sc: Scenario, progs, waits: _Waits):
+    """The all-reduce's plan (None for other collectives). An offloaded all-reduce leaves its
+    wait for completion pending (``_Waits``)."""
+    for r, node in zip(call.ranks, call.node_ids):
+        progs[r].mark(start_label(node))
+    built = None
+    if call.kind == "all_reduce":
+        options = {"job": call.job} if call.algo == "switch" else {}
+        built = algorithm(call.algo).build(sc, other.elements(call.nbytes), other.DTYPE,
+                                           hosts=call.ranks, qp=call.qp, **options)
+    else:
+        other.build(call.kind, sc, call.ranks, call.nbytes, call.qp)
+    for r, node in zip(call.ranks, call.node_ids):
+        if call.algo in OFFLOADED:
+            waits.defer(r, node)
+        else:
+            progs[r].mark(end_label(node))
+    return built
+
+
+class _Waits:
+    """Overlap of compute with offloaded collectives. A NIC or switch all-reduce runs in the
+    handlers once the host posted it; the host only waits for its completion event. That wait
+    (and the collective's end mark) is held back until the rank issues a node that depends on
+    the collective, or its next collective (one collective in flight per rank: they share the
+    data buffer), or the end of its program; compute issued meanwhile overlaps the
+    collective."""
+
+    def __init__(self, progs):
+        self.progs = progs
+        self.pending: dict[int, tuple[int, list]] = {}
+
+    def defer(self, rank: int, node_id: int) -> None:
+        """Hold back the wait just appended for ``rank``'s collective ``node_id``."""
+        ops = self.progs[rank].ops
+        last = max(i for i, op in enumerate(ops) if op[0] == S.OP_WAIT_EVENT)
+        self.pending[rank] = (node_id, ops[last:])
+        del ops[last:]
+
+    def before(self, rank: int, op: TraceOp) -> None:
+        """Wait first if ``op`` depends on the collective held back."""
+        held = self.pending.get(rank)
+        if held and held[0] in (*op.deps, *op.start_deps):
+            self.flush(rank)
+
+    def flush(self, rank: int) -> None:
+        """Append the held-back wait and end mark."""
+        held = self.pending.pop(rank, None)
+        if held:
+            self.progs[rank].ops.extend(held[1])
+            self.progs[rank].mark(end_label(held[0]))
+
+
+def _deadlock(trace: StepTrace, queues, pos, plan: ReplayPlan) -> TraceError:
+    """Ranks wait at collectives that can never all meet (issued in different orders)."""
+    for r, q in enumerate(queues):
+        if pos[r] < len(q):
+            head = q[pos[r]]
+            call = plan.by_node[(r, head.node_id)]
+            others = [m for m in call.ranks
+                      if pos[m] >= len(queues[m])
+                      or plan.by_node.get((m, queues[m][pos[m]].node_id)) is not call]
+            return TraceError(f"{trace.ranks[r].source}: node {head.node_id}: {call.kind} of "
+                              f"group {call.group or 'world'!r} waits for rank(s) {others}, "
+                              f"which call other collectives first (the ranks' dependencies "
+                              f"order their collectives differently: a deadlock)")
+    return TraceError(f"{trace.name}: replay made no progress")
+
+
+@dataclass(frozen=True)
+class _AllreduceCheck:
+    """When a step is only all-reduces over all ranks (the sample traces are), the values are
+    checked too: inputs are small integers in float32, so every algorithm's sum is exact and
+    k all-reduces in place give n^(k-1) times the sum (out of place: the sum)."""
+
+    count: int
+    calls: int
+    addr: int
+    in_place: bool
+    inputs: np.ndarray
+
+    @staticmethod
+    def inputs_for(trace: StepTrace, plan: ReplayPlan, sc: Scenario) -> np.ndarray | None:
+        """Inputs written to every rank's data when the step can be checked, else None."""
+        kinds = {(c.kind, c.nbytes, c.ranks, c.algo) for c in plan.calls}
+        comm = any(op.kind in (SEND, RECV) for rank in trace.ranks for op in rank.ops)
+        if len(kinds) != 1 or comm:
+            return None
+        kind, nbytes, ranks, _ = next(iter(kinds))
+        n, calls = len(ranks), len(plan.calls)
+        if kind != "all_reduce" or ranks != tuple(range(trace.n_ranks)) \
+                or 8 * n ** calls >= EXACT_FLOAT32:
+            return None
+        rng = np.random.default_rng(17)
+        inputs = rng.integers(-8, 9, (n, other.elements(nbytes))).astype(np.float32)
+        for r in ranks:
+            sc.write_host_memory(r, 0, inputs[r])
+        return inputs
+
+    @classmethod
+    def of(cls, inputs, plan: ReplayPlan, built: dict) -> _AllreduceCheck | None:
+        """The check of the last all-reduce built, if inputs were written."""
+        if inputs is None:
+            return None
+        last = built[plan.calls[-1]]
+        return cls(last.count, len(plan.calls), last.result_addr,
+                   last.result_addr == last.input_addr, inputs)
+
+    def reads(self) -> list[tuple[int, int, int, str]]:
+        """Host memory to bring back: every rank's result."""
+        return [(r, self.addr, self.count, other.DTYPE) for r in range(len(self.inputs))]
+
+    def verify(self, result) -> bool:
+        """Every rank holds the exact expected sum."""
+        n = len(self.inputs)
+        want = self.inputs.astype(np.float64).sum(axis=0)
+        if self.in_place:
+            want = want * float(n) ** (self.calls - 1)
+        return all(np.array_equal(result.read(r, self.addr, self.count, other.DTYPE), want)
+                   for r in range(n))
