@@ -15,7 +15,9 @@ Rules for code blocks (docs/contributing.md says the same to authors):
   ``python FILE`` needs the file; ``pip install`` and ``python -m pytest`` lines are the set-up
   commands CI runs verbatim (.ci/run);
 * ``toml`` blocks are loaded with spin's scenario loader; a fragment without ``[topology]`` is
-  loaded on top of a 2-host star.
+  loaded on top of a 2-host star. A block whose first line is ``# pyproject.toml ...`` is a
+  package's metadata instead: it must parse, and the entry-point groups it publishes must be
+  the ones spin reads (``spin.scenario_code``).
 """
 from __future__ import annotations
 
@@ -147,6 +149,30 @@ def test_output_markers_follow_python_blocks():
         assert b.lang == "text" and before and before[0].lang == "python", b.where
 
 
+TEST_REFERENCE = re.compile(r"`(?P<file>test_\w+\.py)?(?:::(?P<name>test_\w+))?`")
+
+
+def test_tests_named_in_the_docs_exist():
+    """A page that cites ``test_file.py::test_name`` (or ``::test_name`` after it, for the same
+    file) as the proof of something cites a test that exists under tests/."""
+    cited = []
+    for page in PAGES:
+        last = None
+        for m in TEST_REFERENCE.finditer(page.read_text()):
+            last = m.group("file") or last
+            if m.group("file") or m.group("name"):
+                cited.append((page.relative_to(ROOT), last, m.group("name")))
+    assert len(cited) > 20
+    missing = []
+    for page, file, name in cited:
+        path = ROOT / "tests" / file if file else None
+        if path is None or not path.is_file():
+            missing.append(f"{page}: {file}")
+        elif name and not re.search(rf"^def {name}\(", path.read_text(), re.MULTILINE):
+            missing.append(f"{page}: {file}::{name}")
+    assert missing == []
+
+
 # --- sh -------------------------------------------------------------------------------------------
 SHELL = [b for b in BLOCKS if b.lang == "sh"]
 
@@ -222,15 +248,33 @@ TOML = [b for b in BLOCKS if b.lang == "toml"]
 BASE_SCENARIO = {"topology": {"kind": "star", "hosts": 2}}
 
 
+PYPROJECT_MARK = "# pyproject.toml"
+
+
 @pytest.mark.parametrize("block", TOML, ids=_ids(TOML))
 def test_toml_block_loads(block, tmp_path):
     from spin.scenario_file import load_scenario
     data = tomllib.loads(block.body)
+    if block.body.startswith(PYPROJECT_MARK):
+        _check_entry_points(data, block.where)
+        return
     if "topology" not in data:
         data = {**BASE_SCENARIO, **data}
     path = tmp_path / "scenario.toml"
     path.write_text(_dump_toml(data))
     load_scenario(path)
+
+
+def _check_entry_points(pyproject: dict, where: str) -> None:
+    """A pyproject fragment publishes functions only under the groups spin looks them up in,
+    each value a ``module:function`` path."""
+    from spin.scenario_code import FACTORY, FUNCTION
+    groups = pyproject.get("project", {}).get("entry-points", {})
+    assert groups, f"{where}: a pyproject.toml block without [project.entry-points]"
+    for group, points in groups.items():
+        assert group in (FACTORY.group, FUNCTION.group), f"{where}: spin reads no group {group!r}"
+        for name, value in points.items():
+            assert re.fullmatch(r"[\w.]+:\w+", value), f"{where}: {name} = {value!r}"
 
 
 def _dump_toml(data: dict) -> str:
@@ -273,6 +317,13 @@ def test_mkdocs_build_is_strict_and_clean(tmp_path):
     assert "spin allreduce" in cli and "--algo" in cli
     config = (site / "reference" / "configuration" / "index.html").read_text()
     assert "hpu_clock_mhz" in config and "match_qp" in config
+    from tools.plot_gallery import FIGURES, GALLERY_DIR
+    for name in FIGURES:                    # drawn at build time, never committed
+        assert (site / GALLERY_DIR / name).read_bytes().startswith(b"\x89PNG\r\n"), name
+        assert not (DOCS / GALLERY_DIR / name).exists(), f"{name} is generated: do not commit it"
+    gallery = (site / "guides" / "plots" / "index.html").read_text()
+    assert all(f'src="{name}"' in gallery or f'src="../plots/{name}"' in gallery
+               for name in FIGURES), "the gallery page shows every generated picture"
     inventory = _inventory_names(site / "objects.inv")
     import spin
     from tools.reference_pages import top_level_names

@@ -57,3 +57,24 @@ def test_readme_is_a_landing_page():
     links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", readme)
     assert len(links) > 20
     assert [link for link in links if not (ROOT / link).exists()] == []
+
+
+def test_readme_states_the_trust_model():
+    """The landing page says, in a few lines, what a scenario file may call, what a joining
+    worker needs, when a silent worker ends a run and which memory limit applies, with the
+    names and defaults the code uses, and links the security page."""
+    from spin.cli import build_parser
+    from spin.parallel.coordinator import DEFAULT_SILENCE_TIMEOUT_S
+    from spin.scenario_code import FACTORY, FUNCTION
+    from spin.scenario_limits import MEMORY_LIMIT_ENV
+    section = (ROOT / "README.md").read_text().split("## What spin trusts", 1)[1].split("\n## ")[0]
+    text = " ".join(section.split())
+    for needed in ("@spin.program_factory", "@spin.scenario_function", FACTORY.group,
+                   FUNCTION.group, "top-level code", "spin keys DIR", "--key-file",
+                   "loopback included", f"silent for {DEFAULT_SILENCE_TIMEOUT_S:g} s",
+                   "--silence-timeout-s", MEMORY_LIMIT_ENV, "3/4 of RAM plus swap",
+                   "](docs/security.md)"):
+        assert needed in text, needed
+    run = build_parser().parse_args(["run", "x.toml", "--silence-timeout-s", "5",
+                                     "--key-file", "k"])
+    assert run.silence_timeout_s == 5 and run.key_file == "k"

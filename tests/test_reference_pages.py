@@ -65,7 +65,8 @@ def test_nav_has_the_tutorials_and_references():
                  "tutorials/load-balancing-study.md", "tutorials/multi-worker.md",
                  "tutorials/external-endpoint.md", "tutorials/htsim-import.md",
                  "reference/cli.md", "reference/configuration.md", "reference/cost-model.md",
-                 "reference/api/index.md", "engine.md", "security.md", "benchmarks.md"):
+                 "reference/api/index.md", "engine.md", "security.md", "benchmarks.md",
+                 "guides/plots.md", "guides/extending.md"):
         assert f": {page}" in nav, page
         generated = page in ("reference/cli.md", "reference/configuration.md",
                              "reference/api/index.md")

@@ -2,7 +2,9 @@
 
 The CLI reference comes from spin's argparse parser, the scenario-file reference from the TOML
 schema's pydantic models and the top-level API page from ``spin.__all__``
-(``tools/reference_pages.py``), at every build, so they cannot fall behind the code.
+(``tools/reference_pages.py``), at every build, so they cannot fall behind the code. The plots
+gallery's pictures are drawn from tiny runs at every build too (``tools/plot_gallery.py``), so
+the repository holds no PNG.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:    # mkdocs loads this file by path: spin and tools import from ROOT
     sys.path.insert(0, str(ROOT))
 
-from tools.reference_pages import (  # noqa: E402
+from tools.plot_gallery import FIGURES, GALLERY_DIR, png
+from tools.reference_pages import (
     API_INDEX_PAGE,
     CLI_PAGE,
     CONFIG_PAGE,
@@ -33,4 +36,6 @@ def on_files(files, config):
         if existing is not None:
             files.remove(existing)
         files.append(File.generated(config, path, content=render()))
+    for name in FIGURES:
+        files.append(File.generated(config, f"{GALLERY_DIR}/{name}", content=png(name)))
     return files
