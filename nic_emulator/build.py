@@ -61,6 +61,12 @@ def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) ->
     p[S.TRP_CWND_INIT] = window
     p[S.TRP_CWND_MAX] = window * tc.max_window_factor
     p[S.TRP_FREEZE_PS] = ns(tc.reps_freeze_us * 1000)
+    p[S.TRP_EV_SET] = tc.ev_set_size
+    p[S.TRP_CC] = 1 if tc.congestion == "nscc" else 0
+    p[S.TRP_BASE_RTT_PS] = ns(tc.base_rtt_us * 1000)
+    p[S.TRP_TARGET_PS] = ns((tc.target_delay_us or tc.base_rtt_us / 2) * 1000)
+    p[S.TRP_RTO_MIN_PS] = ns(tc.min_rto_us * 1000)
+    p[S.TRP_ACK_ON_ECN] = 1 if tc.ack_on_ecn else 0
 
 
 def loss_prng_seed(seed: int, link: int, direction: int) -> int:

@@ -4,7 +4,8 @@ sender sprays a flow over paths without touching the switches (Ultra Ethernet, R
 
 - ``per_flow``: the connection's fixed EV (RoCEv2 practice): one path per flow.
 - ``spray`` (oblivious packet spraying): a new pseudo-random EV for every packet sent,
-  retransmissions included, from a per-connection generator.
+  retransmissions included, from a per-connection generator; with ``ev_set_size`` N, the
+  connection's N EVs in turn, in a shuffled order (htsim's oblivious spraying over ``-paths``).
 - ``reps`` (Recycled Entropy Packet Spraying; Bonato et al., arXiv 2407.21625): ACKs echo the
   EV of the packet they acknowledge; an ACK without an ECN mark puts its EV into an 8-entry
   circular buffer. Each packet reuses the oldest cached EV (removing it), or explores a fresh
@@ -35,9 +36,13 @@ def spray_ev(seed, counter):
 
 @nb.njit(cache=True, _nrt=False)
 def _explore(st, c):
+    """The connection's next fresh EV: counter-based draws over the whole EV range, or, with an
+    EV set of N (htsim's ``-paths``), a walk over the connection's N EVs in a fixed shuffled
+    order (htsim's oblivious spraying: a permuted round robin)."""
     n = st.conn[c, S.C_PRNG]
     st.conn[c, S.C_PRNG] = (n + 1) & 0xFFFFFFFF
-    return spray_ev(st.conn[c, S.C_EV], n)
+    k = st.sc[S.SC_TRP + S.TRP_EV_SET]
+    return spray_ev(st.conn[c, S.C_EV], n % k if k > 0 else n)
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -55,8 +55,10 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
     st.txq[dev, (st.dev[dev, S.D_TXQ_HEAD] + n) % cap] = m
     st.dev[dev, S.D_TXQ_N] = n + 1
     k = sc[S.SC_TXLOG_N]
+    st.txm[m, S.T_LOG_ROW] = k if k < st.txlog.shape[0] else -1
     if k < st.txlog.shape[0]:
         row = st.txlog[k]
+        row[S.TL_T_ACKED_PS] = -1
         row[S.TL_SRC] = me
         row[S.TL_DST] = dst_node
         row[S.TL_QP] = qp

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .errors import SpinError
@@ -63,6 +64,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario.trace(links=args.trace_links)
     if args.debug:
         scenario = scenario.with_debug_handlers()
+    if args.digests:
+        scenario = replace(scenario, engine=scenario.engine.model_copy(
+            update={"host_memory_digests": True}))
     if args.workers is not None:
         options = options.with_workers(args.workers)
     if args.until_us is not None:
@@ -113,6 +117,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                      **transport)
     if not args.quiet:
         print(run_summary(run.result, options.name))
+        if not scenario.engine.host_memory_digests:
+            print("skipped: SHA-256 of host memory (per-byte work, on request: --digests or "
+                  "[engine] host_memory_digests = true)")
         for e in run.result.endpoints:
             print(f"endpoint {e.host} ({e.mode}): {e.frames_to_endpoint} frames "
                   f"({e.bytes_to_endpoint} B) to the program, {e.frames_from_endpoint} frames "
@@ -248,6 +255,12 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
 
 
 def cmd_lb(args: argparse.Namespace) -> int:
+    if args.preset or args.topo_file or args.cm:
+        if not (args.preset and args.topo_file and args.cm):
+            raise SpinError("spin lb --topo-file T.topo --cm C.cm --preset htsim: the three go "
+                            "together (the only preset is htsim)")
+        from .loadbalancing.htsim_run import run_preset_cli
+        return run_preset_cli(args)
     from .loadbalancing.compare import run_lb_cli
     return run_lb_cli(args)
 
@@ -332,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "all links if the file has no [capture])")
     r.add_argument("--json", metavar="FILE", help="write the RunResult as JSON (times in ps)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--digests", action="store_true",
+                   help="put a SHA-256 of every host's memory in the result (skipped by "
+                   "default: it reads every byte of every host)")
     r.add_argument("--debug", action="store_true",
                    help="run handlers as plain Python: print, pdb and tracebacks with the "
                    "failing line work; same results, microseconds per handler call")
@@ -461,7 +477,26 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--plots", metavar="DIR",
                     help="write fct_cdf.png and link_utilisation_<scheme>.png to DIR "
                     "(needs matplotlib)")
-    lb.add_argument("--json", metavar="FILE", help="write the rows as JSON (times in ps)")
+    lb.add_argument("--json", metavar="FILE", help="write the rows as JSON (times in ps; with "
+                    "--preset: per scheme fct_us mean/p50/p99/max, completed, wall_s, run_s, "
+                    "packet events)")
+    lb.add_argument("--topo-file", metavar="T.topo",
+                    help="an htsim topology file (tiered fat tree or leaf-spine) instead of "
+                    "--topology; needs --cm and --preset")
+    lb.add_argument("--cm", metavar="C.cm",
+                    help="an htsim connection matrix (flows, starts, triggers) instead of "
+                    "--workload; needs --topo-file and --preset")
+    lb.add_argument("--preset", choices=("htsim",),
+                    help="htsim: htsim main_uec's defaults for the --topo-file topology: base "
+                    "RTT of the longest path (link latency both ways plus a data packet and a "
+                    "64 B ACK per hop), queues of one BDP per switch port with trimming, ECN "
+                    "RED-like between 20%% and 80%% of it at dequeue, Ultra-Ethernet-style "
+                    "transport with NSCC (window 1.5 x BDP), an ACK per 16 KiB and per "
+                    "ECN-marked packet, RTO from the measured RTT (at least 100 us), 64 EVs "
+                    "per sprayed flow, header-only packets prioritised, MTU 4096 B payload, "
+                    "no host or PCIe latency (it replaces --topology, --workload, --size, "
+                    "--transport and --mtu); FCT to the sender's last ACK, as htsim; default "
+                    "schemes ecmp,spray,reps")
     lb.set_defaults(func=cmd_lb)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")

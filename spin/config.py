@@ -81,7 +81,7 @@ class TransportConfig(_Frozen):
     retransmission timeout and DCQCN rate control from CNPs; ``"ue"`` is an Ultra-Ethernet-style
     transport for sprayed traffic: every packet carries its placement, the receiver writes it to
     host memory in any order and returns selective ACKs, a trimmed packet is NACKed and resent
-    at once, and a congestion window reacts to ECN and trimming (NSCC-like).
+    at once, and a congestion window reacts to ECN, measured delay and trimming (NSCC).
     ``entropy``: the UDP source port (entropy value, EV) each packet carries, which switches
     hash: ``"per_flow"`` (one EV per connection), ``"spray"`` (a new EV per packet from a
     per-connection PRNG, oblivious spraying), ``"reps"`` (recycle the EVs of unmarked ACKs,
@@ -90,11 +90,24 @@ class TransportConfig(_Frozen):
 
     kind: str = "none"            # a name of TRANSPORTS
     entropy: str = "per_flow"     # a name of ENTROPIES
-    # The receiver acknowledges every Nth accepted packet, and always a message's last packet.
+    # ACK coalescing (Ultra Ethernet allows one ACK for several packets; its SACK bitmap covers
+    # the rest): the receiver acknowledges every Nth accepted packet, a message's last packet,
+    # a packet the sender flagged with AckReq (UE: its window closed after it, so no ACK timer
+    # is needed), and, with ``ack_on_ecn``, an ECN-marked packet at once (htsim's UEC sink).
     ack_every_packets: int = Field(1, ge=1, le=64)
-    # Retransmission timeout after the oldest unacknowledged packet stopped moving: well above
-    # the queueing delay of a few 1 MiB switch buffers at 100 Gb/s (~85 us each).
+    ack_on_ecn: bool = True
+    # Retransmission timeout after the oldest unacknowledged packet stopped moving, until the
+    # connection has measured its RTT: well above the queueing delay of a few 1 MiB switch
+    # buffers at 100 Gb/s (~85 us each). UE then uses SRTT + 4 RTTVAR (RFC 6298), never less
+    # than ``min_rto_us`` (htsim's UEC source: ~100 us).
     rto_us: float = Field(500.0, gt=0, allow_inf_nan=False)
+    min_rto_us: float = Field(100.0, gt=0, allow_inf_nan=False)
+    # UE congestion control: "nscc" (Ultra Ethernet's NSCC: ECN and measured queueing delay,
+    # fast increase, quick adapt; nic_emulator.nscc) or "window" (DCTCP-like, ECN only:
+    # nic_emulator.congestion). NSCC's target queueing delay: 0 is half of ``base_rtt_us``
+    # (htsim: 6 us for its 12 us reference RTT).
+    congestion: Literal["nscc", "window"] = "nscc"
+    target_delay_us: float = Field(0.0, ge=0, allow_inf_nan=False)
     # DCQCN (Zhu et al., SIGCOMM'15): the receiver sends at most one CNP per flow per 50 us
     # (the paper's N); the sender's alpha gain g = 1/256 and the alpha/rate-increase timer
     # 55 us (the paper's g and K); F = 5 fast-recovery stages; additive increase 40 Mb/s (the
@@ -106,12 +119,18 @@ class TransportConfig(_Frozen):
     dcqcn_ai_mbps: int = Field(40, ge=1)
     dcqcn_hai_mbps: int = Field(400, ge=1)
     dcqcn_min_rate_mbps: int = Field(100, ge=1)
-    # UE congestion window: starts at one bandwidth-delay product of the host link over
-    # ``base_rtt_us`` (0: that default), never below one MTU nor above ``max_window_factor``
-    # times the start; ECN gain 1/16 (DCTCP's g).
+    # UE congestion window: starts at ``window_bytes``, or (0) one bandwidth-delay product of
+    # the host link over ``base_rtt_us``, never below one MTU nor above ``max_window_factor``
+    # times the start; ECN gain 1/16 (DCTCP's g) for the "window" control. ``base_rtt_us`` is
+    # also NSCC's base RTT (a queueing delay is an RTT sample minus the least of it and the
+    # connection's least sample).
     window_bytes: int = Field(0, ge=0)
     base_rtt_us: float = Field(12.0, gt=0, allow_inf_nan=False)
     max_window_factor: int = Field(2, ge=1, le=64)
+    # Spraying and REPS exploration draw EVs from this many per connection, walked in a
+    # shuffled round robin (htsim's ``-paths``, default 64 there; a power of two keeps the walk
+    # even); 0: any of the 16,384 EVs of the dynamic port range, drawn at random.
+    ev_set_size: int = Field(0, ge=0, le=16_384)
     # REPS: after a trim or timeout only cached (known-good) EVs are used for this long
     # (htsim's buffer_reps default: 10 ms).
     reps_freeze_us: float = Field(10_000.0, ge=0, allow_inf_nan=False)
@@ -191,6 +210,20 @@ class SwitchConfig(_Frozen):
     # (0: never). DCTCP-style step marking; 64 KiB is about DCTCP's K = 65 x 1.5 KB packets
     # (Alizadeh et al., SIGCOMM'10). Real IP ECN bits, checksum updated.
     ecn_threshold_bytes: int = Field(65_536, ge=0)
+    # RED-like marking instead of the step: with an upper threshold above the lower one, a frame
+    # is marked with probability (queue - lower) / (upper - lower) between the two and always
+    # above the upper (htsim's composite queue; its main_uec uses 20 % and 80 % of a BDP-sized
+    # queue). 0: the step at ``ecn_threshold_bytes`` alone.
+    ecn_high_bytes: int = Field(0, ge=0)
+    # When the marking is decided: "enqueue" (on the bytes queued ahead of the frame, as DCTCP
+    # switches) or "dequeue" (when it starts transmission, on the bytes queued behind it, as
+    # htsim and shared-buffer switches that mark on egress do; the signal is fresher by one
+    # queueing delay).
+    ecn_at: Literal["enqueue", "dequeue"] = "enqueue"
+    # Header-only frames (RoCE ACK/NAK and CNP, Ultra Ethernet ACK/NACK, trimmed headers) go in
+    # the priority queue of every port, ahead of data and never tail-dropped behind it, as in
+    # htsim and Ultra Ethernet 1.0; False queues them with data (a plain single-class switch).
+    header_priority: bool = True
     # Trimming (NDP, SIGCOMM'17; Ultra Ethernet 1.0): a frame that overflows the buffer loses its
     # payload and its headers go on in a priority queue, marked with this DSCP code point
     # (operator-chosen in UE; any value 1..63 not used for other traffic).
@@ -225,6 +258,19 @@ class SwitchConfig(_Frozen):
     def _known_scheme(cls, name: str) -> str:
         return port_schemes().check(name)
 
+    @model_validator(mode="after")
+    def _ecn_band(self) -> "SwitchConfig":
+        if self.ecn_high_bytes and self.ecn_high_bytes <= self.ecn_threshold_bytes:
+            raise ValueError(f"ecn_high_bytes = {self.ecn_high_bytes} must be above "
+                             f"ecn_threshold_bytes = {self.ecn_threshold_bytes} (or 0: step "
+                             "marking at ecn_threshold_bytes)")
+        return self
+
+
+# SwitchConfig fields a single port may override (``Scenario.configure_port``): its queue.
+PORT_FIELDS = ("port_buffer_bytes", "ecn_threshold_bytes", "ecn_high_bytes", "ecn_at",
+               "header_priority")
+
 
 class EngineConfig(_Frozen):
     # RoCE path MTU; 1 KiB is what PsPIN's figures use.
@@ -252,3 +298,8 @@ class EngineConfig(_Frozen):
     # Record every non-empty output queue at this interval (0: off), for occupancy over time
     # (result.queue_samples); the mean and maximum per port are always kept.
     queue_sample_ns: float = Field(0.0, ge=0, allow_inf_nan=False)
+    # SHA-256 of every host's memory in the result (``RunResult.host_memory_sha256``), for
+    # checks that two runs left identical memory. Off by default: hashing reads every byte of
+    # every host (seconds at 1024 hosts) and most runs never look at it; ``spin run`` says when
+    # it was skipped, ``spin run --digests`` and ``spin.runs.run_both`` ask for it.
+    host_memory_digests: bool = False

@@ -90,11 +90,21 @@ class MessageRecord(DictStyleAccess):
     t_done_ps: int             # delivered (host notified) or handled by the NIC
     handled_by_nic: bool
     first_psn: int = -1        # PSN of its first packet: pairs it with its post exactly
+    t_acked_ps: int | None = None   # reliable transports: the sender saw its last packet
+                                    # acknowledged (None: open loop, or no post)
 
     @property
     def completion_ps(self) -> int | None:
         """Post to done, or None when the post is unknown (sent by a handler)."""
         return None if self.t_post_ps is None else self.t_done_ps - self.t_post_ps
+
+    @property
+    def sender_completion_ps(self) -> int | None:
+        """Post to the sender's last ACK (how htsim counts a flow's completion), or None
+        without a reliable transport."""
+        if self.t_post_ps is None or self.t_acked_ps is None:
+            return None
+        return self.t_acked_ps - self.t_post_ps
 
 
 @dataclass

@@ -83,7 +83,8 @@ class RunResult:
     drops: dict[str, int]                    # frames dropped, by reason, fabric-wide
     marks: dict[str, dict[int, int]]         # label -> node -> virtual time (ps)
     host_memory_sha256: dict[int, str] = field(default_factory=dict)
-    posts: list[list[int]] = field(default_factory=list)   # [src, dst, qp, bytes, t_post_ps]
+    # [src, dst, qp, bytes, t_post_ps, first_psn, t_acked_ps (-1: not acknowledged/open loop)]
+    posts: list[list[int]] = field(default_factory=list)
     # [t_ps, link, direction (0: link.a -> link.b, 1: back), queued bytes] for every non-empty
     # output queue at each EngineConfig.queue_sample_ns instant (empty when sampling is off)
     queue_samples: list[list[int]] = field(default_factory=list)
@@ -310,11 +311,13 @@ class RunResult:
         from collections import defaultdict, deque
         self.posts.sort(key=lambda p: (p[0], p[1], p[2], p[4]))
         queues: dict[tuple[int, ...], deque] = defaultdict(deque)
-        for src, dst, qp, _nbytes, t_post, *psn in self.posts:
-            queues[(src, dst, qp, psn[0] if psn else -1)].append(t_post)
+        for src, dst, qp, _nbytes, t_post, *rest in self.posts:
+            psn = rest[0] if rest else -1
+            acked = rest[1] if len(rest) > 1 and rest[1] >= 0 else None
+            queues[(src, dst, qp, psn)].append((t_post, acked))
         for m in sorted(self.messages, key=lambda m: (m.src, m.dst, m.qp, m.t_first_arrival_ps)):
             q = queues.get((m.src, m.dst, m.qp, m.first_psn))
-            m.t_post_ps = q.popleft() if q else None
+            m.t_post_ps, m.t_acked_ps = q.popleft() if q else (None, None)
 
     def canonicalize(self) -> None:
         """Order every list by content so results compare equal however devices were split."""

@@ -61,7 +61,7 @@ def build_result(sim) -> RunResult:
     posts = []
     for k in range(sc.txlog_n):
         r = view.txlog(k)
-        posts.append([r.src, r.dst, r.qp, r.bytes, r.t_post_ps, r.first_psn])
+        posts.append([r.src, r.dst, r.qp, r.bytes, r.t_post_ps, r.first_psn, r.t_acked_ps])
     messages = []
     for k in range(sc.msglog_n):
         r = view.msglog(k)
@@ -130,9 +130,10 @@ def build_result(sim) -> RunResult:
                 queue_samples.append([t, *direction[gp], q])
             if busy > 0:
                 link_samples.append([t, *direction[gp], busy])
+    digests = sim.host_memory_digests() if scen.engine.host_memory_digests else {}
     result = RunResult(end_time_ps=end, events=sc.events, packet_events=sc.pkt_events,
                        messages=messages, links=links, nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
-                       marks=marks, host_memory_sha256=sim.host_memory_digests(), posts=posts,
+                       marks=marks, host_memory_sha256=digests, posts=posts,
                        queue_samples=queue_samples, link_samples=link_samples)
     result.handler_memories = sim.local_handler_memories()
     result.handler_contexts = tuple(scen.contexts)

@@ -3,6 +3,7 @@ agree; run a baseline and an offloaded variant and compare them. Plain library f
 code such as ``spin.collectives`` uses them without pytest installed."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
 from .compare import OffloadComparison
@@ -44,6 +45,8 @@ def run_both(scenario: Scenario, workers: int = 2, *, read: Iterable[Read] = (),
     """Run on 1 and on ``workers`` processes; raise ``DeterminismError`` unless results and the
     memory read back are identical. Returns the single-process result."""
     read = tuple(read)
+    scenario = replace(scenario, engine=scenario.engine.model_copy(
+        update={"host_memory_digests": True}))      # compare every host's memory too
     one = run(scenario, 1, read=read, **kw)
     many = run(scenario, workers, read=read, **kw)
     if one.deterministic_digest() != many.deterministic_digest():

@@ -208,6 +208,36 @@ def check_host_op_addresses(sc) -> None:
                 raise ConfigError(f"{where} ({kind}): {exc}") from None
 
 
+def check_reordering(sc) -> None:
+    """Refuse, before a run, a per-packet load-balancing scheme over the open-loop transport
+    when a message spans several packets: its packets take different paths, and a receiver
+    without out-of-order placement drops a message whose first packet is overtaken (hosts
+    would wait forever). One-packet messages cannot be reordered and pass."""
+    if sc.nic.transport.kind != "none":
+        return
+    from .config import port_schemes
+    from .engine import state as S
+    schemes = port_schemes()
+    per_packet = [n for n in dict.fromkeys([sc.switch.load_balancing,
+                                            *sc.switch_load_balancing.values()])
+                  if schemes.get(n, "load_balancing").per_packet]
+    if sc.nic.transport.entropy == "spray":
+        per_packet.append("spray (entropy)")
+    if not per_packet:
+        return
+    mtu = sc.engine.mtu_bytes
+    for node, prog in sorted(sc.host_programs.items()):
+        for op in prog.ops:
+            if op[0] == S.OP_SEND and op[3] > mtu:
+                per_flow = ", ".join(p.name for p in schemes if not p.per_packet)
+                raise ConfigError(
+                    f"load balancing {per_packet[0]!r} sends one message's packets over several "
+                    f"paths, but transport 'none' drops a message whose packets arrive out of "
+                    f"order (host {node} sends {op[3]:,} B, {-(-op[3] // mtu)} packets at MTU "
+                    f"{mtu}): use [nic.transport] kind = 'ue' (places out-of-order packets) or "
+                    f"a per-flow scheme ({per_flow})")
+
+
 def check_writable(path: str, flag: str, directory: bool) -> None:
     """Make sure an output of the run can be written, before the run (creates the folder)."""
     p = Path(path)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .caches import check_cache_root
 from .capture import PcapWriter
-from .config import EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
+from .config import PORT_FIELDS, EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
 from .engine import state as S
 from .engine.codegen import engine_lock_path, load_engine
 from .engine.handler_abi import MAX_MEMORY_DIMS, init_call_block
@@ -26,7 +27,7 @@ from .faults import LinkFault
 from .handler import ExecutionContext, HandlerProgram, same_program  # noqa: F401 (re-export)
 from .host_program import HostProgram
 from .results import RunResult
-from .scenario_limits import check_host_op_addresses
+from .scenario_limits import check_host_op_addresses, check_reordering
 from .topology import Topology
 from .trace import TraceOptions
 from .units import ns
@@ -58,6 +59,8 @@ class Scenario:
     tracing: TraceOptions | None = None   # set by trace()
     # switch name -> port-selection scheme overriding switch.load_balancing (load_balancing())
     switch_load_balancing: dict[str, str] = field(default_factory=dict)
+    # per switch port (switch, device it faces): SwitchConfig queue fields that differ there
+    port_overrides: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         """One line: the topology and counts (host programs and memory can be huge)."""
@@ -115,6 +118,34 @@ class Scenario:
                 raise ConfigError(f"load_balancing: {name!r} is not a switch; switches: "
                                   f"{', '.join(self.topology.switches) or '(none)'}")
             self.switch_load_balancing[name] = scheme
+
+    def configure_port(self, switch: str, toward: str, **fields: Any) -> None:
+        """Give the port(s) of ``switch`` facing device ``toward`` their own queue settings:
+        any of ``PORT_FIELDS`` (``SwitchConfig`` fields with their units: buffer, ECN
+        thresholds, where ECN is decided, header priority); the rest of the switch keeps
+        ``scenario.switch``'s. E.g. RED marking only on the ports towards the hosts."""
+        if switch not in self.topology.switches:
+            raise ConfigError(f"configure_port: {switch!r} is not a switch; switches: "
+                              f"{', '.join(self.topology.switches) or '(none)'}")
+        if not any({l.a, l.b} == {switch, toward} for l in self.topology.links):
+            peers = sorted({l.b if l.a == switch else l.a for l in self.topology.links
+                            if switch in (l.a, l.b)})
+            raise ConfigError(f"configure_port: {switch!r} has no port towards {toward!r}; "
+                              f"it faces: {', '.join(peers)}")
+        bad = sorted(set(fields) - set(PORT_FIELDS))
+        if bad:
+            raise ConfigError(f"configure_port: {bad[0]!r} is not a port field; valid: "
+                              f"{', '.join(PORT_FIELDS)}")
+        merged = {**self.port_overrides.get((switch, toward), {}), **fields}
+        self.port_switch_config(switch, toward, merged)        # validate now
+        self.port_overrides[(switch, toward)] = merged
+
+    def port_switch_config(self, switch: str, toward: str, fields: dict[str, Any]) -> SwitchConfig:
+        """The switch's config with one port's overrides, validated (names the port)."""
+        try:
+            return SwitchConfig.make(**{**self.switch.model_dump(), **fields})
+        except ConfigError as exc:
+            raise ConfigError(f"port of {switch} towards {toward}: {exc}") from None
 
     def _fault(self, fault: LinkFault) -> None:
         fault.check(len(self.topology.links))
@@ -267,6 +298,7 @@ class Simulation:
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
+        check_reordering(scenario)
         check_cache_root()
         self.engine = load_engine(scenario.engine.boundscheck)
         self.st = self._build_state()

@@ -43,7 +43,8 @@ def context_order(scenario) -> list:
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     send_flows, transport_connections)
-    from switch_emulator.build import RouteTables, configure_switch, equal_cost_groups
+    from switch_emulator.build import (RouteTables, configure_port, configure_switch,
+                                       equal_cost_groups)
     from switch_emulator.lb.registry import table_entries
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
@@ -146,6 +147,11 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
         configure_switch(st, n_hosts + s, s, n_hosts + s, sw, lat,
                          sc.switch_load_balancing.get(name, sw.load_balancing))
+    for (name, toward), fields in sc.port_overrides.items():
+        cfg = sc.port_switch_config(name, toward, fields)
+        for i, link in enumerate(topo.links):
+            if {link.a, link.b} == {name, toward} and (name, i) in gp_of:
+                configure_port(st, gp_of[(name, i)], cfg)
     for node, addr, raw in sc.host_memory:
         off = node * host_stride + addr
         st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 from .config import LinkConfig
 from .errors import ConfigError, TopologyError
@@ -210,6 +211,7 @@ class Topology:
 
     def graph(self) -> nx.Graph:
         """Devices and links as a networkx graph (parallel links merge into one edge)."""
+        import networkx as nx   # ~0.2 s to import: only when a graph is asked for
         g = nx.Graph()
         g.add_nodes_from(self.device_names())
         for l in self.links:

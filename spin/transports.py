@@ -31,7 +31,7 @@ TRANSPORTS: Registry[TransportOption] = Registry("transport", (
     TransportOption("rc", "RoCEv2 reliable connection (go-back-N, retransmission timeout, DCQCN)",
                     "nic_emulator.transports.rc"),
     TransportOption("ue", "Ultra-Ethernet-style (out-of-order placement, selective ACKs, "
-                    "trimming, NSCC-like window)", "nic_emulator.transports.ue"),
+                    "trimming, NSCC congestion control)", "nic_emulator.transports.ue"),
 ))
 ENTROPIES: Registry[Option] = Registry("entropy mode", (
     Option("per_flow", "one entropy value (UDP source port) per connection"),

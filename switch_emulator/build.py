@@ -41,8 +41,20 @@ def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float,
     dev[S.D_SW_PFC_XON] = cfg.pfc_xon_bytes
     dev[S.D_SW_PFC_QUANTA] = cfg.pfc_pause_quanta
     p0, n = int(dev[S.D_PORT0]), int(dev[S.D_NPORTS])
-    st.port[p0:p0 + n, S.PT_Q_LIMIT_BYTES] = cfg.port_buffer_bytes
-    st.port[p0:p0 + n, S.PT_ECN_THRESH] = cfg.ecn_threshold_bytes
+    for gp in range(p0, p0 + n):
+        configure_port(st, gp, cfg)
+
+
+def configure_port(st, gp: int, cfg) -> None:
+    """Queue of switch port ``gp``: buffer, ECN marking and header priority from ``cfg`` (the
+    switch's SwitchConfig, or it with a port's overrides: ``Scenario.configure_port``)."""
+    st.port[gp, S.PT_Q_LIMIT_BYTES] = cfg.port_buffer_bytes
+    st.port[gp, S.PT_ECN_THRESH] = cfg.ecn_threshold_bytes
+    st.port[gp, S.PT_ECN_HIGH] = cfg.ecn_high_bytes
+    st.port[gp, S.PT_ECN_DEQUEUE] = 1 if cfg.ecn_at == "dequeue" else 0
+    st.port[gp, S.PT_HDR_PRIO] = 1 if cfg.header_priority else 0
+    # RED draws: one generator per port, never 0
+    st.port[gp, S.PT_ECN_RNG] = zlib.crc32(f"ecn:{cfg.ecmp_seed}:{gp}".encode()) | 1
 
 
 def equal_cost_groups(port_dev: np.ndarray, port_local: np.ndarray, peer: np.ndarray,

@@ -87,10 +87,23 @@ def test_help_mentions_units():
 
 def test_run_with_two_workers_checks_data_and_matches_one_worker(tmp_path):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
-    r1 = spin("run", "examples/reduce_8hosts.toml", "--json", str(one))
-    r2 = spin("run", "examples/reduce_8hosts.toml", "--workers", "2", "--json", str(two))
+    r1 = spin("run", "examples/reduce_8hosts.toml", "--digests", "--json", str(one))
+    r2 = spin("run", "examples/reduce_8hosts.toml", "--workers", "2", "--digests", "--json",
+              str(two))
     assert r1.returncode == 0 and r2.returncode == 0, r2.stderr
     assert "check ok" in r2.stdout                      # host memory fetched from its worker
     a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert len(a["host_memory_sha256"]) == 8            # asked for: one digest per host
     for key in ("messages", "links", "nics", "hosts", "drops", "marks", "host_memory_sha256"):
         assert a[key] == b[key], key
+
+
+def test_run_skips_host_memory_digests_unless_asked(tmp_path):
+    out = tmp_path / "r.json"
+    r = spin("run", "examples/pingpong.toml", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "skipped: SHA-256 of host memory" in r.stdout
+    assert json.loads(out.read_text())["host_memory_sha256"] == {}
+    r = spin("run", "examples/pingpong.toml", "--digests", "--json", str(out))
+    assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout
+    assert len(json.loads(out.read_text())["host_memory_sha256"]) == 2

@@ -5,6 +5,7 @@ import traceback
 import numpy as np
 import pytest
 
+from spin.config import EngineConfig
 from spin.errors import HandlerCompileError, HandlerError
 from spin.handler import ExecutionContext, HandlerProgram
 from spin.simulation import Scenario, Simulation
@@ -14,7 +15,8 @@ from . import debug_handlers as h
 
 
 def _scenario(payload, nbytes=5000, debug=False):
-    sc = Scenario(Topology.pair())
+    # host-memory digests on: debug and compiled runs must leave identical memory
+    sc = Scenario(Topology.pair(), engine=EngineConfig(host_memory_digests=True))
     ctx = sc.install(ExecutionContext(1, HandlerProgram("dbg", payload=payload,
                                                         memory=h.MEMORY), match_qp=1))
     sc.host_memory.append((0, 0, bytes(range(256)) * 20))

@@ -3,6 +3,7 @@ deterministic across worker counts, and a failing call is named."""
 import numpy as np
 import pytest
 
+from spin.config import EngineConfig
 from spin.errors import SpinError
 from spin.fabric import run_scenario
 from spin.simulation import Scenario, Simulation
@@ -12,7 +13,8 @@ from tests.host_callbacks import BUF, N, broken, double_received
 
 
 def _scenario(callback=double_received) -> Scenario:
-    sc = Scenario(Topology.star(2))
+    # host-memory digests on: the runs compared below must leave identical memory
+    sc = Scenario(Topology.star(2), engine=EngineConfig(host_memory_digests=True))
     sc.write_host_memory(0, 0, np.arange(N, dtype=np.int32))
     sc.host_program(0).send(1, 4 * N, qp=1, remote_addr=BUF).wait_recv(qp=2).mark("back")
     (sc.host_program(1).wait_recv(qp=1).call(callback)

@@ -94,6 +94,7 @@ def connection(st, dev, peer, qp, role):
     row[S.C_RATE] = rate
     row[S.C_TARGET] = rate
     row[S.C_LAST_CNP] = -1
+    row[S.C_RTT_PSN] = -1
     return c
 
 

@@ -30,14 +30,14 @@ from .connections import (ECN_CE, ROLE_RX, ROLE_TX, connection, find_connection,
                           note_order, send_control, unwrap)
 from .in_order import find_in_order
 from .sending import (begin_turn, end_turn, finish_packet, next_unsent, rearm_timer,
-                      sent_in_order, start_packet, timer_expired, wait_for_ack)
+                      retire_acked, sent_in_order, start_packet, timer_expired, wait_for_ack)
 
 
 # --- sender ------------------------------------------------------------------------------------
 @nb.njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Send the next packet in PSN order when the connection's rate allows."""
-    if not begin_turn(st, dev):
+    if not begin_turn(st, dev, now):
         return
     m, idx = next_unsent(st, dev)
     if m < 0:
@@ -113,6 +113,7 @@ def on_control(st, dev, out, frame, now):
     else:
         st.dev[dev, S.D_NTR + S.NT_ACKS_RX] += 1
         _advance_una(st, c, psn + 1, now)
+    retire_acked(st, dev, now)
     kick_tx(st, dev, now)
     return D.OK
 

@@ -12,29 +12,34 @@ from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes
 from spin.wire.roce import finalize_roce_frame_no_icrc
 
 from ..loopback import emit_frame
+from ..nscc import rto_ps
 from ..pcie import pcie_read
 
 
 @nb.njit(cache=True, _nrt=False)
-def retire_acked(st, dev):
-    """Free the send queue's head messages whose every packet is acknowledged."""
+def retire_acked(st, dev, now):
+    """Free the send queue's head messages whose every packet is acknowledged, logging when
+    (the sender's completion: htsim's flow completion time ends there)."""
     cap = st.txq.shape[1]
     while st.dev[dev, S.D_TXQ_N] > 0:
         head = st.dev[dev, S.D_TXQ_HEAD]
         m = st.txq[dev, head]
         if st.conn[st.txm[m, S.T_CONN], S.C_UNA] < st.txm[m, S.T_PSN] + st.txm[m, S.T_NPKTS]:
             return
+        k = st.txm[m, S.T_LOG_ROW]
+        if k >= 0:
+            st.txlog[k, S.TL_T_ACKED_PS] = now
         st.dev[dev, S.D_TXQ_HEAD] = (head + 1) % cap
         st.dev[dev, S.D_TXQ_N] -= 1
         give_free(st.sc, S.SC_TXM_FREE_TOP, st.txm_free, m)
 
 
 @nb.njit(cache=True, _nrt=False)
-def begin_turn(st, dev):
+def begin_turn(st, dev, now):
     """Start a transmit turn: True when a message waits and the egress port has room (a full
     port resumes the engine on its next transmission)."""
     st.dev[dev, S.D_NIC_TX_SCHED] = 0
-    retire_acked(st, dev)
+    retire_acked(st, dev, now)
     if st.dev[dev, S.D_TXQ_N] == 0:
         return False
     return st.port[st.dev[dev, S.D_PORT0], S.PT_Q_N] < st.dev[dev, S.D_NIC_TX_WINDOW]
@@ -101,9 +106,7 @@ def end_turn(st, dev, c, t_emit, now):
     """After a packet: arm the connection's retransmission timer if it is not, and give the
     engine its next turn when this packet's data has left host memory."""
     if st.conn[c, S.C_RTO_PENDING] == 0:
-        st.conn[c, S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
-        st.conn[c, S.C_RTO_PENDING] = 1
-        push_event(st, st.conn[c, S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
+        arm_rto(st, dev, c, now)
     st.dev[dev, S.D_NIC_TX_SCHED] = 1
     push_event(st, t_emit, dev, S.EV_TXM, dev, 0, 0)
 
@@ -114,12 +117,13 @@ def timer_expired(st, dev, c, now):
     for ``rto_us`` (a timeout); otherwise it re-arms for the later deadline or lapses when
     nothing is outstanding (the next send arms it again)."""
     row = st.conn[c]
+    if now != row[S.C_RTO_EV_T]:
+        return False   # superseded by the event of an earlier deadline
     row[S.C_RTO_PENDING] = 0
     if row[S.C_UNA] >= row[S.C_HIGH]:
         return False
     if now < row[S.C_RTO_AT]:
-        row[S.C_RTO_PENDING] = 1
-        push_event(st, row[S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
+        schedule_rto(st, dev, c, row[S.C_RTO_AT])
         return False
     st.dev[dev, S.D_NTR + S.NT_TIMEOUTS] += 1
     return True
@@ -128,7 +132,26 @@ def timer_expired(st, dev, c, now):
 @nb.njit(cache=True, _nrt=False)
 def rearm_timer(st, dev, c, now):
     """After a timeout was handled: the next deadline."""
+    st.conn[c, S.C_RTO_PENDING] = 0
+    arm_rto(st, dev, c, now)
+
+
+@nb.njit(cache=True, _nrt=False)
+def arm_rto(st, dev, c, now):
+    """Set the deadline one timeout (``nscc.rto_ps``: from the measured RTT once there is one)
+    from ``now``. The timer is lazy (a firing before the deadline re-arms itself), but a
+    deadline earlier than the pending firing, as after the timeout shrank with the RTT, gets
+    its own event; only the latest scheduled event counts."""
     row = st.conn[c]
-    row[S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
+    at = now + rto_ps(st, c)
+    row[S.C_RTO_AT] = at
+    if row[S.C_RTO_PENDING] == 0 or at < row[S.C_RTO_EV_T]:
+        schedule_rto(st, dev, c, at)
+
+
+@nb.njit(cache=True, _nrt=False)
+def schedule_rto(st, dev, c, at):
+    row = st.conn[c]
     row[S.C_RTO_PENDING] = 1
-    push_event(st, row[S.C_RTO_AT], dev, S.EV_RTO, dev, c, 0)
+    row[S.C_RTO_EV_T] = at
+    push_event(st, at, dev, S.EV_RTO, dev, c, 0)

@@ -7,10 +7,16 @@ are dropped and re-acknowledged. ACKs carry the cumulative PSN, a 64-packet bitm
 packet acknowledged, and that packet's EV and ECN mark. A trimmed packet is answered at once
 with a NACK naming its PSN.
 
+ACKs coalesce: one per ``ack_every_packets``, and one at once for a packet flagged AckReq, an
+ECN-marked packet (``ack_on_ecn``) and a message's last packet.
+
 Sender: a packet marked for retransmission (a NACKed trim, a timeout) goes first, then the next
-unsent one. New packets wait for room in the congestion window (``congestion.py``) and stay
-within ``WIN_PKTS`` of the oldest unacknowledged one. A timeout resends every packet not
-selectively acknowledged.
+unsent one. New packets wait for room in the congestion window (NSCC, ``nscc.py``, or the
+ECN-only window of ``congestion.py``) and stay within ``WIN_PKTS`` of the oldest
+unacknowledged one; the packet after which the window is full asks for an ACK at once
+(AckReq), so a coalescing receiver never sits on the last packets of a window. One packet per
+round trip is timed: the RTT drives NSCC's delay signal and the retransmission timeout. A
+timeout resends every packet not selectively acknowledged.
 """
 import numba as nb
 import numpy as np
@@ -26,11 +32,12 @@ from spin.wire.transport_frames import get_be, write_ue_write_headers
 
 from ..congestion import window_on_ack, window_on_timeout, window_on_trim
 from ..entropy import packet_ev, reps_freeze, reps_on_ack
+from ..nscc import nscc_on_ack, nscc_on_timeout, nscc_on_trim, rtt_acked, rtt_forget, rtt_start
 from .connections import (BITS_RCVD, BITS_RTX, BITS_SACKED, ECN_CE, ROLE_RX, ROLE_TX, bit_clear,
                           bit_get, bit_set, connection, find_connection, kick_tx, note_order,
                           send_control, unwrap)
-from .sending import (begin_turn, end_turn, finish_packet, next_unsent, rearm_timer,
-                      sent_in_order, start_packet, timer_expired, wait_for_ack)
+from .sending import (arm_rto, begin_turn, end_turn, finish_packet, next_unsent, rearm_timer,
+                      retire_acked, sent_in_order, start_packet, timer_expired, wait_for_ack)
 
 
 # --- sender ------------------------------------------------------------------------------------
@@ -65,7 +72,7 @@ def _next_resend(st, dev):
 @nb.njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Send a packet to resend, else the next new one the window allows."""
-    if not begin_turn(st, dev):
+    if not begin_turn(st, dev, now):
         return
     m, idx = _next_resend(st, dev)
     resend = m >= 0
@@ -82,12 +89,19 @@ def tx_step(st, dev, now):
             and (st.conn[c, S.C_INFLIGHT] + 1) * mtu > st.conn[c, S.C_CWND])):
         wait_for_ack(st, dev)   # window full: an ACK reopens it
         return
+    first_time = not resend and psn >= st.conn[c, S.C_HIGH]
     slot, chunk, last, t_emit = start_packet(st, dev, m, idx, c, psn, resend, now)
+    closes = (st.conn[c, S.C_INFLIGHT] + 2) * mtu > st.conn[c, S.C_CWND]   # AckReq
     off = write_ue_write_headers(st.pool[slot], st.dev[dev, S.D_NODE], st.txm[m, S.T_DST],
                                  packet_ev(st, dev, c, now), st.txm[m, S.T_QP], psn & PSN_MASK,
                                  st.txm[m, S.T_REMOTE_VA], st.txm[m, S.T_RKEY],
-                                 st.txm[m, S.T_LEN], st.txm[m, S.T_PSN] & PSN_MASK, chunk)
+                                 st.txm[m, S.T_LEN], st.txm[m, S.T_PSN] & PSN_MASK, chunk,
+                                 1 if closes else 0)
     finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now)
+    if first_time:
+        rtt_start(st, c, psn, t_emit)
+    else:
+        rtt_forget(st, c, psn)      # Karn: a resent packet's ACK times neither copy
     if resend:
         bit_clear(st, c, BITS_RTX, psn)
         st.conn[c, S.C_RTX_N] -= 1
@@ -136,7 +150,7 @@ def _advance_una(st, dev, c, new_una, now):
         else:
             newly += _acked(st, dev, c, p)
     row[S.C_UNA] = new_una
-    row[S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
+    arm_rto(st, dev, c, now)
     return newly
 
 
@@ -173,15 +187,26 @@ def on_control(st, dev, out, frame, now):
             bit_set(st, c, BITS_SACKED, p)
             newly += _acked(st, dev, c, p)
     row[S.C_INFLIGHT] = max(0, row[S.C_INFLIGHT] - newly)
+    timed = row[S.C_RTT_PSN]
+    if timed >= 0 and (timed < row[S.C_UNA] or bit_get(st, c, BITS_SACKED, timed)):
+        rtt_acked(st, c, now)
+    nscc = st.sc[S.SC_TRP + S.TRP_CC] != 0
     if nak:
         if row[S.C_UNA] <= psn < row[S.C_HIGH]:
             _mark_lost(st, dev, c, psn)
-        window_on_trim(st, c, mtu)
+        if nscc:
+            nscc_on_trim(st, c, mtu)
+        else:
+            window_on_trim(st, c, mtu)
         reps_freeze(st, dev, c, now)
     else:
-        window_on_ack(st, c, newly * mtu, marked, mtu)
+        if nscc:
+            nscc_on_ack(st, c, newly * mtu, marked, mtu, now)
+        else:
+            window_on_ack(st, c, newly * mtu, marked, mtu)
         if st.dev[dev, S.D_ENTROPY] == S.ENT_REPS:
             reps_on_ack(st, c, echo_ev, marked)
+    retire_acked(st, dev, now)
     kick_tx(st, dev, now)
     return D.OK
 
@@ -193,7 +218,11 @@ def on_timeout(st, dev, c, now):
     row = st.conn[c]
     for p in range(row[S.C_UNA], row[S.C_HIGH]):
         _mark_lost(st, dev, c, p)
-    window_on_timeout(st, c, st.sc[S.SC_MTU])
+    rtt_forget(st, c, row[S.C_RTT_PSN])
+    if st.sc[S.SC_TRP + S.TRP_CC] != 0:
+        nscc_on_timeout(st, c, st.sc[S.SC_MTU])
+    else:
+        window_on_timeout(st, c, st.sc[S.SC_MTU])
     reps_freeze(st, dev, c, now)
     rearm_timer(st, dev, c, now)
     kick_tx(st, dev, now)
@@ -288,9 +317,11 @@ def accepted(st, dev, c, psn, out, message_done, now):
     while bit_get(st, c, BITS_RCVD, row[S.C_RCV]):
         bit_clear(st, c, BITS_RCVD, row[S.C_RCV])
         row[S.C_RCV] += 1
-    if out[W.P_ECN] == ECN_CE:
+    ecn = out[W.P_ECN] == ECN_CE
+    if ecn:
         row[S.C_ACK_ECN] = 1
-    if row[S.C_UNACKED] >= st.sc[S.SC_TRP + S.TRP_ACK_EVERY] or message_done:
+    if row[S.C_UNACKED] >= st.sc[S.SC_TRP + S.TRP_ACK_EVERY] or message_done \
+            or out[W.P_ACK_REQ] != 0 or (ecn and st.sc[S.SC_TRP + S.TRP_ACK_ON_ECN] != 0):
         _ack(st, dev, c, psn, WH.AETH_ACK, out[W.P_EV], row[S.C_ACK_ECN] != 0, now)
 
 

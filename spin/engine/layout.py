@@ -31,6 +31,15 @@ TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transports", [
     ("CWND_INIT", "UE: initial congestion window, bytes"),
     ("CWND_MAX", "UE: largest congestion window, bytes"),
     ("FREEZE_PS", "REPS: freezing period"),
+]), Columns("nic_emulator.entropy", [
+    ("EV_SET", "spray and REPS exploration: EVs per connection (0: any of the 16,384)"),
+]), Columns("nic_emulator.nscc", [
+    ("CC", "UE congestion control: 0 the DCTCP-like window, 1 NSCC"),
+    ("BASE_RTT_PS", "NSCC: base RTT of the fabric (queueing delay = RTT sample - this)"),
+    ("TARGET_PS", "NSCC: target queueing delay"),
+    ("RTO_MIN_PS", "floor of the retransmission timeout derived from the measured RTT"),
+]), Columns("nic_emulator.reliable_rx", [
+    ("ACK_ON_ECN", "UE receiver: 1 acknowledges an ECN-marked packet at once"),
 ])])
 
 # --- st.sc: scalars (an int64 vector: namedtuple fields are immutable) ------------------------
@@ -210,7 +219,14 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("MAX_Q_BYTES", "largest queue"),
         ("BUSY_PS", "time spent serialising"),
         ("UP", "0: the link is down (frames to it are dropped)"),
-        ("ECN_THRESH", "queue bytes above which ECN-capable frames are marked CE (0: never)"),
+        ("ECN_THRESH", "ECN: lower threshold in queue bytes; step marking at it when ECN_HIGH "
+         "is not above it (0: never mark)"),
+        ("ECN_HIGH", "ECN: upper threshold in queue bytes (RED-like marking between the two)"),
+        ("ECN_DEQUEUE", "ECN: 1 decides when a frame starts transmission (queue behind it), "
+         "0 at enqueue (queue ahead of it)"),
+        ("ECN_RNG", "ECN: the port's xorshift32 state for RED-like marking (never 0)"),
+        ("HDR_PRIO", "1: header-only frames (ACK/NACK, CNP, trimmed headers) take the priority "
+         "queue"),
         ("ECN_MARKS", "frames marked CE"),
         ("TRIMS", "frames trimmed"),
         ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
@@ -258,6 +274,7 @@ TXM = Table("txm", "T_", "TXM_COLS", [
         ("SENT", "bytes sent"), ("HOST_ADDR", "source address in host memory"),
         ("REMOTE_VA", "remote virtual address"), ("RKEY", "remote key"),
         ("EV", "entropy value"), ("T_POST", "time posted"), ("PSN", "PSN of its first packet"),
+        ("LOG_ROW", "its row of st.txlog (-1: the log was full)"),
     ]),
     Columns("nic_emulator.transports", [
         ("NPKTS", "reliable transports: packets of the message"),
@@ -300,6 +317,24 @@ CONN = Table("conn", "C_", "CONN_COLS", [Columns("nic_emulator.transports", [
     ("MAX_PSN", "receiver: highest PSN seen + 1 (reorder degree)"),
     ("MSN", "RC receiver: messages completed (AETH MSN)"),
     ("REPS0", REPS_SLOTS, "REPS: the EV buffer"),
+]), Columns("nic_emulator.nscc", [
+    ("RTT_PSN", "sender: PSN of the packet being timed (-1: none)"),
+    ("RTT_T", "sender: when it left"),
+    ("SRTT", "sender: smoothed RTT, ps (0: no sample yet)"),
+    ("RTTVAR", "sender: RTT variation, ps"),
+    ("RTO_PS", "sender: retransmission timeout from the RTT (0: the configured one)"),
+    ("RTO_EV_T", "sender: time of the timer event that counts (earlier ones are stale)"),
+    ("MIN_RTT", "sender: least RTT sample, ps"),
+    ("DELAY", "NSCC: newest queueing delay, ps"),
+    ("AVG_DELAY", "NSCC: smoothed queueing delay, ps"),
+    ("INC", "NSCC: increase owed, in bytes x cwnd (applied as INC / cwnd)"),
+    ("FI_COUNT", "NSCC: bytes acknowledged in a row with near-zero delay"),
+    ("FAST", "NSCC: 1 while in fast increase"),
+    ("LAST_DEC", "NSCC: time of the latest multiplicative decrease"),
+    ("ACHIEVED", "NSCC: bytes acknowledged in the current quick-adapt period"),
+    ("QA_END", "NSCC: end of the current quick-adapt period"),
+    ("QA_TRIGGER", "NSCC: a trim or timeout asks quick adapt to check"),
+    ("IGNORE", "NSCC: marks of this many more acknowledged bytes are ignored"),
 ])])
 
 # --- st.ec: execution contexts (match rules and handler memory) ------------------------------
@@ -379,6 +414,7 @@ TXLOG = Table("txlog", "TL_", "TXLOG_WIDTH", [Columns("nic_emulator.tx", [
     ("SRC", "source node"), ("DST", "destination node"), ("QP", "queue pair"),
     ("BYTES", "message bytes"), ("T_POST_PS", "time posted"),
     ("FIRST_PSN", "PSN of its first packet"),
+    ("T_ACKED_PS", "reliable transports: the sender saw its last packet acknowledged (-1: not)"),
 ])])
 
 TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, HEAP, CAP, OUT, TRACE,

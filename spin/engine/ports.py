@@ -2,9 +2,12 @@
 propagation delay.
 
 Store-and-forward: a frame reaches the peer when its last bit arrives, i.e. serialisation plus
-propagation after transmission starts. The priority FIFO (trimmed headers, PFC frames) always
-goes first and is never paused. Data frames are ECN-marked above the port's threshold, and on a
-full buffer either trimmed (switches with trimming on) or tail-dropped. Frames for a device on
+propagation after transmission starts. The priority FIFO (header-only frames: ACK/NACK, CNP,
+trimmed headers; PFC frames) always goes first and is never paused, so acknowledgements are not
+tail-dropped behind data (htsim's composite queue, Ultra Ethernet 1.0). Data frames are
+ECN-marked, at enqueue or when they start transmission (htsim marks at dequeue), either on a
+step at one threshold or RED-like with a probability rising linearly between two; on a full
+buffer they are trimmed (switches with trimming on) or tail-dropped. Frames for a device on
 another worker go to the outbox with their arrival time and event key, so the receiving worker
 orders them exactly as a local arrival would be ordered.
 
@@ -16,7 +19,8 @@ import numpy as np
 
 from .. import drops as D
 from ..units import ETHERNET_WIRE_OVERHEAD_BYTES
-from ..wire.ip_edit import PAUSE_QUANTUM_BITS, mark_ce, trim_roce_frame, write_pfc_frame
+from ..wire.ip_edit import (PAUSE_QUANTUM_BITS, dscp_of, is_header_only, mark_ce,
+                            trim_roce_frame, write_pfc_frame)
 from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
@@ -79,9 +83,13 @@ def enqueue_frame(st, gp, slot, now):
         st.port[gp, S.PT_DROPS] += 1
         free_slot(st, slot)
         return False
+    length = st.slot_len[slot]
+    if st.port[gp, S.PT_HDR_PRIO] != 0 and _header_only(st, dev, slot, length):
+        _release_ingress(st, slot, now)
+        enqueue_priority(st, gp, slot, now)
+        return True
     n = st.port[gp, S.PT_Q_N]
     qcap = st.port_q.shape[1]
-    length = st.slot_len[slot]
     if n >= qcap or st.port[gp, S.PT_Q_BYTES] + length > st.port[gp, S.PT_Q_LIMIT_BYTES]:
         if st.dev[dev, S.D_KIND] == S.DEV_SWITCH and st.dev[dev, S.D_SW_TRIM] != 0:
             frame = st.pool[slot]
@@ -98,8 +106,7 @@ def enqueue_frame(st, gp, slot, now):
         _release_ingress(st, slot, now)
         free_slot(st, slot)
         return False
-    thresh = st.port[gp, S.PT_ECN_THRESH]
-    if thresh > 0 and st.port[gp, S.PT_Q_BYTES] >= thresh:
+    if st.port[gp, S.PT_ECN_DEQUEUE] == 0 and _ecn_decide(st, gp, st.port[gp, S.PT_Q_BYTES]):
         if mark_ce(st.pool[slot]):
             st.port[gp, S.PT_ECN_MARKS] += 1
     st.port_q[gp, (st.port[gp, S.PT_Q_HEAD] + n) % qcap] = slot
@@ -108,6 +115,41 @@ def enqueue_frame(st, gp, slot, now):
     if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
         start_tx(st, gp, now)
     return True
+
+
+@nb.njit(cache=True, _nrt=False)
+def _header_only(st, dev, slot, length):
+    """A frame without payload to protect: a transport control frame, or a header another
+    switch trimmed (it carries the trimmed-frame DSCP)."""
+    frame = st.pool[slot]
+    if is_header_only(frame, length):
+        return True
+    return st.dev[dev, S.D_KIND] == S.DEV_SWITCH and st.dev[dev, S.D_SW_TRIM] != 0 \
+        and dscp_of(frame) == st.dev[dev, S.D_SW_TRIM_DSCP]
+
+
+@nb.njit(cache=True, _nrt=False)
+def _ecn_decide(st, gp, qbytes):
+    """Mark with ``qbytes`` queued? Step marking at or above the lower threshold when no upper
+    one is set (DCTCP's K); otherwise RED-like as htsim's composite queue: never at or below
+    the lower threshold, always above the upper, in between with a probability rising linearly,
+    drawn from the port's own xorshift32 generator (deterministic for any worker count)."""
+    low = st.port[gp, S.PT_ECN_THRESH]
+    if low <= 0:
+        return False
+    high = st.port[gp, S.PT_ECN_HIGH]
+    if high <= low:
+        return qbytes >= low
+    if qbytes > high:
+        return True
+    if qbytes <= low:
+        return False
+    x = st.port[gp, S.PT_ECN_RNG]
+    x ^= (x << 13) & 0xFFFFFFFF
+    x ^= x >> 17
+    x ^= (x << 5) & 0xFFFFFFFF
+    st.port[gp, S.PT_ECN_RNG] = x
+    return x < ((qbytes - low) << 32) // (high - low)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -148,6 +190,10 @@ def start_tx(st, gp, now):
             return
         slot = st.port_q[gp, st.port[gp, S.PT_Q_HEAD]]
         st.port[gp, S.PT_BUSY] = BUSY_DATA
+        if st.port[gp, S.PT_ECN_DEQUEUE] != 0 and _ecn_decide(
+                st, gp, st.port[gp, S.PT_Q_BYTES] - st.slot_len[slot]):
+            if mark_ce(st.pool[slot]):
+                st.port[gp, S.PT_ECN_MARKS] += 1
     else:
         st.port[gp, S.PT_BUSY] = BUSY_IDLE
         return

@@ -19,7 +19,7 @@ from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig
 from ..errors import ConfigError
 from ..fabric import check_worker_count, run_scenario
 from ..report import table
-from ..scenario_limits import check_writable
+from ..scenario_limits import check_reordering, check_writable
 from ..simulation import Scenario, Simulation
 from ..topologies import build_topology
 from ..topologies.report import parse_params, parse_spec
@@ -97,6 +97,7 @@ def run_schemes(scenario, workload, schemes: list[str], workers: int = 1,
     """Run ``scenario`` (with ``workload`` built into it) once per scheme."""
     for name in schemes:
         get_scheme(name, "--schemes")
+        check_reordering(with_scheme(scenario, name))     # refuse before any scheme runs
     Simulation(scenario, quiet=progress is None).compile()
     runs = []
     for name in schemes:

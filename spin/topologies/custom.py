@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import networkx as nx
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..config import LinkConfig
 from ..errors import ConfigError
@@ -32,7 +31,17 @@ class CustomParams(TopologyParams):
     edges: list[Any] | None = None
     devices: list[dict[str, Any]] | None = Field(None, min_length=1)
     links: list[dict[str, Any]] | None = None
-    graph: nx.Graph | None = None
+    graph: Any = None             # a networkx.Graph (networkx imported only when one is given)
+
+    @field_validator("graph")
+    @classmethod
+    def _networkx_graph(cls, g: Any) -> Any:
+        if g is None:
+            return g
+        import networkx as nx
+        if not isinstance(g, nx.Graph):
+            raise ValueError(f"expected a networkx.Graph, got {type(g).__name__}")
+        return g
 
 
 def _switch_entries(p: CustomParams) -> tuple[list[str], list[dict[str, Any]] | None]:

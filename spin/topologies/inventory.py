@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-import networkx as nx
-
 from ..topology import Topology
 from .catalog import formula_bisection_gbps
 
@@ -63,6 +61,7 @@ class Inventory:
 
 def bisection_gbps(topo: Topology) -> float:
     """Max-flow (Gb/s) from hosts[:H//2] to hosts[H//2:]; parallel links add up."""
+    import networkx as nx   # ~0.2 s to import: only when a graph is asked for
     g = nx.DiGraph()
     for l in topo.links:
         cap = float("inf") if l.kind == INTERNAL else float(l.config.rate_gbps)

@@ -130,6 +130,18 @@ def trim_roce_frame(frame, length, dscp):
 
 
 @nb.njit(cache=True, _nrt=False)
+def is_header_only(frame, length):
+    """A transport control frame without payload: RoCE ACKNOWLEDGE (ACK/NAK), CNP, or an Ultra
+    Ethernet ACK (which also carries NACKs). Switches queue these ahead of data."""
+    if length < _BTH + 1 or frame[_ETH_TYPE] != 0x08 or frame[_ETH_TYPE + 1] != 0x00:
+        return False
+    if (frame[_IP] & 0x0F) != 5 or frame[_IP + 9] != 17 or _be16(frame, _UDP + 2) != H.ROCE_UDP_PORT:
+        return False
+    op = np.int64(frame[_BTH]) & 0xFF
+    return op == H.OP_RC_ACKNOWLEDGE or op == H.OP_CNP or op == H.OP_UE_ACK
+
+
+@nb.njit(cache=True, _nrt=False)
 def is_pfc_frame(frame, length):
     return length >= 18 and frame[_ETH_TYPE] == 0x88 and frame[_ETH_TYPE + 1] == 0x08 \
         and frame[14] == 0x01 and frame[15] == 0x01

@@ -38,9 +38,12 @@ def get_be(frame, off, nbytes):
 
 
 @numba.njit(cache=True, _nrt=False)
-def write_ue_write_headers(frame, src, dst, ev, qp, psn, va, rkey, msg_len, msg_psn, payload_len):
-    """Headers of one UE WRITE packet (ECN-capable); returns the payload offset or -1."""
-    off = write_bth_headers(frame, src, dst, ev, H.OP_UE_WRITE, qp, psn, 0, H.PLH_BYTES,
+def write_ue_write_headers(frame, src, dst, ev, qp, psn, va, rkey, msg_len, msg_psn, payload_len,
+                           ack_req=0):
+    """Headers of one UE WRITE packet (ECN-capable); ``ack_req`` sets the BTH AckReq bit (the
+    sender asks for an ACK at once: its window closed after this packet). Returns the payload
+    offset or -1."""
+    off = write_bth_headers(frame, src, dst, ev, H.OP_UE_WRITE, qp, psn, ack_req, H.PLH_BYTES,
                             payload_len, psn & 0xFFFF, TOS_ECT0)
     if off < 0:
         return -1

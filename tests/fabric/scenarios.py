@@ -3,6 +3,7 @@ import numpy as np
 
 from handlers.ping_pong import ping_pong_program
 from handlers.reduce import reduce_program
+from spin.config import EngineConfig
 from spin.handler import ExecutionContext
 from spin.simulation import Scenario
 from spin.topology import Topology
@@ -19,7 +20,8 @@ def eight_host_mix(capture: bool = True) -> Scenario:
     """8 hosts on one switch: hosts 1-7 reduce int32 vectors onto node 0's NIC (offloaded), while
     host 2 ping-pongs with host 5's NIC and host 3 sends plain RDMA writes to host 6."""
     n = 8
-    sc = Scenario(Topology.star(n), engine_programs=engine_programs())
+    sc = Scenario(Topology.star(n), engine_programs=engine_programs(),
+                  engine=EngineConfig(host_memory_digests=True))   # compare delivered bytes
     rng = np.random.default_rng(7)
     for i in range(n):
         sc.write_host_memory(i, 0, rng.integers(-2**31, 2**31 - 1, N_ELEMS, dtype=np.int64)

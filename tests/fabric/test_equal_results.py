@@ -39,6 +39,7 @@ def test_any_worker_count_gives_identical_results(single, workers, tmp_path):
     for i, ctx in enumerate(sc.contexts):
         np.testing.assert_array_equal(result.handler_memory(ctx), ref.handler_memory(i))
     assert result.deterministic_digest() == ref.deterministic_digest()
+    assert len(ref.host_memory_sha256) == 8          # the scenario asked for memory digests
     ref_files = sorted(p.name for p in ref_pcap.iterdir())
     assert ref_files == sorted(p.name for p in tmp_path.iterdir()) and ref_files
     for name in ref_files:

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from spin.config import EngineConfig
 from spin.fabric_workers import EngineWorker, PartitionedScenario, auto_partition
 from spin.parallel.batch import FrameBatch
 from spin.parallel.sync import Inbox, Rejects, run_rounds
@@ -20,7 +21,8 @@ FORGED = ("bad_port", "not_owned", "arrival_in_past", "bad_length", "bad_key")
 
 
 def _scenario() -> Scenario:
-    sc = Scenario(Topology.star(4))
+    # host-memory digests on: a forged frame's bytes reaching a host would change them
+    sc = Scenario(Topology.star(4), engine=EngineConfig(host_memory_digests=True))
     for i in range(4):
         h = sc.host_program(i)
         for _ in range(4):
@@ -118,6 +120,7 @@ def test_forged_batches_are_dropped_and_the_result_is_unchanged():
         assert d.pop("peer_batches_rejected") == w.check.rejected
         parts.append(RunResult.from_dict(d))
     merged = RunResult.merge(parts)
+    assert len(reference.host_memory_sha256) == 4
     assert merged.deterministic_digest() == reference.deterministic_digest()
     counted: dict[str, int] = {}
     for s in pair.stats:

@@ -1,0 +1,182 @@
+"""Run an htsim scenario (``.topo`` + ``.cm``) once per load-balancing scheme with htsim's
+``main_uec`` defaults (``spin lb --topo-file T --cm C --preset htsim``), and report per scheme
+what htsim prints: FCT mean, p50, p99 (nearest rank) and max, flows completed, plus the wall
+times of the run and its packet-event count.
+
+Each scheme's run is timed twice: ``wall_s`` is the engine loop alone; ``run_s`` covers the
+scheme's setup (configs, engine state), the loop and building the results. The engine is
+compiled (or loaded from the cache) before the first timed run, so neither includes it.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..simulation import Scenario, Simulation
+from ..units import US
+from ..workloads import load_htsim_topo
+from ..workloads.metrics import FctStats, flow_messages
+from .compare import add_workload
+from .htsim_preset import FCT_DEFINITION, HtsimPreset, engine_for, htsim_preset
+from .schemes import get_scheme, with_scheme
+
+PRESETS = ("htsim",)
+
+
+@dataclass
+class HtsimSchemeRun:
+    """One scheme's run of an htsim scenario."""
+
+    scheme: str
+    fct: FctStats | None          # None: no flow completed
+    flows: int
+    completed: int
+    wall_s: float                 # engine loop
+    run_s: float                  # setup + loop + results
+    events: int
+    packet_events: int
+    data_packets: int             # data frames the NICs sent, retransmissions included
+    trims: int
+    ecn_marks: int
+    drops: dict[str, int]
+    retransmissions: int
+    timeouts: int
+    acks_sent: int
+
+    def as_dict(self) -> dict[str, Any]:
+        us = lambda ps: round(ps / US, 3)
+        f = self.fct
+        return {"scheme": self.scheme,
+                "fct_us": None if f is None else {"mean": us(f.mean_ps), "p50": us(f.p50_ps),
+                                                  "p99": us(f.p99_ps), "max": us(f.max_ps)},
+                "flows": self.flows, "completed": self.completed,
+                "wall_s": round(self.wall_s, 4), "run_s": round(self.run_s, 4),
+                "events": self.events, "packet_events": self.packet_events,
+                "data_packets": self.data_packets,
+                "packet_events_per_data_packet": (round(self.packet_events / self.data_packets, 2)
+                                                  if self.data_packets else None),
+                "trims": self.trims, "ecn_marks": self.ecn_marks, "drops": self.drops,
+                "retransmissions": self.retransmissions, "timeouts": self.timeouts,
+                "acks_sent": self.acks_sent}
+
+
+def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "htsim",
+                   mtu_bytes: int = 4096):
+    """The scenario of ``topo_file`` and ``cm_file`` under ``preset``: (scenario, workload,
+    preset figures)."""
+    if preset not in PRESETS:
+        raise ConfigError(f"--preset {preset!r}: valid presets: {', '.join(PRESETS)}")
+    topo = load_htsim_topo(topo_file)
+    p = htsim_preset(topo, mtu_bytes)
+    sc = Scenario(topo, engine=engine_for(len(topo.hosts), mtu_bytes), nic=p.nic_config(),
+                  switch=p.switch_config())
+    sc.host = sc.host.make(**{**sc.host.model_dump(), "send_overhead_ns": 0.0,
+                              "recv_overhead_ns": 0.0})    # htsim models no host software
+    sc.nic = sc.nic.make(**{**sc.nic.model_dump(), "pcie_latency_ns": 0.0})   # nor PCIe
+    workload = add_workload(sc, "htsim_cm", file=str(cm_file), fill=False)
+    return sc, workload, p
+
+
+def _fct_ps(m) -> int:
+    """To the sender's last ACK, as htsim counts (the receiver's completion when the transport
+    does not acknowledge)."""
+    t = m.sender_completion_ps
+    return m.completion_ps if t is None else t
+
+
+def run_scheme(sc: Scenario, workload, name: str) -> HtsimSchemeRun:
+    """Run ``sc`` under scheme ``name`` in this process, timed."""
+    t0 = time.perf_counter()
+    scheme_sc = with_scheme(sc, name)
+    sim = Simulation(scheme_sc)
+    result = sim.run()
+    run_s = time.perf_counter() - t0
+    msgs = flow_messages(workload, result)
+    fct = FctStats.of([_fct_ps(m) for m in msgs]) if msgs else None
+    nic = lambda k: sum(getattr(n, k) or 0 for n in result.nics)
+    data_packets = sum(l.tx_frames for l in result.links if l.tier == "host"
+                       and l.from_device in sc.topology.hosts) - nic("acks_sent") \
+        - nic("naks_sent")
+    return HtsimSchemeRun(
+        scheme=name, fct=fct, flows=len(workload.flows), completed=len(msgs),
+        wall_s=float(result.wall.get("seconds", 0.0)), run_s=run_s, events=result.events,
+        packet_events=result.packet_events, data_packets=data_packets,
+        trims=sum(l.trims for l in result.links), ecn_marks=sum(l.ecn_marks for l in result.links),
+        drops=dict(result.drops), retransmissions=nic("retransmissions"),
+        timeouts=nic("timeouts"), acks_sent=nic("acks_sent"))
+
+
+def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "htsim",
+                      progress=None, built=None) -> tuple[HtsimPreset, list[HtsimSchemeRun]]:
+    """Run the scenario once per scheme (``built``: what ``htsim_scenario`` returned for these
+    files, to skip building it again)."""
+    for s in schemes:
+        get_scheme(s, "--schemes")
+    sc, workload, p = built or htsim_scenario(topo_file, cm_file, preset)
+    Simulation(sc, quiet=progress is None).compile()      # not part of any timed run
+    runs = []
+    for name in schemes:
+        runs.append(run_scheme(sc, workload, name))
+        if progress is not None:
+            r = runs[-1]
+            progress(f"  {name}: loop {r.wall_s:.3f} s, run {r.run_s:.3f} s")
+    return p, runs
+
+
+def htsim_table(runs: list[HtsimSchemeRun]) -> str:
+    from ..report import table
+    rows = []
+    for r in runs:
+        f = r.fct
+        fct = ([f"{f.mean_ps / US:,.1f}", f"{f.p50_ps / US:,.1f}", f"{f.p99_ps / US:,.1f}",
+                f"{f.max_ps / US:,.1f}"] if f else ["-"] * 4)
+        rows.append([r.scheme, *fct, f"{r.completed}/{r.flows}", f"{r.trims:,}",
+                     f"{r.ecn_marks:,}", f"{r.retransmissions:,}", f"{r.timeouts:,}",
+                     f"{r.acks_sent:,}", f"{r.packet_events:,}", f"{r.wall_s:.3f}",
+                     f"{r.run_s:.3f}"])
+    return table(["scheme", "FCT mean (µs)", "p50", "p99", "max", "done", "trims", "ECN",
+                  "retx", "RTOs", "ACKs", "packet events", "loop (s)", "run (s)"], rows)
+
+
+def run_preset_cli(args) -> int:
+    """``spin lb --topo-file T --cm C --preset htsim``."""
+    if not (args.topo_file and args.cm):
+        raise ConfigError("--preset htsim runs an htsim scenario: give --topo-file T.topo and "
+                          "--cm C.cm")
+    names = [s.strip() for s in (args.schemes or "ecmp,spray,reps").split(",") if s.strip()]
+    if args.json:
+        from ..scenario_limits import check_writable
+        check_writable(args.json, "--json", directory=False)
+    built = htsim_scenario(args.topo_file, args.cm, args.preset)
+    sc, _, p = built
+    print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
+          flush=True)
+    p, runs = run_htsim_schemes(args.topo_file, args.cm, names, args.preset, progress=print,
+                                built=built)
+    print()
+    print(htsim_table(runs))
+    print(f"\n{FCT_DEFINITION}; µs of virtual time. loop: engine loop; run: setup + loop + "
+          "results (wall clock, compile excluded)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "topo_file": str(args.topo_file), "cm": str(args.cm), "preset": args.preset,
+            "fct_definition": FCT_DEFINITION, "percentiles": "nearest rank",
+            "parameters": {k: v for k, v in p.__dict__.items()},
+            "schemes": {r.scheme: r.as_dict() for r in runs}}, indent=2) + "\n")
+        print(f"results written to {args.json}")
+    return 0
+
+
+__all__ = [
+    "PRESETS",
+    "HtsimSchemeRun",
+    "htsim_scenario",
+    "htsim_table",
+    "run_htsim_schemes",
+    "run_preset_cli",
+    "run_scheme",
+]
