@@ -95,7 +95,7 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
         needed, build_options = alg.recovery(n_hosts, count * itemsize(dtype))
         for key, value in needed.items():
             configs.setdefault(key, value)
-    for key, value in (alg.configs(n_hosts) if alg.configs is not None else {}).items():
+    for key, value in (alg.configs(n_hosts, count * itemsize(dtype)) if alg.configs is not None else {}).items():
         configs.setdefault(key, value)          # what the algorithm needs, unless given
     configs["switch"] = lossless(configs.get("switch"))
     if "engine_programs" not in configs and alg.programs is not None:

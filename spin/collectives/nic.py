@@ -45,21 +45,30 @@ MODE_DTYPES = {"dense": ("int32", "float32", "float16", "bfloat16"), "int8": ("f
 SPARSE_DENSITY = 0.01     # fraction of non-zeros in the inputs measure() gives sparse variants
 HASH_SLOTS = 64           # per HPU: 512 B of keys and values (Flare's hash storage)
 INFLIGHT_MESSAGES = 8192  # NicConfig.max_inflight_messages of measured runs (see run_configs)
-LOSS_TIMEOUT_NS = 20_000.0  # the handlers' loss timer in lossy runs (loss_recovery)
+LOSS_TIMEOUT_NS = 5_000.0  # the handlers' loss timer in lossy runs (loss_recovery)
 
 
-def run_configs(n: int) -> dict:
-    """Scenario configs a run needs: deep NIC receive queues. The model has no backpressure
-    from a NIC's ingress (no PFC from NIC to switch), so packets that arrive faster than the
-    HPUs fold them wait in open-message slots: sparse packets are short and arrive faster
-    than HPUs add a 256-element range, which overflowed PsPIN's 256 message queues at 32 MiB."""
+def run_configs(n: int, nbytes: int = 0) -> dict:
+    """Scenario configs a run needs: deep NIC receive queues, and egress queues and frame
+    buffers for a block of partials. The model has no backpressure from a NIC's ingress (no
+    PFC from NIC to switch), so packets that arrive faster than the HPUs fold them wait in
+    open-message slots: sparse packets are short and arrive faster than HPUs add a
+    256-element range, which overflowed PsPIN's 256 message queues at 32 MiB. And a NIC's
+    link is busy with its own block while its left neighbour's partials of the next one
+    arrive: up to a block of sends (S/n) waits in its egress queue when the ring turns from
+    reduce-scatter to allgather, plus PCIe's surplus over the link (~8 % of S)."""
+    base = EngineConfig()
+    frames = -(-nbytes // base.mtu_bytes)
+    backlog = frames // n + frames // 8 + 1024
     return {"nic": NicConfig(max_inflight_messages=INFLIGHT_MESSAGES),
-            "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n))}
+            "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n),
+                                   queue_frames=max(base.queue_frames, backlog),
+                                   buffer_slots=max(base.buffer_slots, 2 * n * backlog))}
 
 
 def loss_recovery(n: int, nbytes: int) -> tuple[dict, dict]:
     """Loss recovery of the NIC variants: the handlers' per-hop NACKs on a timer of
-    LOSS_TIMEOUT_NS (20 µs: well above a hop's round trip, ~2 µs on a fat tree, so a tick
+    LOSS_TIMEOUT_NS (5 µs: above a hop's round trip, ~2-4 µs on a fat tree, so a tick
     that saw no arrival means a loss, not a slow neighbour)."""
     return {}, {"timeout_ns": LOSS_TIMEOUT_NS}
 

@@ -32,6 +32,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ..config import _Frozen
+from ..errors import ConfigError
 from ..topology import Topology
 from .inventory import ACCELERATOR, INTERNAL, bisection_gbps
 
@@ -158,3 +159,29 @@ def topology_cost(topo: Topology, model: CostModel | None = None,
                 links_usd=links_usd, watts=watts, nic_ports=nic_ports,
                 links_by_class=tuple(sorted(classes.items())),
                 bisection_gbps=bisection if bisection is not None else bisection_gbps(topo))
+
+
+def load_cost_model(path: str | None) -> CostModel:
+    """CostModel() updated by the TOML file at ``path`` (its keys are CostModel fields)."""
+    if path is None:
+        return CostModel()
+    import tomllib
+    from pathlib import Path
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"--cost {path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--cost {path}: not TOML ({exc})") from None
+    unknown = sorted(set(data) - set(CostModel.model_fields))
+    if unknown:
+        raise ConfigError(f"--cost {path}: unknown field {unknown[0]!r}; valid fields: "
+                          f"{', '.join(CostModel.model_fields)}")
+    radices = data.get("switch_usd_by_radix")
+    if isinstance(radices, dict):
+        bad = [k for k in radices if not str(k).isdigit()]
+        if bad:
+            raise ConfigError(f"--cost {path}: switch_usd_by_radix key {bad[0]!r}: expected a "
+                              f"port count such as 64")
+        data["switch_usd_by_radix"] = {int(k): v for k, v in radices.items()}
+    return CostModel.make(**data)
