@@ -83,3 +83,14 @@ def test_scenario_file_finishes(path):
     run.result.require_finished()
     assert run.checks_passed
     assert run.result.messages
+
+
+def test_cost_compare_example():
+    """Topologies priced per bandwidth with a cost model of the script's own, measured at
+    16 hosts (examples/topologies/cost_compare.py)."""
+    r = subprocess.run([sys.executable, str(EXAMPLES / "topologies" / "cost_compare.py"),
+                        "--measure-bytes", "1MiB"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "hamming_mesh" in r.stdout and "supernode" in r.stdout
+    assert "fat tree / HammingMesh, cost per GB/s of allreduce:" in r.stdout

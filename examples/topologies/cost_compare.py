@@ -4,7 +4,7 @@ bisection, and the allreduce and all-to-all bandwidth each delivers per host, me
 runs. The same table as ``spin topo --compare --compare-hosts 16``, here with a cost model of
 your own (optics twice as expensive) to show that every price is a parameter.
 
-    PYTHONPATH=. python examples/topologies/cost_compare.py [--measure-bytes 256KiB]
+    PYTHONPATH=. python examples/topologies/cost_compare.py [--measure-bytes 1MiB]
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from spin.topologies.report import COMPARE_16, compare_table, label
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measure-bytes", default="256KiB")
+    ap.add_argument("--measure-bytes", default="1MiB")
     nbytes = parse_size(ap.parse_args().measure_bytes)
     model = CostModel(transceiver_usd=2_000.0, aoc_usd=1_800.0)
     rows = []

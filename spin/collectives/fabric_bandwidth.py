@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..config import HostConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, RunIncompleteError
 from ..runs import run
 from ..simulation import Scenario
 from ..topology import Topology
@@ -62,7 +62,11 @@ def measure_fabric(topo_factory, nbytes: int) -> FabricBandwidth:
     sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory), switch=lossless())
     wl = build_workload(sc, "all_to_all", message_bytes=chunk, phases="dispatch")
     result = run(sc, 1)
-    result.require_finished()
+    if result.unfinished_hosts():
+        raise RunIncompleteError(
+            f"fabric bandwidth: the all-to-all of {chunk:,} B per pair did not finish on "
+            f"{topo.kind} ({len(result.unfinished_hosts())} hosts waiting; frames dropped: "
+            f"{result.drops or 'none'}); try a smaller --measure-bytes")
     t_a2a = collective_times_ps(wl, result)[0]
     return FabricBandwidth(
         hosts=n, nbytes=nbytes, allreduce_gbytes_per_s=ar.algbw_gbytes_per_s,
