@@ -7,6 +7,7 @@ exit with status 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -234,7 +235,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
         bw = None
         if nbytes is not None:
             from .collectives.fabric_bandwidth import measure_fabric
-            bw = measure_fabric(lambda: build_topology(name, **params), nbytes)
+            bw = measure_fabric(functools.partial(build_topology, name, **params), nbytes)
         rows.append((title, inv, cost, bw))
     print(compare_table(rows))
     if args.json:

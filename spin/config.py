@@ -173,7 +173,7 @@ class HostConfig(_Frozen):
     pipeline_chunk_bytes: int = Field(0, ge=0)
 
     @classmethod
-    def preset(cls, name: str) -> "HostConfig":
+    def preset(cls, name: str) -> HostConfig:
         """The host model ``name`` of HOST_PRESETS (``cpu``, ``gpu``)."""
         if name not in HOST_PRESETS:
             raise ConfigError(f"host preset {name!r}; valid choices: "

@@ -9,6 +9,7 @@ your own (optics twice as expensive) to show that every price is a parameter.
 from __future__ import annotations
 
 import argparse
+import functools
 
 from spin.collectives.fabric_bandwidth import measure_fabric
 from spin.collectives.report import parse_size
@@ -27,7 +28,7 @@ def main() -> None:
         topo = build_topology(name, **params)
         inv = topology_inventory(topo)
         cost = topology_cost(topo, model, inv.bisection_gbps)
-        bw = measure_fabric(lambda: build_topology(name, **params), nbytes)
+        bw = measure_fabric(functools.partial(build_topology, name, **params), nbytes)
         rows.append((label(name, params), inv, cost, bw))
     print(compare_table(rows))
     by_kind = {title.split()[0]: (inv, cost, bw) for title, inv, cost, bw in rows}

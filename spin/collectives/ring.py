@@ -55,29 +55,29 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     chunk_bytes = scenario.host.pipeline_chunk_bytes
     b = Builder(scenario, hosts, dtype, qp, 1)
     b.mark_all(plan.start_mark)
+    def send(r: int, blk: int, to_scratch: int | None, lo: int, c: int) -> None:
+        """Rank r posts chunk [lo, lo + c) of block ``blk`` to its right neighbour: into its
+        scratch region ``to_scratch`` (reduce-scatter) or in place (allgather, None)."""
+        at = data + (off[blk] + lo) * w
+        dst = at if to_scratch is None else scratch + to_scratch * region + lo * w
+        b.send(r, (r + 1) % n, 0, at, dst, c)
+
     for r in range(n):
-        right = (r + 1) % n
-
-        def send(blk: int, to_scratch: int | None, lo: int, c: int) -> None:
-            at = data + (off[blk] + lo) * w
-            dst = at if to_scratch is None else scratch + to_scratch * region + lo * w
-            b.send(r, right, 0, at, dst, c)
-
         for lo, c in chunk_ranges(counts[r], w, chunk_bytes):      # reduce-scatter step 0
-            send(r, 0, lo, c)
+            send(r, r, 0, lo, c)
         for s in range(n - 1):                       # reduce-scatter: reduce, pass on
             in_blk = (r - s - 1) % n
             for lo, c in chunk_ranges(counts[in_blk], w, chunk_bytes):
                 b.recv(r, 0, c)
                 b.reduce(r, data + (off[in_blk] + lo) * w, scratch + s * region + lo * w, c)
                 # step s+1 of the reduce-scatter, or allgather step 0 once the sum is whole
-                send(in_blk, s + 1 if s < n - 2 else None, lo, c)
+                send(r, in_blk, s + 1 if s < n - 2 else None, lo, c)
         for s in range(n - 1):                       # allgather: receive in place, pass on
             in_blk = (r - s) % n
             for lo, c in chunk_ranges(counts[in_blk], w, chunk_bytes):
                 b.recv(r, 0, c)
                 if s < n - 2:
-                    send(in_blk, None, lo, c)
+                    send(r, in_blk, None, lo, c)
     b.mark_all(plan.end_mark)
     if inputs is not None:
         write_inputs(scenario, plan, inputs)

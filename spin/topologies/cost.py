@@ -69,7 +69,7 @@ class CostModel(_Frozen):
     default_link_class: LinkClass = "aoc"
 
     @model_validator(mode="after")
-    def _radices(self) -> "CostModel":
+    def _radices(self) -> CostModel:
         if not self.switch_usd_by_radix:
             raise ValueError("switch_usd_by_radix must price at least one radix")
         for radix, usd in self.switch_usd_by_radix.items():
@@ -149,10 +149,10 @@ def topology_cost(topo: Topology, model: CostModel | None = None,
         links_usd += usd
         watts += w
         for end in (link.a, link.b):
-            if end in topo.hosts and cls != "none":
-                nic_ports += 1
-            elif end not in topo.hosts and topo.switch_role(end) == ACCELERATOR \
-                    and cls not in ("none", "pcb"):
+            host_port = end in topo.hosts and cls != "none"
+            accelerator_port = end not in topo.hosts and cls not in ("none", "pcb") \
+                and topo.switch_role(end) == ACCELERATOR
+            if host_port or accelerator_port:
                 nic_ports += 1
     watts += nic_ports * model.nic_port_watts
     return Cost(switches_usd=switches_usd, nic_ports_usd=nic_ports * model.nic_port_usd,
