@@ -57,7 +57,7 @@ def run_case(scenario: str, name: str) -> dict:
     else:
         alg = algorithm(name)
         need = -(-alg.plan_memory(hosts, count, "float32") // PAGE_BYTES) * PAGE_BYTES
-        configs = alg.configs(hosts) if alg.configs is not None else {}
+        configs = alg.configs(hosts, count * 4) if alg.configs is not None else {}
         # the ring's 2 x 1023 one-packet messages per rank need more room than the defaults
         own = configs.get("engine", EngineConfig())
         configs["engine"] = own.model_copy(update={

@@ -1,30 +1,31 @@
 """NIC-offloaded ring allreduce (sPIN / Flare style): the NICs reduce and forward, the hosts only
-post their vector and wait for one event.
+post their vector to their own NIC and wait for one event.
 
-Rank r's host posts its block r (a plain RDMA write) to its right neighbour. From then on every
-packet is handled on NICs, one payload-handler run per packet, with no host round trip:
+Streaming the host's data: rank r's host posts its vector to its own node, one RDMA WRITE per
+block, in the order the ring needs them (block r, r-1, r-2, ...: ``local_address`` tags them).
+The NIC's send engine reads them from host memory with pipelined PCIe reads (as any post: reads
+back to back, paced by PCIe bandwidth, no round trip per chunk) and turns them around through
+its loopback into its own receive path. No handler ever waits on PCIe: a packet of the host's
+vector and the neighbour's partial of the same range meet in the range's slot of handler memory,
+and whichever arrives second does the add.
 
-* reduce-scatter step s (0..n-2): the packet carries the partial sum of one packet-sized range
-  of block (r-s-1) mod n. The handler adds the same range of its own host's vector and sends
-  the new partial on to the right (``spin_send_packet``). The host's vector is read once into
-  handler memory, in chunks of ``chunk_packets`` packets: the first packet that needs a chunk
-  reads it, and the next ``PREFETCH_CHUNKS`` of its block (``spin_dma_from_host``, blocking:
-  that HPU waits for the PCIe transfers); a packet whose chunk is still in flight waits for it
-  (``spin_add_cycles``, up to the read's completion estimated from the PCIe latency and rate).
-  A read per packet instead would bind every HPU for a PCIe round trip: 32 HPUs x 1 KiB per
-  ~1.1 µs is less than a 400 Gb/s link delivers. At step n-2 the sum is complete: it is
-  DMAed to host memory (the rank's result) and sent on as allgather step n-1.
-* allgather step s (n-1..2n-3): the packet carries a finished range; the handler DMAs it to host
-  memory and forwards it until every rank has it.
+* step 0: a packet of block r (the host's own) is sent on to the right as it is.
+* reduce-scatter step s (0..n-2) from the left: the partial sum of one packet-sized range of
+  block (r-s-1) mod n; plus the host's values of that range, it goes on to the right
+  (``spin_send_packet``) as step s+1. At step n-2 the sum is complete: it is DMAed to host
+  memory (the rank's result) and sent on as allgather step n-1.
+* allgather step s (n-1..2n-3): a finished range; the handler DMAs it to host memory and
+  forwards it until every rank has it.
 * once every byte of its result is written, the handler raises one host event.
 
 Block b is summed in the host ring's order (x_b + x_{b+1} + ... added one rank at a time), so
 float results equal the host ring's bit for bit.
 
-The step travels in the RETH address: ``va = step << STEP_SHIFT | host address of the range``.
-Host posts use QP ``qp``, NIC-sent packets ``qp + 1`` (the receiver keys open messages on source
-and QP: single-packet messages must not share a key with a host's multi-packet one), so the
-execution context matches on the source (the left neighbour).
+The step travels in the RETH address: ``va = step << STEP_SHIFT | host address of the range``;
+tags above the steps mark the host's own data (LOCAL_TAG), the loss timer (TIMER_TAG) and NACKs
+(NACK_TAG + step). Everything uses QP ``qp`` (the execution context matches it): the host's
+multi-packet posts come from the NIC's own node, NIC-sent single-packet messages from the
+neighbours, so their receive keys never meet.
 
 Wire encodings after the first hop (the first hop always carries the host's dense values):
 
@@ -39,14 +40,16 @@ Wire encodings after the first hop (the first hop always carries the host's dens
   ``hash_slots`` entries per HPU; a pair that finds no slot within ``HASH_PROBES`` probes is sent
   on unaggregated (Flare's stash), and receivers add duplicate indices.
 
-Loss and duplicates: a flag byte per (range, phase) makes every handler idempotent, and a
-duplicate regenerates what the original sent downstream (from the host copy of the result once
-that exists), so a host that re-posts its block repairs any packet lost along the ring.
+Loss (per hop, in the handlers): every slot keeps what this NIC sent for its range (the partial
+it produced, or the finished range it forwarded), and flag bits make every packet idempotent.
+With ``timeout_ns`` > 0 a handler timer (``spin_set_timer``) ticks while packets from the left
+are missing; a tick that finds no new arrival since the previous one sends the left neighbour a
+NACK per missing (step, range), and the left resends it from its slot if it sent it (else it is
+missing its own input, which its own timer recovers first). Lossless runs see no NACK.
 
 Handler memory (int64): ``HEADER_WORDS`` words of parameters and counters (names below), then a
 byte area: one work area per HPU (``area_bytes``: local values, outgoing packet, hash table),
-the flag bytes (``block x packets_per_block + k``), the estimated ready time of every chunk of
-the host's vector (int64, 0: not asked yet), and the cached vector at its host offsets.
+a flag byte and an int32 length per (block, packet), and one MTU slot per (block, packet).
 """
 import math
 
@@ -54,19 +57,18 @@ import numba as nb
 import numpy as np
 
 from handlers.half_floats import bf16_bits, f16_bits, f16_value
-from spin.api import (SUCCESS, spin_add_cycles, spin_dma_from_host, spin_dma_to_host,
-                      spin_host_event, spin_hpu, spin_msg_addr, spin_msg_offset, spin_now_ps,
-                      spin_send_packet)
+from spin.api import (SUCCESS, spin_add_cycles, spin_dma_to_host, spin_host_event, spin_hpu,
+                      spin_msg_addr, spin_msg_offset, spin_send_packet, spin_set_timer)
 from spin.handler import HandlerProgram, handler
 from spin.scenario_code import program_factory
 
 # parameter and counter words
-(N, RANK, RIGHT, FWD_QP, DTYPE, MODE, TOTAL, DONE, COUNT, PPB, MTU, AREA, HASH_SLOTS,
- FLAGS_OFF, MAX_PAIRS, DATA_ADDR, EVENTS, DUPLICATES, STASHED, DENSE_FALLBACKS, CHUNK,
- CPB, READY_OFF, CACHE_OFF, PCIE_LAT_PS, PCIE_MPS_PER_BYTE, CYCLE_PS, CHUNK_READS) = range(28)
+(N, RANK, LEFT, RIGHT, QP, DTYPE, MODE, TOTAL, DONE, COUNT, PPB, MTU, AREA, HASH_SLOTS,
+ FLAGS_OFF, LENS_OFF, SLOTS_OFF, MAX_PAIRS, DATA_ADDR, EVENTS, DUPLICATES, STASHED,
+ DENSE_FALLBACKS, TIMEOUT_PS, RECEIVED, EXPECTED, RECEIVED_AT_TICK, TIMER_ARMED, NACKS_SENT,
+ RESENDS, EARLY_PARTIALS, TICKS) = range(32)
 HEADER_WORDS = 32
-PREFETCH_CHUNKS = 2
-READ_ISSUE_CYCLES = 80   # the handler's work before its reads leave: base cost + bookkeeping
+NACK_LIMIT = 200          # NACKs per tick (a handler issues at most 256 commands)
 
 DENSE, INT8, SPARSE, SPARSE_HASH = 0, 1, 2, 3
 MODES = {"dense": DENSE, "int8": INT8, "sparse": SPARSE, "sparse_hash": SPARSE_HASH}
@@ -76,7 +78,8 @@ WIDTHS = {INT32: 4, FLOAT32: 4, FLOAT16: 2, BFLOAT16: 2}
 
 STEP_SHIFT = 40
 ADDR_MASK = (1 << STEP_SHIFT) - 1
-RS_SEEN, AG_SEEN = 1, 2
+LOCAL_TAG, TIMER_TAG, NACK_TAG = 1 << 20, (1 << 20) + 1, 1 << 21
+LOCAL_IN, RING_IN, RS_DONE, AG_SEEN = 1, 2, 4, 8     # flag bits of a (block, packet) slot
 HASH_PROBES = 8
 SPARSE_HEADER = 4
 
@@ -270,35 +273,6 @@ def _hash_step(pkt, pktv, local, out, outv, keys, hv, slots, m, mem):
     return _sparse_len(nout), cycles
 
 
-# --- the host's vector, cached in handler memory ---------------------------------------------
-@nb.njit(cache=True, _nrt=False)
-def _local_range(ctx, mem, byt, block, bstart_b, bbytes, k, addr):
-    """Byte offset of the host's values at ``addr`` in the cache, after making sure the chunk
-    holding them is read (or waited for) and the next PREFETCH_CHUNKS of the block are asked."""
-    ch = mem[CHUNK]
-    mtu = mem[MTU]
-    c = k // ch
-    ready = byt[mem[READY_OFF]:mem[READY_OFF] + 8 * mem[N] * mem[CPB]].view(np.int64)
-    now = spin_now_ps(ctx)
-    t = now + READ_ISSUE_CYCLES * mem[CYCLE_PS]
-    last = (bbytes - 1) // (ch * mtu)
-    for j in range(c, min(c + PREFETCH_CHUNKS, last) + 1):
-        slot = block * mem[CPB] + j
-        if ready[slot] != 0:
-            continue
-        lo = j * ch * mtu
-        size = min(ch * mtu, bbytes - lo)
-        spin_dma_from_host(ctx, mem[DATA_ADDR] + bstart_b + lo, byt,
-                           mem[CACHE_OFF] + bstart_b + lo, size)
-        t += 2 * mem[PCIE_LAT_PS] + (size * mem[PCIE_MPS_PER_BYTE] + 999) // 1000
-        ready[slot] = t
-        mem[CHUNK_READS] += 1
-    wait = ready[block * mem[CPB] + c] - now
-    if wait > 0:
-        spin_add_cycles(ctx, (wait + mem[CYCLE_PS] - 1) // mem[CYCLE_PS])
-    return mem[CACHE_OFF] + addr - mem[DATA_ADDR]
-
-
 # --- the handler ------------------------------------------------------------------------------
 @nb.njit(cache=True, _nrt=False)
 def _encode(mem, byt, local, out, m):
@@ -388,8 +362,181 @@ def _written(ctx, mem, nbytes):
         spin_host_event(ctx, 1)
 
 
-# Per packet: a blocking PCIe read of the local range, one add per element (0.25 cycle/byte,
-# as handlers/reduce.py), one send; re-encoding (int8, sparse) is charged per element below.
+@nb.njit(cache=True, _nrt=False)
+def _block_start(mem, block):
+    """(first element, elements) of ``block``: the first COUNT % N blocks hold one more."""
+    n = mem[N]
+    base, extra = mem[COUNT] // n, mem[COUNT] % n
+    return block * base + min(block, extra), base + (1 if block < extra else 0)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _block_of_element(mem, e):
+    n = mem[N]
+    base, extra = mem[COUNT] // n, mem[COUNT] % n
+    if e < extra * (base + 1):
+        return e // (base + 1)
+    return extra + (e - extra * (base + 1)) // base
+
+
+@nb.njit(cache=True, _nrt=False)
+def _received_block(n, rank, step):
+    """The block rank ``rank`` receives from its left neighbour at ``step``: reduce-scatter
+    steps 0..n-2 carry partials of block (rank-step-1), allgather steps n-1..2n-3 finished
+    block (rank-step+n-1)."""
+    if step < n - 1:
+        return (rank - step - 1) % n
+    return (rank - (step - n + 1)) % n
+
+
+@nb.njit(cache=True, _nrt=False)
+def _slot(mem, block, k):
+    """Byte offset of packet ``k`` of ``block``'s slot (one MTU) and index of its flag/length."""
+    i = block * mem[PPB] + k
+    return mem[SLOTS_OFF] + i * mem[MTU], i
+
+
+@nb.njit(cache=True, _nrt=False)
+def _keep(byt, mem, i, at, src, ln):
+    """Copy ``ln`` bytes of ``src`` into slot ``i`` (at byte ``at``) and record its length."""
+    for j in range(ln):
+        byt[at + j] = src[j]
+    byt[mem[LENS_OFF]:mem[LENS_OFF] + 4 * mem[N] * mem[PPB]].view(np.int32)[i] = ln
+
+
+@nb.njit(cache=True, _nrt=False)
+def _kept_len(byt, mem, i):
+    return byt[mem[LENS_OFF]:mem[LENS_OFF] + 4 * mem[N] * mem[PPB]].view(np.int32)[i]
+
+
+@nb.njit(cache=True, _nrt=False)
+def _arm(ctx, mem, byt):
+    spin_set_timer(ctx, mem[TIMEOUT_PS], mem[QP], byt, 0, 4, TIMER_TAG << STEP_SHIFT)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _reduced(ctx, mem, byt, step, block, k, addr, at, i, o, ln, m, w):
+    """Step ``step``'s partial of (block, k) is combined into the packet at ``o`` (``ln`` B):
+    keep it in the slot (a neighbour's NACK resends it), write it to host memory if it is the
+    finished sum, and send it on as step + 1."""
+    _keep(byt, mem, i, at, byt[o:o + ln], ln)
+    f = mem[FLAGS_OFF] + i
+    byt[f] = byt[f] | RS_DONE
+    if step == mem[N] - 2:
+        local = spin_hpu(ctx) * mem[AREA]
+        if mem[MODE] != DENSE:               # every rank holds what the others will decode
+            _decode(mem, byt, byt[at:at + ln], local, m)
+            spin_dma_to_host(ctx, addr, byt, local, m * w)
+        else:
+            spin_dma_to_host(ctx, addr, byt, at, m * w)
+        _written(ctx, mem, m * w)
+    spin_send_packet(ctx, mem[RIGHT], mem[QP], byt, at, ln, ((step + 1) << STEP_SHIFT) | addr)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _combine_into_slot(ctx, mem, byt, ring, local_src, step, block, k, addr, at, i, m, w):
+    """The partial ``ring`` (a packet of step ``step``) plus this host's values ``local_src``,
+    both complete now, whichever came second."""
+    area = spin_hpu(ctx) * mem[AREA]
+    local, out = area, area + mem[MTU]
+    for j in range(m * w):
+        byt[local + j] = local_src[j]
+    o, ln, cycles = _combine(mem, byt, ring, step, local, out, area, m)
+    spin_add_cycles(ctx, cycles)
+    _reduced(ctx, mem, byt, step, block, k, addr, at, i, o, ln, m, w)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _local_packet(ctx, pkt, mem, byt, addr, w):
+    """A packet of this host's vector, streamed by the NIC's DMA (the host's loopback post)."""
+    n, rank = mem[N], mem[RANK]
+    e = (addr - mem[DATA_ADDR]) // w
+    block = _block_of_element(mem, e)
+    bstart, belems = _block_start(mem, block)
+    k = (addr - mem[DATA_ADDR] - bstart * w) // mem[MTU]
+    m = min(mem[MTU] // w, belems - k * (mem[MTU] // w))
+    if block >= n or k < 0 or m <= 0 or pkt.shape[0] != m * w:
+        raise ValueError("nic allreduce: local packet outside the vector")
+    if mem[TIMEOUT_PS] > 0 and mem[TIMER_ARMED] == 0:
+        mem[TIMER_ARMED] = 1
+        _arm(ctx, mem, byt)
+    at, i = _slot(mem, block, k)
+    f = mem[FLAGS_OFF] + i
+    seen = byt[f]
+    if seen & LOCAL_IN:
+        mem[DUPLICATES] += 1
+        return
+    if block == rank:                       # step 0: the host's own block goes out as is
+        byt[f] = seen | LOCAL_IN | RS_DONE
+        _keep(byt, mem, i, at, pkt, m * w)
+        spin_send_packet(ctx, mem[RIGHT], mem[QP], pkt, 0, m * w, addr)
+        return
+    byt[f] = seen | LOCAL_IN
+    if seen & RING_IN:                      # the partial came first: it waits in the slot
+        step = (rank - block - 1) % n
+        _combine_into_slot(ctx, mem, byt, byt[at:at + _kept_len(byt, mem, i)], pkt, step,
+                           block, k, addr, at, i, m, w)
+    else:
+        _keep(byt, mem, i, at, pkt, m * w)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _nack(ctx, mem, byt, step, addr, w):
+    """The right neighbour misses step ``step`` of the range at ``addr``: resend what this NIC
+    sent then, if it did (else its own timer recovers its input first)."""
+    n = mem[N]
+    if step < 0 or step > 2 * n - 3:
+        raise ValueError("nic allreduce: NACK for a step outside the allreduce")
+    block = _received_block(n, (mem[RANK] + 1) % n, step)
+    bstart, belems = _block_start(mem, block)
+    k = (addr - mem[DATA_ADDR] - bstart * w) // mem[MTU]
+    if k < 0 or k * (mem[MTU] // w) >= belems:
+        raise ValueError("nic allreduce: NACK for a range outside the vector")
+    at, i = _slot(mem, block, k)
+    seen = byt[mem[FLAGS_OFF] + i]
+    if step < n - 1:
+        have = (seen & RS_DONE) != 0 and (seen & AG_SEEN) == 0
+    elif step == n - 1:
+        have = (seen & RS_DONE) != 0
+    else:
+        have = (seen & AG_SEEN) != 0
+    if have:
+        mem[RESENDS] += 1
+        spin_send_packet(ctx, mem[RIGHT], mem[QP], byt, at, _kept_len(byt, mem, i),
+                         (step << STEP_SHIFT) | addr)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _tick(ctx, mem, byt, w):
+    """The loss timer: while packets from the left are missing, and none arrived since the
+    last tick, ask the left neighbour for every missing one (at most NACK_LIMIT a tick)."""
+    mem[TICKS] += 1
+    if mem[RECEIVED] >= mem[EXPECTED]:
+        mem[TIMER_ARMED] = 0
+        return
+    if mem[RECEIVED] == mem[RECEIVED_AT_TICK]:
+        n, rank, per = mem[N], mem[RANK], mem[MTU] // w
+        sent, scanned = 0, 0
+        for step in range(2 * n - 2):
+            block = _received_block(n, rank, step)
+            bstart, belems = _block_start(mem, block)
+            for k in range((belems + per - 1) // per):
+                scanned += 1
+                seen = byt[mem[FLAGS_OFF] + block * mem[PPB] + k]
+                got = (seen & (RING_IN | RS_DONE)) if step < n - 1 else (seen & AG_SEEN)
+                if got == 0 and sent < NACK_LIMIT:
+                    addr = mem[DATA_ADDR] + (bstart + k * per) * w
+                    spin_send_packet(ctx, mem[LEFT], mem[QP], byt, 0, 4,
+                                     ((NACK_TAG + step) << STEP_SHIFT) | addr)
+                    sent += 1
+        mem[NACKS_SENT] += sent
+        spin_add_cycles(ctx, scanned)
+    mem[RECEIVED_AT_TICK] = mem[RECEIVED]
+    _arm(ctx, mem, byt)
+
+
+# Per packet: one add per element (0.25 cycle/byte, as handlers/reduce.py) or a copy into the
+# packet's slot, one send; re-encoding (int8, sparse) is charged per element in _combine.
 @handler(cycles=60, cycles_per_byte=0.25)
 def allreduce_payload(ctx, pkt, mem):
     va = spin_msg_addr(ctx) + spin_msg_offset(ctx)
@@ -397,61 +544,58 @@ def allreduce_payload(ctx, pkt, mem):
     addr = va & ADDR_MASK
     n, rank = mem[N], mem[RANK]
     w = 2 if mem[DTYPE] >= FLOAT16 else 4
-    mtu = mem[MTU]
-    block = (rank - step - 1) % n if step < n - 1 else (rank - (step - n + 1)) % n
-    base, extra = mem[COUNT] // n, mem[COUNT] % n
-    bstart = block * base + min(block, extra)
-    belems = base + (1 if block < extra else 0)
-    per = mtu // w
-    k = (addr - mem[DATA_ADDR] - bstart * w) // mtu
-    m = min(per, belems - k * per)
-    if step < 0 or step > 2 * n - 3 or k < 0 or m <= 0 or k >= mem[PPB]:
-        raise ValueError("nic allreduce: packet outside the allreduce's ranges")
     byt = mem[HEADER_WORDS:].view(np.uint8)
-    area = spin_hpu(ctx) * mem[AREA]
-    local, out = area, area + mtu
-    flag = mem[FLAGS_OFF] + block * mem[PPB] + k
-    seen = byt[flag]
-    right, qp = mem[RIGHT], mem[FWD_QP]
+    if step == LOCAL_TAG:
+        _local_packet(ctx, pkt, mem, byt, addr, w)
+        return SUCCESS
+    if step == TIMER_TAG:
+        _tick(ctx, mem, byt, w)
+        return SUCCESS
+    if step >= NACK_TAG:
+        _nack(ctx, mem, byt, step - NACK_TAG, addr, w)
+        return SUCCESS
+    if step < 0 or step > 2 * n - 3:
+        raise ValueError("nic allreduce: packet outside the allreduce's steps")
+    block = _received_block(n, rank, step)
+    bstart, belems = _block_start(mem, block)
+    per = mem[MTU] // w
+    k = (addr - mem[DATA_ADDR] - bstart * w) // mem[MTU]
+    m = min(per, belems - k * per)
+    if k < 0 or m <= 0 or k >= mem[PPB]:
+        raise ValueError("nic allreduce: packet outside the allreduce's ranges")
+    at, i = _slot(mem, block, k)
+    f = mem[FLAGS_OFF] + i
+    seen = byt[f]
     if step >= n - 1:                                            # allgather
-        byt[flag] = seen | AG_SEEN
         if seen & AG_SEEN:
             mem[DUPLICATES] += 1
+            return SUCCESS
+        mem[RECEIVED] += 1
+        byt[f] = seen | AG_SEEN
+        _keep(byt, mem, i, at, pkt, pkt.shape[0])                # for the right's NACKs
+        if mem[MODE] == DENSE:
+            spin_dma_to_host(ctx, addr, pkt, 0, m * w)
         else:
-            if mem[MODE] == DENSE:
-                spin_dma_to_host(ctx, addr, pkt, 0, m * w)
-            else:
-                _decode(mem, byt, pkt, local, m)
-                spin_dma_to_host(ctx, addr, byt, local, m * w)
-                spin_add_cycles(ctx, m)
-            _written(ctx, mem, m * w)
+            local = spin_hpu(ctx) * mem[AREA]
+            _decode(mem, byt, pkt, local, m)
+            spin_dma_to_host(ctx, addr, byt, local, m * w)
+            spin_add_cycles(ctx, m)
+        _written(ctx, mem, m * w)
         if step < 2 * n - 3:
-            spin_send_packet(ctx, right, qp, pkt, 0, pkt.shape[0],
+            spin_send_packet(ctx, mem[RIGHT], mem[QP], pkt, 0, pkt.shape[0],
                              ((step + 1) << STEP_SHIFT) | addr)
         return SUCCESS
-    final = step == n - 2                                       # reduce-scatter
-    if seen != 0:
-        # a duplicate: regenerate what went downstream, from the result once it exists
+    if seen & (RING_IN | RS_DONE):                               # reduce-scatter
         mem[DUPLICATES] += 1
-        if final or (seen & AG_SEEN) != 0:
-            nxt = n - 1 if final else n + (rank - block) % n
-            if nxt <= 2 * n - 3:
-                spin_dma_from_host(ctx, addr, byt, local, m * w)
-                o, ln = _encode(mem, byt, local, out, m)
-                spin_send_packet(ctx, right, qp, byt, o, ln, (nxt << STEP_SHIFT) | addr)
-            return SUCCESS
-    byt[flag] = seen | RS_SEEN
-    src = _local_range(ctx, mem, byt, block, bstart * w, belems * w, k, addr)
-    for i in range(m * w):
-        byt[local + i] = byt[src + i]
-    o, ln, cycles = _combine(mem, byt, pkt, step, local, out, area, m)
-    spin_add_cycles(ctx, cycles)
-    if final:
-        if mem[MODE] != DENSE:               # every rank holds what the others will decode
-            _decode(mem, byt, byt[o:o + ln], local, m)
-        spin_dma_to_host(ctx, addr, byt, local, m * w)
-        _written(ctx, mem, m * w)
-    spin_send_packet(ctx, right, qp, byt, o, ln, ((step + 1) << STEP_SHIFT) | addr)
+        return SUCCESS
+    mem[RECEIVED] += 1
+    if seen & LOCAL_IN:
+        _combine_into_slot(ctx, mem, byt, pkt, byt[at:at + m * w], step, block, k, addr, at, i,
+                           m, w)
+    else:                                   # this host's values are not here yet: park it
+        byt[f] = seen | RING_IN
+        mem[EARLY_PARTIALS] += 1
+        _keep(byt, mem, i, at, pkt, pkt.shape[0])
     return SUCCESS
 
 
@@ -469,34 +613,49 @@ def max_pairs(mtu: int) -> int:
     return n
 
 
-def allreduce_memory(*, n: int, rank: int, right: int, fwd_qp: int, dtype: str, mode: str,
-                     count: int, data_addr: int, mtu: int, hpus: int, pcie_latency_ns: float,
-                     pcie_rate_gbytes_per_s: float, hpu_clock_mhz: int,
-                     hash_slots: int = 64, chunk_packets: int = 32) -> np.ndarray:
+def block_packets(count: int, n: int, width: int, mtu: int) -> list[int]:
+    """Packets of every block (blocks as ``spin.collectives.common.block_counts``)."""
+    base, extra = divmod(count, n)
+    return [-(-((base + (b < extra)) * width) // mtu) for b in range(n)]
+
+
+def expected_packets(count: int, n: int, rank: int, width: int, mtu: int) -> int:
+    """Packets rank ``rank`` receives from its left neighbour: every reduce-scatter partial but
+    of its own block, every finished range but of the block it finishes itself."""
+    ppb = block_packets(count, n, width, mtu)
+    return sum(ppb) - ppb[rank] + sum(ppb) - ppb[(rank + 1) % n]
+
+
+def allreduce_memory(*, n: int, rank: int, left: int, right: int, qp: int, dtype: str,
+                     mode: str, count: int, data_addr: int, mtu: int, hpus: int,
+                     hash_slots: int = 64, timeout_ns: float = 0.0) -> np.ndarray:
     """Handler memory of rank ``rank``'s execution context (see the module docstring): the
-    parameters, then per HPU a work area, the flag bytes, the chunks' ready times and the cache
-    of the host's vector (its bytes, at the same offsets)."""
+    parameters, then per HPU a work area, the flag bytes, the slot lengths and the slots."""
     code = DTYPE_CODES[dtype]
     w = WIDTHS[code]
     per_block = -(-count // n)
     ppb = max(1, -(-(per_block * w) // mtu))
-    cpb = -(-ppb // chunk_packets)
     area = area_bytes(mtu, hash_slots)
     flags = n * ppb
-    ready_off = -(-(hpus * area + flags) // 8) * 8
-    cache_off = ready_off + 8 * n * cpb
-    words = HEADER_WORDS + -(-(cache_off + count * w) // 8)
+    lens_off = -(-(hpus * area + flags) // 8) * 8
+    slots_off = lens_off + -(-(4 * flags) // 8) * 8
+    words = HEADER_WORDS + -(-(slots_off + flags * mtu) // 8)
     mem = np.zeros(words, np.int64)
-    mem[CHUNK], mem[CPB], mem[READY_OFF], mem[CACHE_OFF] = chunk_packets, cpb, ready_off, cache_off
-    mem[PCIE_LAT_PS] = round(pcie_latency_ns * 1000)
-    mem[PCIE_MPS_PER_BYTE] = round(1_000_000 / pcie_rate_gbytes_per_s)
-    mem[CYCLE_PS] = 1_000_000 // hpu_clock_mhz
-    mem[N], mem[RANK], mem[RIGHT], mem[FWD_QP] = n, rank, right, fwd_qp
+    mem[N], mem[RANK], mem[LEFT], mem[RIGHT], mem[QP] = n, rank, left, right, qp
     mem[DTYPE], mem[MODE] = code, MODES[mode]
     mem[TOTAL], mem[COUNT], mem[PPB], mem[MTU] = count * w, count, ppb, mtu
     mem[AREA], mem[HASH_SLOTS], mem[FLAGS_OFF] = area, hash_slots, hpus * area
+    mem[LENS_OFF], mem[SLOTS_OFF] = lens_off, slots_off
     mem[MAX_PAIRS], mem[DATA_ADDR] = max_pairs(mtu), data_addr
+    mem[TIMEOUT_PS] = round(timeout_ns * 1000)
+    mem[EXPECTED] = expected_packets(count, n, rank, w, mtu)
+    mem[RECEIVED_AT_TICK] = -1
     return mem
+
+
+def local_address(addr: int) -> int:
+    """RETH address of a host's post of its own bytes at ``addr`` to its NIC."""
+    return (LOCAL_TAG << STEP_SHIFT) | addr
 
 
 @program_factory

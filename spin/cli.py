@@ -7,6 +7,7 @@ exit with status 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import replace
@@ -225,15 +226,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_topo(args: argparse.Namespace) -> int:
     from .topologies import build_topology, topology_inventory
-    from .topologies.report import (COMPARE, inventory_table, kinds_text, label, parse_params,
-                                    parse_spec)
+    from .collectives.report import parse_size
+    from .topologies.report import (COMPARE_SETS, compare_table, inventory_table, kinds_text,
+                                    label, parse_params, parse_spec)
     if args.list:
         print(kinds_text())
         return 0
     if args.param and len(args.specs) != 1:
         raise SpinError(f"--param applies to one topology; got {len(args.specs)} (write "
                         f"NAME:k=v,k=v for each of several)")
-    specs = [parse_spec(s) for s in args.specs] or (list(COMPARE) if args.compare else [])
+    specs = [parse_spec(s) for s in args.specs] or (
+        list(COMPARE_SETS[args.compare_hosts]) if args.compare else [])
     if not specs:
         raise SpinError("name a topology (spin topo fat_tree --param k=8), several, --compare "
                         "or --list")
@@ -243,9 +246,27 @@ def cmd_topo(args: argparse.Namespace) -> int:
         from .scenario_limits import check_writable
         check_writable(args.json, "--json", directory=False)   # before building, not after
     named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
-    print(inventory_table(named))
+    if not args.compare:
+        print(inventory_table(named))
+        if args.json:
+            _write_json(args.json, [{"topology": t, **inv.to_dict()} for t, inv in named])
+        return 0
+    from .topologies.cost import load_cost_model, topology_cost
+    model = load_cost_model(args.cost)
+    nbytes = None if args.no_measure else parse_size(args.measure_bytes)
+    rows = []
+    for (title, inv), (name, params) in zip(named, specs):
+        cost = topology_cost(build_topology(name, **params), model, inv.bisection_gbps)
+        bw = None
+        if nbytes is not None:
+            from .collectives.fabric_bandwidth import measure_fabric
+            bw = measure_fabric(functools.partial(build_topology, name, **params), nbytes)
+        rows.append((title, inv, cost, bw))
+    print(compare_table(rows))
     if args.json:
-        _write_json(args.json, [{"topology": t, **inv.to_dict()} for t, inv in named])
+        _write_json(args.json, [{"topology": t, **inv.to_dict(), "cost": c.to_dict(),
+                                 "bandwidth": None if b is None else b.to_dict()}
+                                for t, inv, c, b in rows])
     return 0
 
 
@@ -302,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .collectives import ALGORITHMS
     from .collectives.common import DTYPES
-    from .config import TRANSPORTS, EngineConfig
+    from .config import HOST_PRESETS, TRANSPORTS, EngineConfig
     from .endpoint.spec import MODES as ENDPOINT_MODES
     from .topologies import TOPOLOGIES
     from .workloads import WORKLOADS
@@ -394,7 +415,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter of the one topology named (repeatable), e.g. k=8")
     t.add_argument("--compare", action="store_true",
-                   help="set a built-in selection of 128-host topologies side by side")
+                   help="set a built-in selection of fat tree, leaf-spine, HammingMesh and "
+                   "supernode at equal host counts side by side (or the topologies named): cost,"
+                   " power, cost per Gb/s of bisection, and allreduce and all-to-all bandwidth "
+                   "per host measured from short runs")
+    t.add_argument("--compare-hosts", type=int, choices=(16, 128), default=128,
+                   help="host count of the built-in selection (default 128; 16 runs in seconds)")
+    t.add_argument("--measure-bytes", default="1MiB", metavar="S",
+                   help="bytes per host of the measured runs (default 1MiB)")
+    t.add_argument("--no-measure", action="store_true",
+                   help="--compare without the measured runs (cost and bisection only)")
+    t.add_argument("--cost", metavar="FILE",
+                   help="TOML file of CostModel fields overriding the default prices and powers")
     t.add_argument("--list", action="store_true", help="list kinds, parameters and valid ranges")
     t.add_argument("--json", metavar="FILE", help="write the inventories as JSON")
     t.set_defaults(func=cmd_topo)
@@ -414,9 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--loss", type=float, default=0.0, metavar="RATE",
                    help="drop this fraction of the frames on every link at random (e.g. 0.01) "
                    "and run each algorithm with its loss recovery: host algorithms over the RC "
-                   "transport, the NIC ring with block reposts on a fixed schedule (its time "
-                   "then includes the whole schedule; whole-chain reposts stop helping on long, "
-                   "lossy chains), switch aggregation with its timeouts")
+                   "transport, the NIC ring with per-hop NACKs on a handler timer, switch "
+                   "aggregation with its timeouts")
     a.add_argument("--loss-seed", type=int, default=1, metavar="N",
                    help="seed of the loss generators (default 1)")
     a.add_argument("--size", default="1MiB", metavar="S[,S...]",
@@ -428,6 +459,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "switches)")
     a.add_argument("--dtype", default="float32", choices=tuple(DTYPES),
                    help="element type (default float32; bfloat16 is stored as uint16)")
+    a.add_argument("--host-preset", default="cpu", choices=tuple(HOST_PRESETS),
+                   help="host model: cpu (an MPI rank on a server core: 5 GB/s reduction, one "
+                   "message per ring step; the default) or gpu (reduction at HBM bandwidth, "
+                   "ring steps pipelined in 512 KiB chunks as NCCL does)")
     a.add_argument("--workers", type=int, default=1, metavar="N",
                    help="worker processes (default 1; results are identical for any N)")
     a.add_argument("--json", metavar="FILE", help="write the rows as JSON")

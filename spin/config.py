@@ -190,6 +190,33 @@ class HostConfig(_Frozen):
     # per element; STREAM "add" per core on server CPUs), i.e. 200 ps per input byte.
     reduce_ps_per_byte: float = Field(200.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     qps: int = Field(64, ge=1, le=4096)
+    # Pipelining of the host ring allreduce: 0 sends each step's block as one message (MPI's
+    # ring); > 0 moves it in chunks of this many bytes, each passed on once reduced, so the
+    # reduction of one chunk overlaps the transfer of the next (NCCL's ring).
+    pipeline_chunk_bytes: int = Field(0, ge=0)
+
+    @classmethod
+    def preset(cls, name: str) -> HostConfig:
+        """The host model ``name`` of HOST_PRESETS (``cpu``, ``gpu``)."""
+        if name not in HOST_PRESETS:
+            raise ConfigError(f"host preset {name!r}; valid choices: "
+                              f"{', '.join(HOST_PRESETS)}")
+        return cls(**HOST_PRESETS[name])
+
+
+# Host models (HostConfig.preset). ``cpu``: the defaults, an MPI rank on a server core
+# (LogGOPS overheads o = 1.5 us, a 5 GB/s streaming add, one message per ring step).
+# ``gpu``: a GPU reduces at HBM bandwidth, as NCCL's reduction kernels do: HBM3 at 3.35 TB/s
+# (NVIDIA H100 SXM datasheet) moves 3 bytes per reduced input byte (two reads, one write), so
+# ~1.1 TB/s of input, 0.9 ps per byte; and NCCL's ring pipelines every step in chunks (its
+# Simple protocol splits a 4 MiB channel buffer into NCCL_STEPS = 8 slots of 512 KiB), so a
+# chunk's reduction overlaps the next chunk's transfer. Message overheads stay the cpu ones.
+HOST_PRESETS: dict[str, dict] = {
+    "cpu": {},
+    "gpu": {"reduce_ps_per_byte": 0.9, "pipeline_chunk_bytes": 512 * 1024},
+}
+
+MAX_SWITCH_HPUS = 4096
 
 
 class SwitchConfig(_Frozen):
@@ -198,10 +225,13 @@ class SwitchConfig(_Frozen):
     latency_ns: float = Field(450.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Per-port output buffer; tail drop (or trimming) beyond it.
     port_buffer_bytes: int = Field(1 << 20, ge=2048)
-    # Handler processing units: one PsPIN unit (4 clusters x 8 cores at 1 GHz) per switch, as
-    # Flare builds its programmable switch from PsPIN (De Sensi et al., SC21); matching costs as
-    # the NIC's (sPIN simulator defaults).
-    hpus: int = Field(32, ge=1, le=1024)
+    # Handler processing units. Flare builds its programmable switch from PsPIN units, one per
+    # port (De Sensi et al., "Flare: Flexible In-Network Allreduce", SC21): PsPIN's 4 clusters
+    # x 8 cores at 1 GHz keep up with one 400 Gb/s port (Di Girolamo et al., ISCA'21), so a
+    # switch has ``hpus_per_port`` x its ports HPUs (capped at MAX_SWITCH_HPUS) unless ``hpus``
+    # sets the total. Matching costs as the NIC's (sPIN simulator defaults).
+    hpus: int | None = Field(None, ge=1, le=4096)
+    hpus_per_port: int = Field(32, ge=1, le=1024)
     hpu_clock_mhz: int = Field(1000, ge=1)
     match_header_cycles: int = Field(100, ge=0)
     match_packet_cycles: int = Field(10, ge=0)
@@ -257,6 +287,13 @@ class SwitchConfig(_Frozen):
     @classmethod
     def _known_scheme(cls, name: str) -> str:
         return port_schemes().check(name)
+
+    def hpus_for(self, ports: int) -> int:
+        """HPUs of a switch with ``ports`` ports: ``hpus`` if set, else ``hpus_per_port`` per
+        port (at most MAX_SWITCH_HPUS)."""
+        if self.hpus is not None:
+            return self.hpus
+        return max(1, min(MAX_SWITCH_HPUS, self.hpus_per_port * ports))
 
     @model_validator(mode="after")
     def _ecn_band(self) -> "SwitchConfig":

@@ -64,7 +64,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     sizes = S.StateSizes(
         n_devs=n_devs, n_ports=n_ports, n_nodes=n_hosts, n_switches=n_sw,
         n_ecs=len(sc.contexts), n_progs=len(programs), n_host_ops=n_ops,
-        host_mem_total=host_stride * n_hosts, max_hpus=max(nic.hpus, sw.hpus), max_qp=host.qps,
+        host_mem_total=host_stride * n_hosts, max_hpus=max([nic.hpus] + [sw.hpus_for(len(ports[s])) for s in topo.switches]), max_qp=host.qps,
         n_marks=max(len(sc.mark_index), 1), slot_bytes=slot_bytes, n_slots=eng.buffer_slots,
         queue_frames=eng.queue_frames, max_events=eng.max_events_pending,
         max_rx_messages=eng.max_rx_messages, max_tx_messages=eng.max_tx_messages,
@@ -145,7 +145,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     latency = getattr(topo, "switch_latency_ns", None)
     for s, name in enumerate(topo.switches):
         lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-        configure_switch(st, n_hosts + s, s, n_hosts + s, sw, lat,
+        configure_switch(st, n_hosts + s, s, n_hosts + s,
+                         sw.model_copy(update={"hpus": sw.hpus_for(len(ports[name]))}), lat,
                          sc.switch_load_balancing.get(name, sw.load_balancing))
     for (name, toward), fields in sc.port_overrides.items():
         cfg = sc.port_switch_config(name, toward, fields)

@@ -3,9 +3,9 @@ numpy's, float results are bit for bit those of the lossless run (each variant a
 that does not depend on timing), and the loss really happened.
 
 How each recovers (``Algorithm.recovery``): host algorithms ride the RoCEv2 reliable connection;
-the NIC ring's hosts repost their blocks; switch aggregation's workers retransmit on timeout and
-the switch answers from its shadow copies. One engine (every algorithm's handler programs) serves
-all runs."""
+the NIC ring's handlers NACK lost packets hop by hop; switch aggregation's workers retransmit on
+timeout and the switch answers from its shadow copies. One engine (every algorithm's handler
+programs) serves all runs."""
 from __future__ import annotations
 
 import numpy as np

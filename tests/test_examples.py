@@ -142,3 +142,14 @@ def test_spin_train_examples(tmp_path, trace, algo, collectives):
     assert all(r["step_us"] > r["compute_us"] > 0 for r in report["ranks"])
     events = json.loads(timeline.read_text())["traceEvents"]
     assert {e["tid"] for e in events if e["ph"] == "X"} == {0, 1, 2, 3}
+
+
+def test_cost_compare_example():
+    """Topologies priced per bandwidth with a cost model of the script's own, measured at
+    16 hosts (examples/topologies/cost_compare.py)."""
+    r = subprocess.run([sys.executable, str(EXAMPLES / "topologies" / "cost_compare.py"),
+                        "--measure-bytes", "1MiB"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "hamming_mesh" in r.stdout and "supernode" in r.stdout
+    assert "fat tree / HammingMesh, cost per GB/s of allreduce:" in r.stdout

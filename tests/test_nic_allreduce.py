@@ -1,6 +1,7 @@
 """NIC-offloaded allreduce (sPIN handlers, spin.collectives.nic): results against numpy and
 against the host ring, the int8 and sparse encodings with their error and their bytes on the
-wire, duplicates and lost frames repaired by reposts, 1 vs 2 workers, and the CLI table/plot.
+wire, lost frames repaired hop by hop, the time against the link bound, 1 vs 2 workers, and
+the CLI table/plot.
 
 Every scenario runs the one ``nic_allreduce`` program (ring scenarios are compiled for it too),
 so the whole module costs a single engine compile.
@@ -14,9 +15,11 @@ from handlers import nic_allreduce as H
 from spin.cli import main
 from spin.collectives import nic
 from spin.collectives.measure import allreduce_scenario, check_result, evaluate, make_inputs
+from spin.collectives.theory import streaming_ring_bound
 from spin.config import LinkConfig
 from spin.simulation import Scenario, Simulation
 from spin.testing import run, run_both
+from spin.topologies import build_topology
 from spin.topology import Topology
 
 PROGRAMS = nic.programs()
@@ -103,42 +106,73 @@ def test_sparse_hash_stash_and_dense_fallback_stay_exact():
     assert sum(int(m[H.DENSE_FALLBACKS]) for m in mems) > 0
 
 
-def test_lost_frames_are_repaired_by_a_repost():
-    """Host 2's link is down for 3 µs in the middle of the run: frames are lost, and every host
-    posts its block once more at 40 µs. Handlers skip what they already did and regenerate
-    what went downstream, so every rank still ends with numpy's exact int32 sum."""
+def test_lost_frames_are_repaired_hop_by_hop():
+    """Host 2's link is down for 3 µs in the middle of the run: frames are lost; the handlers'
+    loss timer finds the gaps and NACKs the left neighbour, which resends from its slots, so
+    every rank still ends with numpy's exact int32 sum."""
     n, count = 4, 6000
     inputs = make_inputs(n, count, "int32", seed=9)
     topo = Topology.star(n)
     link = next(i for i, l in enumerate(topo.links) if topo.hosts[2] in (l.a, l.b))
     sc = Scenario(topo, engine_programs=PROGRAMS)
-    plan = nic.build_variant("nic", sc, count, "int32", inputs=inputs, repost_after_ns=(40000,))
-    sc.link_down(link, 6000)
-    sc.link_up(link, 9000)
-    result = run(sc, 1, read=plan.reads())
+    plan = nic.build_variant("nic", sc, count, "int32", inputs=inputs, timeout_ns=5000)
+    sc.link_down(link, 3000)
+    sc.link_up(link, 6000)
+    sim = Simulation(sc, quiet=True)
+    result = sim.run()
     result.require_finished()
     assert result.drops.get("link_down", 0) > 0
+    mems = [sim.handler_memory(c) for c in sc.contexts]
+    assert sum(int(m[H.NACKS_SENT]) for m in mems) > 0
+    assert sum(int(m[H.RESENDS]) for m in mems) > 0
     ref = np.sum(inputs, axis=0, dtype=np.int32)
-    for r in plan.reads():
-        np.testing.assert_array_equal(result.read(*r), ref)
+    for h in plan.hosts:
+        np.testing.assert_array_equal(sim.host_memory(h)[:4 * count].view(np.int32), ref)
 
 
-def test_random_link_loss_is_repaired_by_reposts():
-    """1% of the frames on every link lost at random (LinkConfig.loss_rate): hosts repost their
-    blocks every 40 µs; handlers skip what they already did, so every rank still ends with
-    numpy's exact int32 sum."""
-    n, count = 4, 6000
-    inputs = make_inputs(n, count, "int32", seed=11)
-    link = LinkConfig(loss_rate=0.01, loss_seed=3)
-    sc = Scenario(Topology.star(n, link=link), engine_programs=PROGRAMS)
-    plan = nic.build_variant("nic", sc, count, "int32", inputs=inputs,
-                             repost_after_ns=tuple(40_000 * k for k in range(1, 9)))
+def test_loss_timer_is_silent_without_loss():
+    """With the timer on and nothing lost, no NACK is sent and the time is the lossless one:
+    a tick NACKs only when nothing arrived for a whole period."""
+    n, count = 4, 60000
+    inputs = make_inputs(n, count, "int32", seed=2)
+    times, nacks = [], []
+    for timeout in (0, 5000):
+        sc = Scenario(Topology.star(n), engine_programs=PROGRAMS)
+        plan = nic.build_variant("nic", sc, count, "int32", inputs=inputs, timeout_ns=timeout)
+        sim = Simulation(sc, quiet=True)
+        result = sim.run()
+        result.require_finished()
+        times.append(max(result.mark(plan.end_mark, h) for h in plan.hosts))
+        nacks.append(sum(int(sim.handler_memory(c)[H.NACKS_SENT]) for c in sc.contexts))
+    assert nacks == [0, 0] and times[0] == times[1]
+
+
+def test_fat_tree_at_one_percent_loss_finishes_exactly():
+    """1 MiB per rank on fat_tree:k=4 (16 hosts, up to 6 links a hop) with 1 % of the frames
+    lost on every link: per-hop recovery brings every rank numpy's exact int32 sum."""
+    topo = build_topology("fat_tree", k=4, link=LinkConfig(loss_rate=0.01, loss_seed=1))
+    sc, plan, inputs = allreduce_scenario("nic", 16, 1 << 18, "int32", topology=topo,
+                                          recover_loss=True, engine_programs=PROGRAMS)
     result = run(sc, 1, read=plan.reads())
-    result.require_finished()
-    assert result.drops.get("random_loss", 0) > 0
+    m = evaluate(result, plan, inputs)
+    assert result.drops.get("random_loss", 0) > 100
+    assert m.correct
     ref = np.sum(inputs, axis=0, dtype=np.int32)
     for r in plan.reads():
         np.testing.assert_array_equal(result.read(*r), ref)
+
+
+@pytest.mark.parametrize("n", [4, 8, 16])
+def test_within_ten_percent_of_the_link_bound_at_one_mib(n):
+    """The host's vector streams in with pipelined DMA (no PCIe round trip on any handler's
+    path): 1 MiB per rank lands within 10 % of the streaming ring's link bound (2(n-1)/n S/B
+    plus one packet's post, hop and completion; ``theory.streaming_ring_bound``)."""
+    sc, plan, inputs = allreduce_scenario("nic", n, 1 << 18, "float32",
+                                          engine_programs=PROGRAMS)
+    m = evaluate(run(sc, 1, read=plan.reads()), plan, inputs)
+    bound = streaming_ring_bound(sc).time_ps(n, 1 << 20)
+    assert m.correct
+    assert bound < m.time_ps < 1.10 * bound
 
 
 def test_one_and_two_workers_identical():

@@ -1,6 +1,7 @@
 """Open loop (``none``): no connection state, no acknowledgements. Messages leave in post
 order, one packet per transmit turn, which keeps the packets of every QP in PSN order as RoCE
-requires; a lost packet loses its message. Handler timer packets take this receive path
+requires; a lost packet loses its message. A message to the NIC's own node goes through the
+loopback, not the port: PCIe paces it, and only a port backlog of half its queue holds it back. Handler timer packets take this receive path
 whatever the NIC's transport (they belong to no connection)."""
 import numba as nb
 
@@ -28,11 +29,18 @@ def tx_step(st, dev, now):
     if st.dev[dev, S.D_TXQ_N] == 0:
         return
     gp = st.dev[dev, S.D_PORT0]
-    if st.port[gp, S.PT_Q_N] >= st.dev[dev, S.D_NIC_TX_WINDOW]:
-        return  # resumed by the port's next tx_done
     cap = st.txq.shape[1]
     head = st.dev[dev, S.D_TXQ_HEAD]
     m = st.txq[dev, head]
+    # A loopback message never enters the port: only a backlog of half the port's queue holds
+    # it back (handlers may turn its packets into sends), not the transmit window, which the
+    # handlers' own sends keep full when they forward at line rate.
+    if st.txm[m, S.T_DST] != st.dev[dev, S.D_NODE]:
+        limit = st.dev[dev, S.D_NIC_TX_WINDOW]
+    else:
+        limit = st.port_q.shape[1] // 2
+    if st.port[gp, S.PT_Q_N] >= limit:
+        return  # resumed by the port's next tx_done
     mtu = st.sc[S.SC_MTU]
     total = st.txm[m, S.T_LEN]
     sent = st.txm[m, S.T_SENT]

@@ -37,7 +37,7 @@ class Algorithm:
     check: Callable | None = None    # (inputs, results, dtype) -> (ok, max error); default exact
     input_density: float = 1.0       # fraction of non-zero input elements measure() uses
     dtypes: tuple[str, ...] = tuple(DTYPES)          # element types it takes
-    configs: Callable[[int], dict] | None = None     # n -> Scenario configs its runs need
+    configs: Callable[[int, int], dict] | None = None  # (n, bytes per rank) -> Scenario configs
     # (n, bytes per rank) -> (Scenario configs, build options) with which it survives random
     # frame loss on the links; None: it needs nothing more (it recovers by itself)
     recovery: Callable[[int, int], tuple[dict, dict]] | None = None
@@ -61,11 +61,12 @@ ALGORITHMS: Registry[Algorithm] = Registry("allreduce algorithm", (
     *(_nic_variant(name, mode) for name, mode in nic.VARIANTS.items()),
     Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
               switch.plan_memory, programs=switch.programs, check=switch.check_result,
-              dtypes=switch.DTYPES, configs=switch.run_configs),
+              dtypes=switch.DTYPES, configs=lambda n, nbytes: switch.run_configs(n)),
     Algorithm("switch-quantized", "in-switch aggregation, SwitchML's float->int32 "
               "block-exponent quantization", switch.build_quantized,
               switch.plan_memory_quantized, programs=switch.programs,
-              check=switch.check_quantized, dtypes=("float32",), configs=switch.run_configs),
+              check=switch.check_quantized, dtypes=("float32",),
+              configs=lambda n, nbytes: switch.run_configs(n)),
 ), aliases={"recursive_doubling": "rd", "rab": "rabenseifner"})
 
 

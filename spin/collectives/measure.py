@@ -80,8 +80,8 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     engine is compiled for the algorithm's handler programs unless ``engine_programs`` names
     others (a superset lets several algorithms share one engine). ``recover_loss`` adds what
     the algorithm needs to survive random frame loss on the topology's links
-    (``Algorithm.recovery``: the reliable transport for host algorithms, reposts for the NIC
-    ring; switch aggregation retransmits by itself)."""
+    (``Algorithm.recovery``: the reliable transport for host algorithms, the handlers' per-hop
+    NACK timer for the NIC ring; switch aggregation retransmits by itself)."""
     alg = algorithm(name)
     topo = topology if topology is not None else Topology.star(n_hosts)
     if len(topo.hosts) < n_hosts:
@@ -95,7 +95,7 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
         needed, build_options = alg.recovery(n_hosts, count * itemsize(dtype))
         for key, value in needed.items():
             configs.setdefault(key, value)
-    for key, value in (alg.configs(n_hosts) if alg.configs is not None else {}).items():
+    for key, value in (alg.configs(n_hosts, count * itemsize(dtype)) if alg.configs is not None else {}).items():
         configs.setdefault(key, value)          # what the algorithm needs, unless given
     configs["switch"] = lossless(configs.get("switch"))
     if "engine_programs" not in configs and alg.programs is not None:

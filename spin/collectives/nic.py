@@ -1,5 +1,6 @@
-"""NIC-offloaded ring allreduce (``handlers/nic_allreduce.py``): each rank's host posts its block
-to its right neighbour and waits for one event; the NICs reduce, forward and write the result.
+"""NIC-offloaded ring allreduce (``handlers/nic_allreduce.py``): each rank's host posts its
+vector to its own NIC, block by block in the order the ring needs them, and waits for one event;
+the NIC streams it in with pipelined DMA and the NICs reduce, forward and write the result.
 
 Variants differ only in handler memory (their handlers compile once for all):
 
@@ -16,11 +17,16 @@ The first hop of every block carries the host's dense values (a host posts plain
 ``link_bytes`` of a run counts it, so the wire savings reported are end to end.
 
 Host memory layout (every rank): ``[0, S)`` the input, overwritten by the result. Handler
-memory per NIC holds a copy of the host's vector (read once, in chunks, as the ring needs it),
-so it is about S plus a few KiB per HPU: emulator memory, larger than a real NIC's SRAM
-(PsPIN: 4 MiB of L2) for large vectors; a NIC with less would read a window at a time. Host posts use
-QP ``qp`` and NIC-sent packets ``qp + 1``; the execution context matches the left neighbour as
-source, so no other traffic from that neighbour may run on the NIC during the allreduce.
+memory per NIC holds one MTU slot per packet of the vector (the host's values until the
+neighbour's partial meets them, then what the NIC sent, for loss recovery), so it is about S
+plus a few KiB per HPU: emulator memory, larger than a real NIC's SRAM (PsPIN: 4 MiB of L2)
+for large vectors; a NIC with less would bound the blocks in flight. Everything runs on QP
+``qp`` (the execution context matches it), so no other traffic may use that QP on the ranks'
+NICs during the allreduce.
+
+Loss: with ``timeout_ns`` > 0 the handlers recover lost frames hop by hop (a NACK to the left
+neighbour when nothing arrived for a timer period; the left resends from its slot), so a
+lossy run costs what it lost plus a timer period per loss along a chain, not a schedule.
 """
 from __future__ import annotations
 
@@ -39,30 +45,32 @@ MODE_DTYPES = {"dense": ("int32", "float32", "float16", "bfloat16"), "int8": ("f
 SPARSE_DENSITY = 0.01     # fraction of non-zeros in the inputs measure() gives sparse variants
 HASH_SLOTS = 64           # per HPU: 512 B of keys and values (Flare's hash storage)
 INFLIGHT_MESSAGES = 8192  # NicConfig.max_inflight_messages of measured runs (see run_configs)
-CHUNK_PACKETS = 32        # the host's vector is read into handler memory 32 packets at a time
-REPOSTS = 8               # reposts of each block in lossy runs (loss_recovery)
+LOSS_TIMEOUT_NS = 5_000.0  # the handlers' loss timer in lossy runs (loss_recovery)
 
 
-def run_configs(n: int) -> dict:
-    """Scenario configs a run needs: deep NIC receive queues. The model has no backpressure
-    from a NIC's ingress (no PFC from NIC to switch), so packets that arrive faster than the
-    HPUs fold them wait in open-message slots: sparse packets are short and arrive faster
-    than HPUs add a 256-element range, which overflowed PsPIN's 256 message queues at 32 MiB."""
+def run_configs(n: int, nbytes: int = 0) -> dict:
+    """Scenario configs a run needs: deep NIC receive queues, and egress queues and frame
+    buffers for a block of partials. The model has no backpressure from a NIC's ingress (no
+    PFC from NIC to switch), so packets that arrive faster than the HPUs fold them wait in
+    open-message slots: sparse packets are short and arrive faster than HPUs add a
+    256-element range, which overflowed PsPIN's 256 message queues at 32 MiB. And a NIC's
+    link is busy with its own block while its left neighbour's partials of the next one
+    arrive: up to a block of sends (S/n) waits in its egress queue when the ring turns from
+    reduce-scatter to allgather, plus PCIe's surplus over the link (~8 % of S)."""
+    base = EngineConfig()
+    frames = -(-nbytes // base.mtu_bytes)
+    backlog = frames // n + frames // 8 + 1024
     return {"nic": NicConfig(max_inflight_messages=INFLIGHT_MESSAGES),
-            "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n))}
+            "engine": EngineConfig(max_rx_messages=max(1 << 14, INFLIGHT_MESSAGES * n),
+                                   queue_frames=max(base.queue_frames, backlog),
+                                   buffer_slots=max(base.buffer_slots, 2 * n * backlog))}
 
 
 def loss_recovery(n: int, nbytes: int) -> tuple[dict, dict]:
-    """Loss recovery of the NIC variants: hosts repost their blocks (the handlers skip what
-    they already did and regenerate what went downstream). The first repost comes after a few
-    times the lossless run's length at 100 Gb/s (2 S of ring traffic plus 2 us per hop), the
-    next ones at the same spacing: REPOSTS reposts survive REPOSTS - 1 losses of one block's
-    chain. Reposts are sent whether or not anything was lost, and a host waits for its result
-    after the last one (only the block's origin can regenerate it, and it cannot tell that a
-    rank downstream lost it): a lossy run's time includes the whole schedule."""
-    interval_ns = 4 * (2 * nbytes * 8 / 100 + 2_000 * n) + 20_000
-    return {}, {"repost_after_ns": tuple(interval_ns * k
-                                                     for k in range(1, REPOSTS + 1))}
+    """Loss recovery of the NIC variants: the handlers' per-hop NACKs on a timer of
+    LOSS_TIMEOUT_NS (5 µs: above a hop's round trip, ~2-4 µs on a fat tree, so a tick
+    that saw no arrival means a loss, not a slow neighbour)."""
+    return {}, {"timeout_ns": LOSS_TIMEOUT_NS}
 
 
 def plan_memory(n: int, count: int, dtype: str) -> int:
@@ -76,25 +84,26 @@ def programs() -> list:
 
 
 def build_variant(name: str, scenario, count: int, dtype: str = "float32", *, hosts=None,
-                  inputs=None, qp: int = 0, repost_after_ns: tuple[float, ...] = (),
-                  hash_slots: int = HASH_SLOTS, chunk_packets: int = CHUNK_PACKETS) -> AllreducePlan:
+                  inputs=None, qp: int = 0, timeout_ns: float = 0.0,
+                  hash_slots: int = HASH_SLOTS) -> AllreducePlan:
     """Install the NIC allreduce ``name`` (a key of VARIANTS) on ``scenario``.
 
-    ``repost_after_ns``: each host posts its block again at these delays after its first post,
-    an application-level retransmission: the handlers ignore what they have already done and
-    regenerate what went downstream, so packets lost before a repost are recovered."""
-    from handlers.nic_allreduce import allreduce_memory, nic_allreduce_program
+    ``timeout_ns``: the handlers' loss timer (0: none, for lossless fabrics); lost frames are
+    NACKed to the left neighbour after a timer period without arrivals and resent from its
+    slot."""
+    from handlers.nic_allreduce import allreduce_memory, local_address, nic_allreduce_program
     mode = VARIANTS[name]
     hosts = check_args(scenario, count, dtype, hosts)
     if dtype not in MODE_DTYPES[mode]:
         raise ConfigError(f"{name} allreduce dtype={dtype!r}; valid choices: "
                           f"{', '.join(MODE_DTYPES[mode])}")
-    if chunk_packets < 1:
-        raise ConfigError(f"{name} allreduce chunk_packets={chunk_packets}: must be >= 1")
     if hash_slots < 1 or hash_slots & (hash_slots - 1):
         raise ConfigError(f"{name} allreduce hash_slots={hash_slots}: must be a power of two")
-    if qp < 0 or qp + 2 > scenario.host.qps:
-        raise ConfigError(f"{name} allreduce needs qps {qp}..{qp + 1}; HostConfig.qps="
+    if not timeout_ns >= 0:
+        raise ConfigError(f"{name} allreduce timeout_ns={timeout_ns}: must be >= 0 (0: no "
+                          f"loss timer)")
+    if qp < 0 or qp + 1 > scenario.host.qps:
+        raise ConfigError(f"{name} allreduce needs qp {qp}; HostConfig.qps="
                           f"{scenario.host.qps} (raise it or lower qp)")
     n, w = len(hosts), itemsize(dtype)
     mtu = scenario.engine.mtu_bytes
@@ -104,33 +113,24 @@ def build_variant(name: str, scenario, count: int, dtype: str = "float32", *, ho
     counts = block_counts(count, n)
     off = offsets(counts)
     plan = AllreducePlan(name, hosts, count, dtype, 0, 0, 0, plan_memory(n, count, dtype),
-                         (qp, qp + 1))
+                         (qp,))
     check_memory(scenario, plan)
     for rank, host in enumerate(hosts):
-        mem = allreduce_memory(n=n, rank=rank, right=hosts[(rank + 1) % n], fwd_qp=qp + 1,
-                               dtype=dtype, mode=mode, count=count, data_addr=0, mtu=mtu,
-                               hpus=scenario.nic.hpus, hash_slots=hash_slots,
-                               chunk_packets=chunk_packets,
-                               pcie_latency_ns=scenario.nic.pcie_latency_ns,
-                               pcie_rate_gbytes_per_s=scenario.nic.pcie_rate_gbytes_per_s,
-                               hpu_clock_mhz=scenario.nic.hpu_clock_mhz)
-        scenario.install(ExecutionContext(host, nic_allreduce_program(mem),
-                                          match_src=hosts[(rank - 1) % n]))
+        mem = allreduce_memory(n=n, rank=rank, left=hosts[(rank - 1) % n],
+                               right=hosts[(rank + 1) % n], qp=qp, dtype=dtype, mode=mode,
+                               count=count, data_addr=0, mtu=mtu, hpus=scenario.nic.hpus,
+                               hash_slots=hash_slots, timeout_ns=timeout_ns)
+        scenario.install(ExecutionContext(host, nic_allreduce_program(mem), match_qp=qp))
     progs = [scenario.host_program(h) for h in hosts]
     for p in progs:
         p.mark(plan.start_mark)
-    for rank, p in enumerate(progs):
-        if counts[rank] == 0:
-            continue
-        addr = off[rank] * w
-        p.send(hosts[(rank + 1) % n], counts[rank] * w, qp=qp, local_addr=addr,
-               remote_addr=addr)
-        waited = 0.0
-        for t in sorted(repost_after_ns):
-            p.compute(t - waited)
-            waited = t
-            p.send(hosts[(rank + 1) % n], counts[rank] * w, qp=qp, local_addr=addr,
-                   remote_addr=addr)
+    for rank, (host, p) in enumerate(zip(hosts, progs)):
+        for s in range(n):                  # the blocks in the order the ring consumes them
+            block = (rank - s) % n
+            if counts[block]:
+                addr = off[block] * w
+                p.send(host, counts[block] * w, qp=qp, local_addr=addr,
+                       remote_addr=local_address(addr))
     for p in progs:
         p.wait_event(1)
         p.mark(plan.end_mark)

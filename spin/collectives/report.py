@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..config import LinkConfig
+from ..config import HostConfig, LinkConfig
 from ..errors import ConfigError
 from ..fabric import check_worker_count
 from ..handler import same_program
@@ -140,8 +140,10 @@ def run_allreduce_cli(args) -> int:
     for nbytes in sizes:
         for alg in algs:
             extra = {"engine_programs": programs} if alg.programs is not None else {}
+            host = HostConfig.preset(getattr(args, "host_preset", "cpu"))
             results.append(measure(alg.name, hosts, nbytes, args.dtype, workers=args.workers,
-                                   topology=topo, recover_loss=args.loss > 0, **extra))
+                                   topology=topo, recover_loss=args.loss > 0, host=host,
+                                   **extra))
     rows = with_speedup(results)
     print(allreduce_table(rows, hosts, where))
     if plot:

@@ -26,9 +26,23 @@ def plan_memory(n: int, count: int, dtype: str) -> int:
     return align(count * w) + (n - 1) * align(max(block_counts(count, n)) * w)
 
 
+def chunk_ranges(count: int, width: int, chunk_bytes: int) -> list[tuple[int, int]]:
+    """(first element, elements) of each chunk of a ``count``-element block: one chunk when
+    ``chunk_bytes`` is 0, else pieces of ``chunk_bytes`` (whole elements, the last shorter)."""
+    if chunk_bytes <= 0 or count * width <= chunk_bytes:
+        return [(0, count)]
+    per = max(1, chunk_bytes // width)
+    return [(lo, min(per, count - lo)) for lo in range(0, count, per)]
+
+
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None,
           qp: int = 0) -> AllreducePlan:
-    """Add a ring allreduce of ``count`` elements per rank to ``scenario``'s host programs."""
+    """Add a ring allreduce of ``count`` elements per rank to ``scenario``'s host programs.
+
+    With ``HostConfig.pipeline_chunk_bytes`` > 0 every step moves its block as chunks of that
+    size and each chunk goes on as soon as it is reduced, so the reduction of one chunk overlaps
+    the transfer of the next (NCCL's ring pipelines its steps so); 0 sends one message per
+    block and step."""
     hosts = check_args(scenario, count, dtype, hosts)
     n, w = len(hosts), itemsize(dtype)
     counts = block_counts(count, n)
@@ -38,20 +52,32 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     plan = AllreducePlan(NAME, hosts, count, dtype, data, data, scratch,
                          plan_memory(n, count, dtype), (qp,))
     check_memory(scenario, plan)
+    chunk_bytes = scenario.host.pipeline_chunk_bytes
     b = Builder(scenario, hosts, dtype, qp, 1)
     b.mark_all(plan.start_mark)
+    def send(r: int, blk: int, to_scratch: int | None, lo: int, c: int) -> None:
+        """Rank r posts chunk [lo, lo + c) of block ``blk`` to its right neighbour: into its
+        scratch region ``to_scratch`` (reduce-scatter) or in place (allgather, None)."""
+        at = data + (off[blk] + lo) * w
+        dst = at if to_scratch is None else scratch + to_scratch * region + lo * w
+        b.send(r, (r + 1) % n, 0, at, dst, c)
+
     for r in range(n):
-        right = (r + 1) % n
-        for s in range(n - 1):                       # reduce-scatter
-            out_blk, in_blk = (r - s) % n, (r - s - 1) % n
-            b.send(r, right, 0, data + off[out_blk] * w, scratch + s * region, counts[out_blk])
-            b.recv(r, 0, counts[in_blk])
-            b.reduce(r, data + off[in_blk] * w, scratch + s * region, counts[in_blk])
-        for s in range(n - 1):                       # allgather
-            out_blk, in_blk = (r + 1 - s) % n, (r - s) % n
-            b.send(r, right, 0, data + off[out_blk] * w, data + off[out_blk] * w,
-                   counts[out_blk])
-            b.recv(r, 0, counts[in_blk])
+        for lo, c in chunk_ranges(counts[r], w, chunk_bytes):      # reduce-scatter step 0
+            send(r, r, 0, lo, c)
+        for s in range(n - 1):                       # reduce-scatter: reduce, pass on
+            in_blk = (r - s - 1) % n
+            for lo, c in chunk_ranges(counts[in_blk], w, chunk_bytes):
+                b.recv(r, 0, c)
+                b.reduce(r, data + (off[in_blk] + lo) * w, scratch + s * region + lo * w, c)
+                # step s+1 of the reduce-scatter, or allgather step 0 once the sum is whole
+                send(r, in_blk, s + 1 if s < n - 2 else None, lo, c)
+        for s in range(n - 1):                       # allgather: receive in place, pass on
+            in_blk = (r - s) % n
+            for lo, c in chunk_ranges(counts[in_blk], w, chunk_bytes):
+                b.recv(r, 0, c)
+                if s < n - 2:
+                    send(r, in_blk, None, lo, c)
     b.mark_all(plan.end_mark)
     if inputs is not None:
         write_inputs(scenario, plan, inputs)

@@ -114,3 +114,35 @@ def switch_speedup_bound(scenario, n: int) -> float:
     mtu = scenario.engine.mtu_bytes
     eta_ring = mtu / (mtu + ROCE_HEADER_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
     return 2 * (n - 1) / n * switch_framing_efficiency(mtu) / eta_ring
+
+
+@dataclass(frozen=True)
+class StreamingRingBound:
+    """The link bound of a packet-pipelined ring (the NIC ring): every link carries
+    2(n-1)/n S at B = R * eta, and only one packet's path is latency: the first packet's post
+    and PCIe read, the last packet's hop (link, switch, link, store and forward) and its PCIe
+    write and completion. Reductions are free and every link is busy from start to end."""
+
+    latency_ps: float
+    bandwidth_bytes_per_ps: float
+
+    def time_ps(self, n: int, nbytes: int) -> float:
+        """latency + 2(n-1)/n S/B."""
+        return self.latency_ps + 2 * (n - 1) / n * nbytes / self.bandwidth_bytes_per_ps
+
+
+def streaming_ring_bound(scenario) -> StreamingRingBound:
+    """``StreamingRingBound`` from ``scenario``'s configs (a one-switch star, as ``ring_model``)."""
+    ring = ring_model(scenario)
+    topo, nic, host = scenario.topology, scenario.nic, scenario.host
+    rate_gbps = topo.links[0].config.rate_gbps
+    link_ns = topo.links[0].config.latency_ns
+    switch_ns = topo.latencies_ns.get(topo.switches[0], scenario.switch.latency_ns)
+    mtu = scenario.engine.mtu_bytes
+    frame = mtu + ROCE_HEADER_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES
+    pcie_ps = 1000 / nic.pcie_rate_gbytes_per_s
+    latency = ((host.send_overhead_ns + host.recv_overhead_ns + 3 * nic.pcie_latency_ns
+                + 2 * link_ns + switch_ns) * NS
+               + 2 * mtu * pcie_ps + CQE_BYTES * pcie_ps + frame * 8000 / rate_gbps)
+    return StreamingRingBound(latency_ps=latency,
+                              bandwidth_bytes_per_ps=ring.bandwidth_bytes_per_ps)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .catalog import TOPOLOGIES
+from .cost import Cost
 from .inventory import Inventory
 from .registry import valid_range
 
@@ -20,6 +21,16 @@ COMPARE: tuple[tuple[str, dict[str, Any]], ...] = (
     ("hamming_mesh", {"board_rows": 4, "board_cols": 4, "rows": 2, "cols": 4}),
     ("supernode", {"gpus": 64, "planes": 4, "supernodes": 2, "scale_out_gpus_per_leaf": 16}),
 )
+# The same families at 16 hosts: small enough for measured runs in seconds
+# (``spin topo --compare --compare-hosts 16``).
+COMPARE_16: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("fat_tree", {"k": 4}),
+    ("leaf_spine", {"leaves": 4, "hosts_per_leaf": 4}),
+    ("leaf_spine", {"leaves": 4, "hosts_per_leaf": 4, "oversubscription": 4}),
+    ("hamming_mesh", {"board_rows": 2, "board_cols": 2, "rows": 2, "cols": 2}),
+    ("supernode", {"gpus": 8, "planes": 4, "supernodes": 2, "scale_out_gpus_per_leaf": 4}),
+)
+COMPARE_SETS = {128: COMPARE, 16: COMPARE_16}
 
 
 def parse_value(text: str) -> Any:
@@ -110,3 +121,36 @@ def inventory_table(named: list[tuple[str, Inventory]]) -> str:
         lines.append("  ".join(v.ljust(w) if c == 0 else v.rjust(w)
                                for c, (v, w) in enumerate(zip(r, widths))))
     return "\n".join(lines) + "\n\n" + NOTES
+
+
+def _money(usd: float) -> str:
+    return f"${usd / 1e3:,.0f}k" if usd < 1e6 else f"${usd / 1e6:,.2f}M"
+
+
+COMPARE_NOTES = textwrap.fill(
+    "cost: switches (priced by radix class), NIC ports and links by cable class "
+    "(spin.topologies.cost.CostModel; list-price-class assumptions, configurable with --cost); "
+    "$/Gb/s bis.: cost per Gb/s of bisection; allreduce and all-to-all: measured per host in "
+    "virtual time (NIC ring over the hosts in id order; pairwise all-to-all of S/n per pair), "
+    "GB/s; $/(GB/s) AR: cost per GB/s of allreduce bandwidth summed over the hosts", 100)
+
+
+def compare_table(rows: list[tuple[str, Inventory, Cost, Any]]) -> str:
+    """Topologies side by side with their cost and, where measured (the fourth item, a
+    ``FabricBandwidth`` or None), their allreduce and all-to-all bandwidth per host."""
+    heads = ["topology", "hosts", "bisection", "cost", "power", "$/Gb/s bis.", "allreduce",
+             "all-to-all", "$/(GB/s) AR"]
+    body = []
+    for title, inv, cost, bw in rows:
+        per_ar = "-" if bw is None else f"{cost.total_usd / (bw.allreduce_gbytes_per_s * inv.hosts):,.0f}"
+        body.append([title, f"{inv.hosts:,}", _tb(inv.bisection_gbps), _money(cost.total_usd),
+                     f"{cost.watts / 1e3:,.1f} kW", f"{cost.usd_per_bisection_gbps:,.1f}",
+                     "-" if bw is None else f"{bw.allreduce_gbytes_per_s:,.2f} GB/s",
+                     "-" if bw is None else f"{bw.all_to_all_gbytes_per_s:,.2f} GB/s", per_ar])
+    widths = [max(len(h), *(len(r[c]) for r in body)) for c, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(w) if c == 0 else h.rjust(w)
+                       for c, (h, w) in enumerate(zip(heads, widths)))]
+    for r in body:
+        lines.append("  ".join(v.ljust(w) if c == 0 else v.rjust(w)
+                               for c, (v, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines) + "\n\n" + COMPARE_NOTES

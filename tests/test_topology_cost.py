@@ -1,0 +1,91 @@
+"""Topologies priced per bandwidth: the cost model's bill of materials on known topologies, its
+configuration and errors, and ``spin topo --compare`` with measured collective bandwidth."""
+import json
+
+import pytest
+
+from spin.cli import main
+from spin.errors import ConfigError
+from spin.topologies import build_topology
+from spin.topologies.cost import CostModel, load_cost_model, topology_cost
+
+
+def test_fat_tree_bill_of_materials():
+    """k = 4: 20 four-port switches (a quarter of a 16-port switch each), 16 NIC ports, 16
+    DACs to the hosts, 16 AOCs edge-aggregation, 16 optical links aggregation-core."""
+    c = topology_cost(build_topology("fat_tree", k=4))
+    assert c.switches_usd == pytest.approx(20 * 12_000 * 4 / 16)
+    assert c.nic_ports == 16 and c.nic_ports_usd == 16 * 1_500
+    assert dict(c.links_by_class) == {"dac": 16, "aoc": 16, "optical": 16}
+    assert c.links_usd == pytest.approx(16 * 150 + 16 * 900 + 16 * (2 * 1_000 + 100))
+    assert c.total_usd == pytest.approx(134_400)
+    assert c.watts == pytest.approx(80 * 8 + 16 * 12 + 16 * 20 + 16 * 20)
+    assert c.bisection_gbps == 3_200 and c.usd_per_bisection_gbps == pytest.approx(42.0)
+
+
+def test_hamming_mesh_board_links_are_traces_and_router_ports_are_nic_ports():
+    topo = build_topology("hamming_mesh", board_rows=2, board_cols=2, rows=2, cols=2)
+    c = topology_cost(topo)
+    classes = dict(c.links_by_class)
+    assert classes["none"] == 16 and classes["pcb"] == 16      # package links, board meshes
+    network = sum(1 for l in topo.links if l.kind in ("row", "column"))
+    assert c.nic_ports == network                               # accelerator network ports
+    cheap_optics = topology_cost(topo, CostModel(aoc_usd=0.0))
+    assert cheap_optics.total_usd == pytest.approx(c.total_usd - classes["aoc"] * 900)
+
+
+def test_every_price_is_a_parameter():
+    topo = build_topology("leaf_spine", leaves=4, hosts_per_leaf=4)
+    base = topology_cost(topo)
+    dac_everywhere = topology_cost(topo, CostModel(link_classes={"leaf-spine": "dac"}))
+    assert dict(dac_everywhere.links_by_class) == {"dac": 32}
+    assert dac_everywhere.total_usd < base.total_usd
+    # 8 ports: priced as a share of the smallest class that holds them (16 ports)
+    assert CostModel().switch_usd(8) == pytest.approx(6_000)
+    assert CostModel(switch_usd_by_radix={64: 64_000}).switch_usd(8) == pytest.approx(8_000)
+
+
+def test_bad_cost_models_name_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="default_link_class"):
+        CostModel.make(default_link_class="copper")
+    with pytest.raises(ConfigError, match="dac_usd"):
+        CostModel.make(dac_usd=-1)
+    f = tmp_path / "cost.toml"
+    f.write_text("dac_usd = 99.0\n[switch_usd_by_radix]\n32 = 10000.0\n")
+    m = load_cost_model(str(f))
+    assert m.dac_usd == 99.0 and m.switch_usd_by_radix == {32: 10_000.0}
+    f.write_text("dac_price = 1\n")
+    with pytest.raises(ConfigError, match="unknown field 'dac_price'; valid fields: "):
+        load_cost_model(str(f))
+    f.write_text("[switch_usd_by_radix]\nbig = 1.0\n")
+    with pytest.raises(ConfigError, match="key 'big': expected a port count"):
+        load_cost_model(str(f))
+    with pytest.raises(ConfigError, match="no such file"):
+        load_cost_model(str(tmp_path / "missing.toml"))
+
+
+def test_topo_compare_measures_allreduce_and_all_to_all(tmp_path, capsys):
+    out = tmp_path / "cmp.json"
+    assert main(["topo", "--compare", "--compare-hosts", "16", "--measure-bytes", "1MiB",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "$/Gb/s bis." in text and "all-to-all" in text and "GB/s" in text
+    rows = json.loads(out.read_text())
+    kinds = [r["kind"] for r in rows]
+    assert {"fat_tree", "leaf_spine", "hamming_mesh", "supernode"} <= set(kinds)
+    assert all(r["hosts"] == 16 for r in rows)
+    for r in rows:
+        bw = r["bandwidth"]
+        # measured, not a formula: below a 400 Gb/s port's payload rate, above nothing
+        assert 0 < bw["allreduce_gbytes_per_s"] < 50 and 0 < bw["all_to_all_gbytes_per_s"] < 50
+        assert r["cost"]["total_usd"] > 0
+    over = {r["topology"]: r["bandwidth"]["all_to_all_gbytes_per_s"] for r in rows
+            if r["kind"] == "leaf_spine"}
+    full, thin = sorted(over.items(), key=lambda kv: "oversubscription" in kv[0])
+    assert thin[1] < full[1]               # 4:1 oversubscription shows in the all-to-all
+
+
+def test_topo_compare_without_runs(capsys):
+    assert main(["topo", "--compare", "--no-measure"]) == 0
+    text = capsys.readouterr().out
+    assert "hamming_mesh" in text and "$" in text
