@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import ConfigError
+from .records import host_label
 from .scenario_code import FUNCTION, resolve
 
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
@@ -34,6 +35,7 @@ class Check:
     expected: np.ndarray | None = None  # element-wise expectation, or
     predicate: Callable[[np.ndarray], Any] | None = None   # fn(actual) -> array or bool
     source: str = ""                    # where the expectation comes from (file, function)
+    host: str = ""                      # the host's name, for messages
 
     @property
     def nbytes(self) -> int:
@@ -89,7 +91,9 @@ def build_check(c, path: str, sc, node_of: Callable[[Any, str], int],
     if c.addr + nbytes > sc.host.memory_bytes:
         raise error(f"{path}.addr", c.addr, f"region of {nbytes} B exceeds host.memory_bytes = "
                     f"{sc.host.memory_bytes}")
-    make = lambda **kw: Check(path, node, c.addr, c.dtype, count, **kw)   # noqa: E731
+    hosts = sc.topology.hosts
+    name = hosts[node] if 0 <= node < len(hosts) else ""
+    make = lambda **kw: Check(path, node, c.addr, c.dtype, count, host=name, **kw)   # noqa: E731
     if c.expect == "npy":
         return make(expected=arr, source=str(c.file))
     if c.expect == "function":
@@ -134,7 +138,7 @@ def _load_npy(c, path: str, error, base_dir: Path | None) -> np.ndarray:
 def evaluate(c: Check, region: np.ndarray) -> tuple[bool, str]:
     """Compare the region (raw bytes after the run) with the check; (passed, report line)."""
     got = np.frombuffer(np.ascontiguousarray(region).tobytes(), c.dtype)
-    head = f"{c.where}: node {c.node} addr {c.addr}"
+    head = f"{c.where}: host {host_label(c.node, c.host)} addr {c.addr}"
     expected = c.expected
     if c.predicate is not None:
         try:
@@ -169,11 +173,17 @@ class Dump:
     count: int
     dtype: str
     path: Path
+    host: str = ""      # the host's name, for messages
 
     @property
     def region(self) -> tuple[int, int, int]:
         """(node, addr, nbytes), as ``run_scenario(regions=...)`` takes it."""
         return (self.node, self.addr, self.count * np.dtype(self.dtype).itemsize)
+
+    @property
+    def label(self) -> str:
+        """The host as messages name it: ``'h1' (node 1)``."""
+        return host_label(self.node, self.host)
 
     def write(self, data: bytes) -> Path:
         """Write the region's bytes (read after the run) as a ``.npy`` of ``dtype``."""
@@ -210,4 +220,4 @@ def parse_dump(spec: str, hosts: list[str], memory_bytes: int) -> Dump:
     if addr < 0 or count < 1 or addr + nbytes > memory_bytes:
         raise ConfigError(f"--dump {spec!r}: [{addr}, {addr + nbytes}) must lie within host "
                           f"memory of {memory_bytes} B (host.memory_bytes), with LEN >= 1")
-    return Dump(node, addr, count, dtype, Path(file))
+    return Dump(node, addr, count, dtype, Path(file), host=hosts[node])

@@ -133,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.pcap:
             print(f"\npcap files in {args.pcap}: {', '.join(p.name for p in run.pcaps) or 'none'}")
         for d, path in zip(dumps, run.dumped):
-            print(f"dumped node {d.node} addr {d.addr}: {d.count} {d.dtype} elements to {path}")
+            print(f"dumped host {d.label} addr {d.addr}: {d.count} {d.dtype} elements to {path}")
     if args.trace:
         _write_trace(run.result.trace, args.trace, args.quiet)
     if args.plots:

@@ -126,7 +126,7 @@ def test_wrong_expectations_fail_with_the_element(scenario_dir):
     sc, opts = load_scenario(path)
     run = run_loaded(sc, replace(opts, checks=opts.checks[::2]))
     assert not run.checks_passed
-    assert f"check FAILED check[0]: node 0 addr 0: element 17 is {wrong[17] - 1}, expected " \
+    assert f"check FAILED check[0]: host 'h0' (node 0) addr 0: element 17 is {wrong[17] - 1}, expected " \
            f"{wrong[17]} (1 of {N} int32 elements differ) [expected.npy]" == run.check_lines[0]
     assert "wrongfns:is_max rejects" in run.check_lines[1]
 
@@ -139,7 +139,7 @@ def test_cli_dump_with_two_workers(scenario_dir):
                        capture_output=True, text=True, cwd=scenario_dir, timeout=300,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})   # examples.max_reduce
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"dumped node 0 addr 0: {N} int32 elements to {out}" in r.stdout
+    assert f"dumped host 'h0' (node 0) addr 0: {N} int32 elements to {out}" in r.stdout
     assert np.array_equal(np.load(out), np.maximum(_vec(1), _vec(2)))
     assert np.load(scenario_dir / "h1.npy").tobytes() == _vec(2).tobytes()[:8]
 
