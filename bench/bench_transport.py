@@ -128,7 +128,7 @@ def _engine(messages: int, round_trips: int, repeat: int) -> None:
     from bench_fabric import ring_stream
 
     from spin.fabric import run_scenario
-    from spin.fabric_workers import FACTORY, PartitionedScenario
+    from spin.runtime.fabric_workers import FACTORY, PartitionedScenario
 
     run_scenario(ring_stream(8, 2, 1024, 100.0))  # compile or load the engine once
     sc = ring_stream(8, messages, 16384, 100.0)

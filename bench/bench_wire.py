@@ -14,7 +14,7 @@ import time
 import numba
 import numpy as np
 
-from spin import drops
+from spin.wire import drops
 from spin.wire import (
     NUM_PARSED_FIELDS, OP_WRITE_MIDDLE, OP_WRITE_ONLY, compute_icrc, finalize_roce_frame,
     parse_frame, write_roce_headers,

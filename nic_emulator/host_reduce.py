@@ -4,7 +4,7 @@ reducing handler is one op, charged per byte like a streaming add.
 
 Semantics are numpy's: integers wrap (two's complement), ``max``/``min`` propagate NaN as
 ``np.maximum``/``np.minimum`` do, float32 stays float32. Bitwise operators take integer dtypes
-only (``spin.host_program`` rejects the others before a run).
+only (``spin.describe.host_program`` rejects the others before a run).
 """
 import numba as nb
 import numpy as np

@@ -8,7 +8,7 @@ import numba as nb
 from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.pcie import CQE_BYTES, pcie_write
 from nic_emulator.transports.connections import wake_tx
-from spin import drops as D
+from spin.wire import drops as D
 from spin.api import PROCEED
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete

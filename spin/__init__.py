@@ -36,7 +36,7 @@ _GROUPS: dict[str, dict[str, str]] = {
         "Scenario": "spin.simulation", "Simulation": "spin.simulation",
         "run": "spin.runs", "run_both": "spin.runs", "compare_offload": "spin.runs:compare",
         "run_scenario": "spin.fabric", "load_scenario": "spin.scenario_file",
-        "HostCall": "spin.host_program",
+        "HostCall": "spin.describe.host_program",
     },
     # the @handler decorator stays `from spin.handler import handler`: spin.handler is its module
     "Handlers (@handler: from spin.handler import handler; the device-side API is spin.api)": {

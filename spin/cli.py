@@ -29,12 +29,13 @@ def _write_json(path: str, data) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import demo_table, run_demo
+    from .tools.demo import demo_table, run_demo
     if not args.quiet:
         print("spin demo: host-based baseline vs NIC offload (virtual time)", flush=True)
     else:  # compile (or load) the engine silently first: the runs then find it ready
-        from .demo import demo_programs
-        from .simulation import Scenario, Simulation
+        from .tools.demo import demo_programs
+        from .runtime.scenario import Scenario
+        from .runtime.simulation import Simulation
         from .topology import Topology
         Simulation(Scenario(Topology.pair(), engine_programs=demo_programs(
             args.reduce_bytes // 4, args.hosts - 1)), quiet=True).compile()
@@ -49,8 +50,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .report import run_summary
-    from .scenario_file import load_scenario, run_loaded
-    from .scenario_limits import check_writable
+    from .tools.scenario_file import load_scenario, run_loaded
+    from .describe.limits import check_writable
     scenario, options = load_scenario(args.scenario)
     if args.json:  # outputs are written after the run: fail now, not then
         check_writable(args.json, "--json", directory=False)
@@ -111,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"endpoint {e.host} ({e.mode}): waiting for a program at {e.url} "
                       f"(spin.endpoint.Endpoint({e.url!r}), or examples/endpoint/"
                       f"scapy_rdma_write.py --url {e.url})", flush=True)
-    from .checks import parse_dump
+    from .describe.checks import parse_dump
     dumps = tuple(parse_dump(d, scenario.topology.hosts, scenario.host.memory_bytes)
                   for d in args.dump or ())
     run = run_loaded(scenario, options, pcap_dir=args.pcap, quiet=args.quiet, dumps=dumps,
@@ -166,7 +167,7 @@ def _prepare_plots(scenario, directory: str):
 
     from .config import EngineConfig
     from .loadbalancing.plots import DEFAULT_SAMPLE_NS, require_matplotlib
-    from .scenario_limits import check_writable
+    from .describe.limits import check_writable
     require_matplotlib()
     check_writable(directory, "--plots", directory=True)
     if scenario.engine.queue_sample_ns > 0:
@@ -215,7 +216,7 @@ def _unfinished(result, stopped_early: bool) -> bool:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_bench
+    from .tools.bench import run_bench
     from .report import bench_lines
     figures = run_bench(quick=args.quick, progress=None if args.json_only else print)
     print(bench_lines(figures))
@@ -243,7 +244,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
     if args.param:
         specs[0] = (specs[0][0], {**specs[0][1], **parse_params(args.param)})
     if args.json:
-        from .scenario_limits import check_writable
+        from .describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)   # before building, not after
     named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
     if not args.compare:

@@ -209,7 +209,7 @@ class HostStats(DictStyleAccess):
 
 @dataclass
 class SwitchStats(DictStyleAccess):
-    """One switch: frames it dropped, by reason (``spin.drops``), and its handlers' work."""
+    """One switch: frames it dropped, by reason (``spin.wire.drops``), and its handlers' work."""
 
     name: str
     drops: dict[str, int] = field(default_factory=dict)

@@ -2,7 +2,7 @@
 
 Pure formatting: functions take structured results (``RunResult``, ``OffloadComparison``, bench
 figures) and return strings; nothing here runs a simulation or imports what does (the demo's
-table, which also needs the collectives' tables, is ``spin.demo.demo_table``).
+table, which also needs the collectives' tables, is ``spin.tools.demo.demo_table``).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from .errors import ConfigError, DeterminismError
 from .results import RunResult
 
 if TYPE_CHECKING:                      # spin.simulation pulls in Numba: not at pytest start-up
-    from .simulation import Scenario
+    from .runtime.scenario import Scenario
 
 __all__ = ["Read", "compare", "run", "run_both"]
 
@@ -35,7 +35,7 @@ def run(scenario: Scenario, workers: int = 1, *, read: Iterable[Read] = (), debu
     the result (``result.read(node, addr, count, dtype)``). ``debug`` runs the handlers as
     plain Python (print, pdb, tracebacks naming the failing line; same results, slower).
     ``kw`` go to ``run_scenario``."""
-    from .fabric import run_scenario
+    from .runtime.fabric import run_scenario
     if debug:
         scenario = scenario.with_debug_handlers()
     return run_scenario(scenario, workers, regions=_regions(read), **kw)

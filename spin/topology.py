@@ -101,9 +101,9 @@ class Topology:
 
     def _check_size(self) -> None:
         """Every 1024 devices: stop a build whose routing tables alone would exceed the memory
-        limit (spin.scenario_limits), before the rest of it is built."""
+        limit (spin.describe.limits), before the rest of it is built."""
         if (len(self.hosts) + len(self.switches)) % 1024 == 1023:
-            from .scenario_limits import check_topology_size
+            from .describe.limits import check_topology_size
             try:
                 check_topology_size(len(self.hosts), len(self.switches))
             except ConfigError as exc:

@@ -7,7 +7,7 @@ A template of the engine module (``spin.engine.codegen``), as it routes with ``r
 which is generated there from the registry of port-selection schemes."""
 import numba as nb
 
-from spin import drops as D
+from spin.wire import drops as D
 from spin.engine import state as S
 from spin.engine.handler_context import build_staged_packet, schedule_timer
 from spin.engine.heap import push_event

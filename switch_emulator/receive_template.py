@@ -13,7 +13,7 @@ it and counts a ``handler_drop``.
 import numba as nb
 import numpy as np
 
-from spin import drops as D
+from spin.wire import drops as D
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
 from spin.engine.heap import push_event

@@ -9,8 +9,8 @@ import pytest
 
 import spin
 
-MODULES = ["spin.results", "spin.records", "spin.compare", "spin.testing", "spin.checks",
-           "spin.host_program", "spin.fabric", "nic_emulator.host_reduce", "spin.trace",
+MODULES = ["spin.results", "spin.records", "spin.compare", "spin.testing", "spin.describe.checks",
+           "spin.describe.host_program", "spin.fabric", "nic_emulator.host_reduce", "spin.trace",
            "spin.tables", "spin.endpoint.client", "spin.endpoint.spec"]
 
 

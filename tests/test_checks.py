@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spin.checks import parse_dump
+from spin.describe.checks import parse_dump
 from spin.errors import ConfigError
 from spin.scenario_file import load_scenario, run_loaded
 

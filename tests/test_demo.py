@@ -1,11 +1,11 @@
-"""`spin.demo.run_demo`: the offload beats the host baseline, data is checked, runs are identical."""
+"""`spin.tools.demo.run_demo`: the offload beats the host baseline, data is checked, runs are identical."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from spin.demo import DataCheckError, check_reduce, run_demo, without_wall
+from spin.tools.demo import DataCheckError, check_reduce, run_demo, without_wall
 
 
 @pytest.fixture(scope="module")

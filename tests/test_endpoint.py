@@ -26,7 +26,7 @@ from spin.endpoint import Endpoint, EndpointSpec  # noqa: E402
 from spin.endpoint.spec import attach_endpoints  # noqa: E402
 from spin.errors import ConfigError, EndpointError  # noqa: E402
 from spin.fabric import run_scenario  # noqa: E402
-from spin.scenario_file import load_scenario, load_scenario_text  # noqa: E402
+from spin.tools.scenario_file import load_scenario, load_scenario_text  # noqa: E402
 from spin.wire import parse  # noqa: E402
 from spin.wire.headers import OP_WRITE_ONLY  # noqa: E402
 

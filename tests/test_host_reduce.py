@@ -10,8 +10,8 @@ import pytest
 from spin.errors import ConfigError
 from spin.scenario_code import scenario_function
 from spin.fabric import run_scenario
-from spin.checks import Dump
-from spin.scenario_file import load_scenario, load_scenario_text, run_loaded
+from spin.describe.checks import Dump
+from spin.tools.scenario_file import load_scenario, load_scenario_text, run_loaded
 from spin.simulation import Scenario
 from spin.topology import Topology
 from tests.kit_programs import KIT_PROGRAMS
@@ -178,7 +178,7 @@ def test_schema_lists_the_engine_operators():
     import typing
 
     from nic_emulator.host_reduce import REDUCE_OPS
-    from spin.scenario_schema import ReduceOp
+    from spin.tools.scenario_schema import ReduceOp
     assert typing.get_args(ReduceOp.model_fields["operator"].annotation) == tuple(REDUCE_OPS)
 
 

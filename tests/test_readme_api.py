@@ -66,7 +66,7 @@ def test_readme_states_the_trust_model():
     from spin.cli import build_parser
     from spin.parallel.coordinator import DEFAULT_SILENCE_TIMEOUT_S
     from spin.scenario_code import FACTORY, FUNCTION
-    from spin.scenario_limits import MEMORY_LIMIT_ENV
+    from spin.describe.limits import MEMORY_LIMIT_ENV
     section = (ROOT / "README.md").read_text().split("## What spin trusts", 1)[1].split("\n## ")[0]
     text = " ".join(section.split())
     for needed in ("@spin.program_factory", "@spin.scenario_function", FACTORY.group,

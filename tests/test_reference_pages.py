@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from spin.cli import build_parser
-from spin.scenario_schema import OPS, SECTIONS
+from spin.tools.scenario_schema import OPS, SECTIONS
 from spin.topologies import TOPOLOGIES
 from spin.workloads import WORKLOADS
 from tools.reference_pages import (

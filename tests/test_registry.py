@@ -83,7 +83,7 @@ def _option(parser, command: str, flag: str):
 
 def test_every_registry_agrees_with_config_cli_schema_and_engine():
     import switch_emulator.lb.registry as lb
-    import spin.scenario_schema as schema
+    import spin.tools.scenario_schema as schema
     from spin.cli import build_parser
     from spin.collectives import ALGORITHMS
     from spin.config import (ENTROPIES, TRANSPORTS, EngineConfig, SwitchConfig, TransportConfig,

@@ -9,7 +9,7 @@ from spin.config import NicConfig, TransportConfig
 from spin.errors import ConfigError
 from spin.loadbalancing import with_scheme
 from spin.loadbalancing.compare import fabric_scenario
-from spin.scenario_limits import check_reordering
+from spin.describe.limits import check_reordering
 
 from .test_cli import spin
 

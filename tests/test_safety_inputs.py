@@ -14,7 +14,7 @@ import pytest
 
 from spin import cli
 from spin.errors import ConfigError
-from spin.scenario_file import load_scenario_text
+from spin.tools.scenario_file import load_scenario_text
 from spin.simulation import Scenario
 from spin.topology import Topology
 

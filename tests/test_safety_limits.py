@@ -16,8 +16,8 @@ from spin.endpoint import EndpointSpec
 from spin.endpoint import protocol as P
 from spin.errors import ConfigError, EndpointError
 from spin.fabric import run_scenario
-from spin.scenario_file import load_scenario, load_scenario_text
-from spin.scenario_limits import parse_bytes
+from spin.tools.scenario_file import load_scenario, load_scenario_text
+from spin.describe.limits import parse_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,7 +134,7 @@ def test_the_client_refuses_a_round_above_the_cap():
 
 
 def test_the_fabric_socket_drops_an_oversized_message_unread():
-    from spin.endpoint.bridge import EndpointBridge
+    from spin.runtime.endpoint_bridge import EndpointBridge
     from spin.endpoint.spec import attach_endpoints
 
     sc, _ = load_scenario(ROOT / "examples" / "endpoint" / "pingpong_endpoint.toml")

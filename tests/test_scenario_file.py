@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from spin.errors import ConfigError
-from spin.scenario_file import load_scenario, load_scenario_text
+from spin.tools.scenario_file import load_scenario, load_scenario_text
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -7,7 +7,7 @@ import pytest
 from spin.cli import build_parser, main
 from spin.collectives.report import default_algorithms
 from spin.errors import ConfigError
-from spin.scenario_file import load_scenario_text
+from spin.tools.scenario_file import load_scenario_text
 from spin.suggest import close_match, did_you_mean, misspelt_key
 from spin.topologies import build_topology
 

@@ -15,7 +15,7 @@ import spin.testing as kit
 from examples.max_reduce import max_reduce_program
 from spin import ExecutionContext, Scenario, Topology
 from spin.compare import Metrics, OffloadComparison
-from spin.demo import demo_table
+from spin.tools.demo import demo_table
 from spin.errors import ConfigError, DeterminismError, OffloadAssertionError
 from tests.kit_programs import KIT_PROGRAMS
 

@@ -12,7 +12,7 @@ import pytest
 from spin.cli import main as cli_main
 from spin.config import LinkConfig
 from spin.errors import ConfigError, TopologyError
-from spin.scenario_file import load_scenario, load_scenario_text
+from spin.tools.scenario_file import load_scenario, load_scenario_text
 from spin.topologies import build_topology, topology_inventory, topology_kinds
 from spin.topology import Topology
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spin.errors import SpinError
-from spin.watchdog import EXIT_HANDLER_TIMEOUT, EXIT_INTERRUPTED
+from spin.runtime.watchdog import EXIT_HANDLER_TIMEOUT, EXIT_INTERRUPTED
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILE_ALLOWANCE_S = 600   # a cold engine compile on a loaded 2-core machine

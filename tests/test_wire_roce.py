@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spin import drops
+from spin.wire import drops
 from spin.errors import WireError
 from spin.wire import (
     BTH, ETH, IPV4, Field, HeaderFormat, NUM_PARSED_FIELDS, RETH, ROCE_HEADER_BYTES, UDP, build_frame, compute_icrc,
@@ -328,7 +328,7 @@ _SUBPROCESS_SCRIPT = r"""
 import sys, numpy as np
 from spin import drops
 from spin.wire import build_frame, parse, parse_frame, NUM_PARSED_FIELDS
-import spin.capture
+import spin.runtime.capture
 assert not [m for m in sys.modules if m.startswith("scapy")], "spin.wire must not import scapy"
 f = build_frame(3, 0x0A0B0C, 40001, 6, 0x77, 1000, bytes(range(37)), ack_req=True,
                 reth=(0x7F0000001000, 0xABCD, 4096), ip_id=9)

@@ -15,7 +15,7 @@ from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
-from spin import drops  # noqa: E402
+from spin.wire import drops  # noqa: E402
 from spin.wire import (  # noqa: E402
     NUM_PARSED_FIELDS, P_ACK_REQ, P_DEST_QP, P_DST_NODE, P_ECN, P_EV, P_HAS_RETH, P_OPCODE,
     P_PAYLOAD_LEN, P_PAYLOAD_OFF, P_PSN, P_RETH_DMA_LEN, P_RETH_RKEY, P_RETH_VA, P_SRC_NODE,

@@ -9,7 +9,7 @@ from spin import Scenario, Simulation
 from spin.config import HostConfig
 from spin.errors import ConfigError
 from spin.fabric import run_scenario
-from spin.scenario_file import load_scenario, load_scenario_text
+from spin.tools.scenario_file import load_scenario, load_scenario_text
 from spin.topologies import build_topology
 from spin.workloads import (build_workload, flow_messages, workload_kinds, workload_report)
 from spin.workloads.metrics import FctStats, PathModel

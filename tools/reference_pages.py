@@ -1,5 +1,5 @@
 """Reference pages generated from the code: the CLI from spin's argparse parser, the scenario
-file keys from the pydantic models of ``spin.scenario_schema``.
+file keys from the pydantic models of ``spin.tools.scenario_schema``.
 
 They are generated when the docs are built (``tools/mkdocs_hooks.py``), never written by hand,
 so an option or a key added to the code is documented by the next build.
@@ -149,11 +149,11 @@ def model_table(model: type[BaseModel]) -> list[str]:
 
 
 def config_reference_markdown() -> str:
-    """Every table and key a scenario file accepts, from ``spin.scenario_schema.SECTIONS``."""
-    import spin.scenario_schema as schema
+    """Every table and key a scenario file accepts, from ``spin.tools.scenario_schema.SECTIONS``."""
+    import spin.tools.scenario_schema as schema
     from spin.config import TransportConfig
     lines = ["# Scenario file reference", "",
-             "Generated from the pydantic models of `spin.scenario_schema` when the docs are "
+             "Generated from the pydantic models of `spin.tools.scenario_schema` when the docs are "
              "built. Every table is optional except `[topology]`; a key not listed here is an "
              "error naming the file, the key and the valid keys. Top-level keys: "
              + ", ".join(f"`{k}`" for k in schema.TOP_KEYS) + ".", ""]
@@ -178,7 +178,7 @@ def config_reference_markdown() -> str:
         if key == "workload":
             lines += _registry_section("Workload kinds", "spin.workloads", "WORKLOADS")
     annotated = inspect.getdoc(schema).split("Schema", 1)[1].split("::", 1)[1].strip("\n")
-    intro = ("The schema as `help(spin.scenario_schema)` prints it, with the registered names "
+    intro = ("The schema as `help(spin.tools.scenario_schema)` prints it, with the registered names "
              "filled in:")
     lines += ["## The annotated schema", "", intro, "", "```text", annotated.rstrip(), "```", ""]
     return "\n".join(lines)

@@ -4,7 +4,7 @@ their connection until its last packet arrives."""
 import numba as nb
 import numpy as np
 
-from spin import drops as D
+from spin.wire import drops as D
 from spin.engine import state as S
 from spin.engine.hashmap import map_get, map_put
 from spin.engine.messages import has_message_room, make_room_for, match_ec, new_message

@@ -5,7 +5,7 @@ loopback, not the port: PCIe paces it, and only a port backlog of half its queue
 whatever the NIC's transport (they belong to no connection)."""
 import numba as nb
 
-from spin import drops as D
+from spin.wire import drops as D
 from spin.engine import state as S
 from spin.engine.freelist import give_free
 from spin.engine.heap import push_event

@@ -14,7 +14,7 @@ packet makes the receiver send a CNP, at most one per ``cnp_interval_us`` per co
 """
 import numba as nb
 
-from spin import drops as D
+from spin.wire import drops as D
 from spin.engine import state as S
 from spin.engine.heap import push_event
 from spin.engine.ports import WIRE_OVERHEAD

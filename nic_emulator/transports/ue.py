@@ -21,7 +21,7 @@ timeout resends every packet not selectively acknowledged.
 import numba as nb
 import numpy as np
 
-from spin import drops as D
+from spin.wire import drops as D
 from spin.engine import state as S
 from spin.engine.hashmap import map_get, map_put
 from spin.engine.messages import has_message_room, match_ec, new_message

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from ..config import HostConfig
 from ..errors import ConfigError, RunIncompleteError
 from ..runs import run
-from ..simulation import Scenario
+from ..runtime.scenario import Scenario
 from ..topology import Topology
 from ..workloads.catalog import build_workload
 from ..workloads.metrics import collective_times_ps

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from ..config import HostConfig, LinkConfig
 from ..errors import ConfigError
-from ..fabric import check_worker_count
+from ..runtime.fabric import check_worker_count
 from ..handler import same_program
 from ..report import count, table, us
-from ..scenario_limits import check_writable
+from ..describe.limits import check_writable
 from ..topologies import build_topology
 from ..topologies.report import label, parse_spec
 from . import ALGORITHMS, algorithm

@@ -181,7 +181,7 @@ def load_entry(fn: Callable, memory: np.ndarray, debug: bool = False) -> ModuleT
 
 
 class EntryCompileFailure(Exception):
-    """A handler's entry did not compile; ``spin.compile_report`` turns it into the
+    """A handler's entry did not compile; ``spin.runtime.compile_report`` turns it into the
     ``HandlerCompileError`` users see (naming the handler, its file and line)."""
 
     def __init__(self, kind: str, program: HandlerProgram, fn: Callable, cause: Exception):

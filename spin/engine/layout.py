@@ -73,7 +73,7 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("SAMPLE_PENDING", "a sampling event is scheduled"),
         ("QS_N", "rows used in st.qsamples"),
     ]),
-    Columns("spin.host_program", [
+    Columns("spin.describe.host_program", [
         ("CALL_DEV", "device whose host program asked for a Python callback"),
         ("CALL_ID", "that callback's id"),
     ]),

@@ -11,7 +11,7 @@ module defines itself; they are dropped.
 import numba as nb
 
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
-from spin import drops as D
+from spin.wire import drops as D
 from spin.api import DROP, DROP_PENDING, PROCEED, SUCCESS, SUCCESS_PENDING
 from spin.engine import state as S
 from spin.engine.control import apply_control
@@ -142,7 +142,7 @@ def _arrive(st, hmem, dev, gp, slot, t):
     device_receive(st, hmem, dev, gp, slot, t)
 
 
-@nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.watchdog
+@nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.runtime.watchdog
 def run_until(st, hmem, t_end, max_events):
     """Process events with time < t_end (at most max_events if > 0); return a STATUS_* code."""
     st = state_ref(st)   # one pointer per call below, not ~450 words (spin.engine.state_ref)

@@ -17,7 +17,7 @@ leaves its ingress pipeline, which saves one event per hop.
 import numba as nb
 import numpy as np
 
-from .. import drops as D
+from ..wire import drops as D
 from ..units import ETHERNET_WIRE_OVERHEAD_BYTES
 from ..wire.ip_edit import (PAUSE_QUANTUM_BITS, dscp_of, is_header_only, mark_ce,
                             trim_roce_frame, write_pfc_frame)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..drops import NUM_DROP_REASONS
+from ..wire.drops import NUM_DROP_REASONS
 from . import layout as L
 from .columns import RowView, Table, export
 from .device_kinds import DEVICE_KINDS

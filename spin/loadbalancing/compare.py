@@ -17,10 +17,11 @@ from typing import Any
 from ..collectives.report import parse_size
 from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
-from ..fabric import check_worker_count, run_scenario
+from ..runtime.fabric import check_worker_count, run_scenario
 from ..report import table
-from ..scenario_limits import check_reordering, check_writable
-from ..simulation import Scenario, Simulation
+from ..describe.limits import check_reordering, check_writable
+from ..runtime.scenario import Scenario
+from ..runtime.simulation import Simulation
 from ..topologies import build_topology
 from ..topologies.report import parse_params, parse_spec
 from ..units import US, ns

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..simulation import Scenario, Simulation
+from ..runtime.scenario import Scenario
+from ..runtime.simulation import Simulation
 from ..units import US
 from ..workloads import load_htsim_topo
 from ..workloads.metrics import FctStats, flow_messages
@@ -149,7 +150,7 @@ def run_preset_cli(args) -> int:
                           "--cm C.cm")
     names = [s.strip() for s in (args.schemes or "ecmp,spray,reps").split(",") if s.strip()]
     if args.json:
-        from ..scenario_limits import check_writable
+        from ..describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)
     built = htsim_scenario(args.topo_file, args.cm, args.preset)
     sc, _, p = built

@@ -17,7 +17,7 @@ from ..config import HostConfig
 from ..engine import state as S
 from ..errors import ConfigError, TraceError
 from ..runs import run
-from ..simulation import Scenario
+from ..runtime.scenario import Scenario
 from ..topology import Topology
 from ..traces.model import COLLECTIVE, COMPUTE, RECV, SEND, StepTrace, TraceOp
 from . import collectives as other

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from spin import drops
+from spin.wire import drops
 from spin.errors import WireError
 from spin.wire import headers as H
 from spin.wire.crc32 import CRC32_TABLE, crc32_update

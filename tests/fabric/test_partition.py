@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spin.config import LinkConfig
-from spin.fabric_partition import auto_partition, link_traffic
+from spin.build.partition import auto_partition, link_traffic
 from spin.simulation import Scenario
 from spin.topology import Topology
 
@@ -78,8 +78,8 @@ def test_fat_tree_gets_a_minimum_bisection():
     assert len(_cut(sc, owner)) == 8  # a minimum bisection of the k=4 fat tree (16 hosts, 8 links)
     # only switch-switch links are cut: their bound includes the receiving switch's pipeline,
     # so the lookahead is the longest any cut could have
-    from spin.fabric_partition import link_lookahead_ps
-    from spin.fabric_workers import cut_lookahead_ps
+    from spin.build.partition import link_lookahead_ps
+    from spin.runtime.fabric_workers import cut_lookahead_ps
     assert cut_lookahead_ps(sc, owner) == int(link_lookahead_ps(sc).max())
     assert abs(int(np.bincount(owner)[0]) - int(np.bincount(owner)[1])) <= 2
     assert auto_partition(sc, 3) == auto_partition(sc, 3)
@@ -88,7 +88,7 @@ def test_fat_tree_gets_a_minimum_bisection():
 
 def test_an_explicit_assignment_is_completed_by_the_automatic_cut():
     from spin.errors import ConfigError
-    from spin.fabric_workers import explicit_partition
+    from spin.runtime.fabric_workers import explicit_partition
 
     sc = _racks(1000.0)
     auto = auto_partition(sc, 2)

@@ -1,6 +1,6 @@
 """Standing fuzz test of the path every peer message takes before the engine sees it: batch
 decoding (spin.parallel.mesh/batch), the round checks (spin.parallel.sync) and the engine worker's
-own admission (spin.fabric_workers.PeerFrameCheck). Thousands of malformed batches; none may
+own admission (spin.runtime.fabric_workers.PeerFrameCheck). Thousands of malformed batches; none may
 crash, none may reach the engine, and each is counted under the reason it was made for."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from spin.fabric_workers import MIN_FRAME_BYTES, PeerFrameCheck
+from spin.runtime.fabric_workers import MIN_FRAME_BYTES, PeerFrameCheck
 from spin.parallel.batch import HEADER_BYTES, META_BYTES_PER_FRAME, FrameBatch, encode_empty
 from spin.parallel.mesh import Mesh
 from spin.parallel.sync import admit_batches

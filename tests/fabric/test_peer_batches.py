@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spin.config import EngineConfig
-from spin.fabric_workers import EngineWorker, PartitionedScenario, auto_partition
+from spin.runtime.fabric_workers import EngineWorker, PartitionedScenario, auto_partition
 from spin.parallel.batch import FrameBatch
 from spin.parallel.sync import Inbox, Rejects, run_rounds
 from spin.results import RunResult

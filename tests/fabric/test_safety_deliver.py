@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spin.errors import TransportError
-from spin.fabric_workers import EngineWorker, PartitionedScenario, auto_partition
+from spin.runtime.fabric_workers import EngineWorker, PartitionedScenario, auto_partition
 from spin.parallel.batch import FrameBatch
 from spin.simulation import Scenario
 from spin.topology import Topology

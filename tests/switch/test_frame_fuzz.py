@@ -8,7 +8,7 @@ import numpy as np
 
 from handlers.switch_monitor import switch_monitor_program
 from spin.config import EngineConfig
-from spin.drops import DROP_REASON_NAMES
+from spin.wire.drops import DROP_REASON_NAMES
 from spin.engine.ports import inject_frames
 from spin.handler import ExecutionContext
 from spin.simulation import Simulation
@@ -83,5 +83,5 @@ def test_100k_random_and_mutated_frames_are_all_accounted_for() -> None:
 
 
 def _nic_drops(sim, node: int) -> dict[str, int]:
-    from spin.drops import drop_counts_to_dict
+    from spin.wire.drops import drop_counts_to_dict
     return drop_counts_to_dict(sim.st.drops[node])

@@ -10,23 +10,24 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import state as S
-from .engine.ports import inject_frames
-from .errors import ConfigError, TransportError
+from ..engine import state as S
+from ..engine.ports import inject_frames
+from ..errors import ConfigError, TransportError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
-from .fabric_partition import auto_partition, link_lookahead_ps
-from .parallel import codec
-from .parallel.batch import FrameBatch
-from .parallel.coordinator import Deferred, run_fabric
-from .parallel.program import INF_PS, worker_factory
-from .parallel.sync import run_single
-from .results import RunResult
-from .simulation import CapturedFrames, Scenario, Simulation, write_link_pcaps
-from .trace import Trace
-from .units import ns
-from .wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
+from ..build.partition import auto_partition, link_lookahead_ps
+from ..parallel import codec
+from ..parallel.batch import FrameBatch
+from ..parallel.coordinator import Deferred, run_fabric
+from ..parallel.program import INF_PS, worker_factory
+from ..parallel.sync import run_single
+from ..results import RunResult
+from .simulation import CapturedFrames, Simulation, write_link_pcaps
+from .scenario import Scenario
+from ..trace import Trace
+from ..units import ns
+from ..wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
 
-FACTORY = "spin.fabric_workers:make_worker"
+FACTORY = "spin.runtime.fabric_workers:make_worker"
 # Every frame is Ethernet II / IPv4 / UDP at least (DESIGN §4); shorter bytes are not a frame.
 MIN_FRAME_BYTES = ETH_BYTES + IPV4_BYTES + UDP_BYTES
 
@@ -154,7 +155,6 @@ class EngineWorker:
         self._ran_until = 0
         topo = spec.scenario.topology
         names = topo.device_names()
-        index = {n: i for i, n in enumerate(names)}
         self._lookahead = cut_lookahead_ps(spec.scenario, spec.owner)
         self._names = [names[d] for d in sorted(local)]
         reshaped = frozenset(i for f in spec.scenario.faults if f.kind == "swap"
@@ -283,7 +283,7 @@ class EngineWorker:
 @worker_factory
 def make_worker(spec: PartitionedScenario, worker_id: int, n_workers: int) -> EngineWorker:
     if any(spec.owner[e.node] == worker_id for e in spec.endpoints):
-        from .endpoint.worker import EndpointHostWorker
+        from .endpoint_worker import EndpointHostWorker
         return EndpointHostWorker(spec, worker_id, n_workers)
     return EngineWorker(spec, worker_id, n_workers)
 
@@ -340,7 +340,7 @@ def run_in_process(scenario: Scenario, *, pcap_dir: str | Path | None = None,
     """One worker, in this process, through the worker protocol (no ZeroMQ between workers):
     what a 1-worker run with endpoints needs, since the attached hosts are local to no engine."""
     import time
-    from .endpoint.worker import EndpointHostWorker
+    from .endpoint_worker import EndpointHostWorker
     spec = PartitionedScenario(scenario, endpoint_owners((0,) * len(scenario.topology.device_names()),
                                                          endpoints), tuple(regions), tuple(endpoints))
     program = make_worker(spec, 0, 1)

@@ -19,7 +19,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import HandlerCompileError
+from ..errors import HandlerCompileError
 
 KIND_NAMES = ("header", "payload", "completion")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -167,7 +167,7 @@ def describe_handler_compile_error(exc: Exception, kind: str, program,
     Numba's location in the user's file, and name the handler, its file and line."""
     import numba
     from numba.core.errors import NumbaError
-    from .engine.handler_abi import CONTEXT_TYPE, PAYLOAD_TYPE
+    from ..engine.handler_abi import CONTEXT_TYPE, PAYLOAD_TYPE
     py = getattr(fn, "py_func", fn)
     memory = program.memory
     mem_type = numba.typeof(memory if memory.ndim else memory.reshape(1))

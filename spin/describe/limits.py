@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 MAX_HOST_OPS = 1 << 22  # per host: 4,194,304 ops of 64 B is a 256 MiB op table
 
@@ -98,7 +98,7 @@ def check_topology_size(n_hosts: int, n_switches: int) -> None:
 def state_bytes(sc) -> dict[str, int]:
     """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
     (mirrors ``spin.engine.state.allocate_state``; small tables left out)."""
-    from .engine import state as S
+    from ..engine import state as S
     eng, host = sc.engine, sc.host
     hosts, links = len(sc.topology.hosts), len(sc.topology.links)
     slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
@@ -178,7 +178,7 @@ def check_host_op_addresses(sc) -> None:
     there may claim the message."""
     import numpy as np
 
-    from .engine import state as S
+    from ..engine import state as S
     size = sc.host.memory_bytes
     widths = {code: 4 if name.endswith("32") else 8 for name, code in S.DTYPE_CODES.items()}
     handled = {c.node for c in sc.contexts}
@@ -215,8 +215,8 @@ def check_reordering(sc) -> None:
     would wait forever). One-packet messages cannot be reordered and pass."""
     if sc.nic.transport.kind != "none":
         return
-    from .config import port_schemes
-    from .engine import state as S
+    from ..config import port_schemes
+    from ..engine import state as S
     schemes = port_schemes()
     per_packet = [n for n in dict.fromkeys([sc.switch.load_balancing,
                                             *sc.switch_load_balancing.values()])

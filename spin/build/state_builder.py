@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import state as S
-from .errors import ConfigError
-from .handler import same_program
-from .scenario_limits import allocation_failed, check_fits_in_memory
-from .units import ns
+from ..engine import state as S
+from ..errors import ConfigError
+from ..handler import same_program
+from ..describe.limits import allocation_failed, check_fits_in_memory
+from ..units import ns
 
 HOST_MEM_ALIGN = 64
 

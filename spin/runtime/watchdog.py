@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from .engine import state as S
+from ..engine import state as S
 
 EXIT_HANDLER_TIMEOUT = 3
 EXIT_INTERRUPTED = 130

@@ -27,16 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from .collectives import ALGORITHMS
-from .collectives.measure import measure, with_speedup
-from .collectives.report import allreduce_table, shared_programs
-from .compare import OffloadComparison
-from .errors import ConfigError, SpinError
-from .handler import ExecutionContext, HandlerProgram
-from .results import RunResult
-from .simulation import Scenario, Simulation
-from .report import comparison_table, ratio
-from .topology import Topology
+from ..collectives import ALGORITHMS
+from ..collectives.measure import measure, with_speedup
+from ..collectives.report import allreduce_table, shared_programs
+from ..compare import OffloadComparison
+from ..errors import ConfigError, SpinError
+from ..handler import ExecutionContext, HandlerProgram
+from ..results import RunResult
+from ..runtime.scenario import Scenario
+from ..runtime.simulation import Simulation
+from ..report import comparison_table, ratio
+from ..topology import Topology
 
 PING_QP, PONG_QP, REDUCE_QP = 1, 2, 3
 PING_SRC_ADDR = 0x0            # ping r is sent from host 0's [r * size, (r+1) * size)

@@ -109,7 +109,7 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
     # values = [...]                    # for expect = "values"
     # file = "expected.npy"             # for expect = "npy" (relative to this file; same dtype)
     # function = "mymod:expected"       # for expect = "function": fn(actual array) returns the
-    #                                   # expected array, or True/False (spin.checks);
+    #                                   # expected array, or True/False (spin.describe.checks);
     #                                   # declared @spin.scenario_function
 
 Each handler of a program declared in ``[[program]]`` is compiled on its own and cached by its
@@ -122,7 +122,7 @@ Errors are ``ConfigError``s naming the file, the field path (``host_program[2].o
 offending value and, where there is a finite set, the valid choices.
 
 The ``$$names`` above are filled in from the registries when this module is imported
-(``help(spin.scenario_schema)`` shows them), so a name is written only where it is declared.
+(``help(spin.tools.scenario_schema)`` shows them), so a name is written only where it is declared.
 """
 from __future__ import annotations
 
@@ -131,10 +131,10 @@ from typing import Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import (ENTROPIES, TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig,
+from ..config import (ENTROPIES, TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig,
                      SwitchConfig)
-from .topologies import TOPOLOGIES
-from .workloads import WORKLOADS
+from ..topologies import TOPOLOGIES
+from ..workloads import WORKLOADS
 
 
 def _render(doc: str) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..engine.pool import copy_bytes
 from ..engine.ports import WIRE_OVERHEAD, serialization_ps
-from ..fabric_frames import KEY_DEVICE_SHIFT
+from .fabric_frames import KEY_DEVICE_SHIFT
 from ..wire.headers import ETH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
 from ..wire.roce import node_ip, node_mac
 

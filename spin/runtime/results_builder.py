@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import drops as D
-from .engine import state as S
-from .engine.columns import RowView
-from .engine.state import StateView, state_view
-from .results import (
+from ..wire import drops as D
+from ..engine import state as S
+from ..engine.columns import RowView
+from ..engine.state import StateView, state_view
+from ..results import (
     HandlerCalls,
     HostStats,
     LinkStats,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .engine.state import O_KEY, O_LEN, O_PORT, O_TIME
+from ..engine.state import O_KEY, O_LEN, O_PORT, O_TIME
 
 # check_peer_frames results: 0 = acceptable, else the index of the reason below
 REASONS = ("", "bad_length", "arrival_in_past", "bad_port", "device_mismatch", "not_owned",

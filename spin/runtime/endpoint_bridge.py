@@ -16,7 +16,7 @@ synchronisation:
   time comes. Its bound is the paced "now". A round finishing later than ``max_lag_ms`` after
   its wall-clock time stops the run (or warns).
 
-Everything from the program is checked (``spin.endpoint.link.admit_frames``, protocol sizes);
+Everything from the program is checked (``spin.runtime.endpoint_link.admit_frames``, protocol sizes);
 refusals are counted by reason, never fatal. Messages from anyone but the attached program are
 counted and ignored.
 """
@@ -34,11 +34,11 @@ from ..engine.ports import WIRE_OVERHEAD, arrival_delay_ps, inject_frames
 from ..errors import ConfigError, EndpointError
 from ..parallel.auth import load_keys, make_server, start_authenticator
 from ..parallel.program import INF_PS
-from ..simulation import CapturedFrames
-from . import protocol as P
-from .link import PORT_STATE_WORDS, P_BUSY_PS, P_BYTES, P_FRAMES, REASONS, address_bytes, \
+from .simulation import CapturedFrames
+from ..endpoint import protocol as P
+from .endpoint_link import PORT_STATE_WORDS, P_BUSY_PS, P_BYTES, P_FRAMES, REASONS, address_bytes, \
     admit_frames, pack_slots
-from .spec import AttachedEndpoint
+from ..endpoint.spec import AttachedEndpoint
 
 _POLL_MS = 50
 

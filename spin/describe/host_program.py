@@ -11,9 +11,9 @@ from typing import Callable
 import numpy as np
 
 from .checks import import_object
-from .engine import state as S
-from .errors import ConfigError
-from .units import ns as ns_to_ps
+from ..engine import state as S
+from ..errors import ConfigError
+from ..units import ns as ns_to_ps
 
 MAX_COMPUTE_NS = 1e12   # one compute op of up to 1000 s: int64 picoseconds stay exact
 
@@ -250,7 +250,7 @@ class HostProgram:
         _check_module_level(self._where, fn, "call")
         if len(inspect.signature(fn).parameters) != 1:
             raise ConfigError(f"{self._where}: call({fn.__qualname__}) must take one "
-                              f"argument (a spin.host_program.HostCall)")
+                              f"argument (a spin.describe.host_program.HostCall)")
         return self._add_call(fn)
 
     def _add_call(self, fn) -> "HostProgram":

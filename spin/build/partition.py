@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import state as S
-from .errors import ConfigError
-from .units import ns
+from ..engine import state as S
+from ..errors import ConfigError
+from ..units import ns
 
 _SEED = 12345
 _MAX_WEIGHT = 1 << 24  # keeps METIS's integer sums (idx_t) far from overflow

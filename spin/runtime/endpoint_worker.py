@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import state as S
-from ..fabric_workers import EngineWorker
+from .fabric_workers import EngineWorker
 from ..parallel.batch import FrameBatch
-from ..simulation import CapturedFrames
-from .bridge import EndpointBridge
+from .simulation import CapturedFrames
+from .endpoint_bridge import EndpointBridge
 
 
 class EndpointHostWorker(EngineWorker):

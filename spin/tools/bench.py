@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .api import SUCCESS
-from .handler import HandlerProgram, handler
-from .scenario_code import program_factory
+from ..api import SUCCESS
+from ..handler import HandlerProgram, handler
+from ..scenario_code import program_factory
 
 TARGET_PKT_EVENTS_PER_S = 10_000_000
 TARGET_CALL_NS = 5.0
@@ -58,7 +58,7 @@ def _figure(name: str, value: float | None, unit: str, target: str = "", met: bo
 # --- (a) handler call cost -----------------------------------------------------------------------
 def _call_loops():
     import numba as nb
-    from .engine.handler_abi import invoke_entry, prepare_call
+    from ..engine.handler_abi import invoke_entry, prepare_call
 
     @nb.njit
     def via_entry(addr, st, hmem, frames, n):
@@ -86,10 +86,11 @@ def _call_loops():
 def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]]:
     """The engine's whole cost of calling a handler (writing its call block, the indirect call,
     rebuilding its context) against the same body inlined."""
-    from .engine import state as S
-    from .handler import ExecutionContext
-    from .simulation import Scenario, Simulation
-    from .topology import Topology
+    from ..engine import state as S
+    from ..handler import ExecutionContext
+    from ..runtime.scenario import Scenario
+    from ..runtime.simulation import Simulation
+    from ..topology import Topology
     prog = trivial_program()
     sc = Scenario(Topology.pair())
     sc.install(ExecutionContext(1, prog, match_qp=BENCH_QP))
@@ -124,9 +125,9 @@ def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]
 def events_scenario(n_hosts: int, messages_per_host: int, nbytes: int = 64):
     """Each host sends ``messages_per_host`` messages of ``nbytes`` to the next host; a trivial
     payload handler consumes them on every NIC."""
-    from .handler import ExecutionContext
-    from .simulation import Scenario
-    from .topology import Topology
+    from ..handler import ExecutionContext
+    from ..runtime.scenario import Scenario
+    from ..topology import Topology
     prog = trivial_program()
     sc = Scenario(Topology.star(n_hosts), engine_programs=[prog])
     for i in range(n_hosts):
@@ -140,12 +141,12 @@ def events_scenario(n_hosts: int, messages_per_host: int, nbytes: int = 64):
 
 def _time_events(n_hosts: int, messages_per_host: int,
                  nbytes: int = 64) -> tuple[int, int, float]:
-    from .simulation import Simulation
+    from ..runtime.simulation import Simulation
     sim = Simulation(events_scenario(n_hosts, messages_per_host, nbytes))
     t0 = time.perf_counter()
     sim.run_until(2 ** 62)
     wall = time.perf_counter() - t0
-    from .engine import state as S
+    from ..engine import state as S
     return int(sim.st.sc[S.SC_PKT_EVENTS]), int(sim.st.sc[S.SC_EVENTS]), wall
 
 
@@ -171,7 +172,7 @@ def bench_events(n_hosts: int, target_s: float = 1.0, nbytes: int = 64) -> list[
 _PROBE = textwrap.dedent("""
     import time
     t0 = time.perf_counter()
-    from spin.bench import events_scenario
+    from spin.tools.bench import events_scenario
     from spin.simulation import Simulation
     Simulation(events_scenario(2, 2)).run()
     print(time.perf_counter() - t0)
@@ -184,7 +185,7 @@ _SMALL_TOML = textwrap.dedent("""
     hosts = 2
     [[program]]
     name = "trivial"
-    factory = "spin.bench:trivial_program"
+    factory = "spin.tools.bench:trivial_program"
     [[context]]
     node = 1
     program = "trivial"
@@ -204,7 +205,7 @@ def _probe(cache: str | None) -> tuple[float, float]:
                          timeout=600)
     wall = time.perf_counter() - t0
     if out.returncode != 0:
-        from .errors import SpinError
+        from ..errors import SpinError
         raise SpinError(f"bench: engine compile probe failed: {out.stderr.strip().splitlines()[-1:]}")
     return float(out.stdout.strip().splitlines()[-1]), wall
 
@@ -217,7 +218,7 @@ def _spin_command() -> list[str]:
 def bench_startup(cold: bool = True) -> list[dict[str, Any]]:
     """Cold: a fresh ``SPIN_CACHE_DIR`` compiles everything. Quick (not cold): this process's
     cache, which the figures before it warmed, so nothing but the new handler compiles."""
-    from .caches import cache_root
+    from ..caches import cache_root
     figs = []
     with tempfile.TemporaryDirectory(prefix="spin-bench-") as tmp:
         cache = os.path.join(tmp, "cache") if cold else str(cache_root())
@@ -242,7 +243,7 @@ def bench_startup(cold: bool = True) -> list[dict[str, Any]]:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         wall = time.perf_counter() - t0
         if out.returncode != 0:
-            from .errors import SpinError
+            from ..errors import SpinError
             raise SpinError(f"bench: `spin run` failed: {out.stderr.strip()}")
         figs.append(_figure("`spin run` small scenario, cached, end to end", wall, "s",
                             f"<= {TARGET_CACHED_START_S:g} s", wall <= TARGET_CACHED_START_S))
@@ -298,7 +299,7 @@ def _edit_loop(tmp: Path, env: dict[str, str]) -> list[dict[str, Any]]:
                              capture_output=True, text=True, timeout=600)
         wall = time.perf_counter() - t0
         if out.returncode != 0:
-            from .errors import SpinError
+            from ..errors import SpinError
             raise SpinError(f"bench: edit-loop probe failed: {out.stderr.strip()[-500:]}")
         figs.append(_figure(f"{label}, engine cached, end to end", wall, "s",
                             f"<= {TARGET_NEW_HANDLER_S:g} s", wall <= TARGET_NEW_HANDLER_S,
