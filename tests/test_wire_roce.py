@@ -326,7 +326,7 @@ def test_crc32_matches_zlib() -> None:
 
 _SUBPROCESS_SCRIPT = r"""
 import sys, numpy as np
-from spin import drops
+from spin.wire import drops
 from spin.wire import build_frame, parse, parse_frame, NUM_PARSED_FIELDS
 import spin.runtime.capture
 assert not [m for m in sys.modules if m.startswith("scapy")], "spin.wire must not import scapy"

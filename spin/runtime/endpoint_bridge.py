@@ -43,6 +43,8 @@ from ..endpoint.spec import AttachedEndpoint
 _POLL_MS = 50
 
 
+UNREAD_GRACE_MS = 200   # how long the end waits for messages still in flight
+
 class EndpointBridge:
     """Binds the endpoint's address at construction; ``attach`` once the engine exists."""
 
@@ -353,7 +355,11 @@ class EndpointBridge:
         frames as dropped ``unread``, never silently left in the socket."""
         if self._sock is None:
             return
-        while self._sock.poll(0, zmq.POLLIN):
+        # a message the program sent just before the end may still be on its way: wait for it
+        # briefly once, then take what is there
+        wait_ms = UNREAD_GRACE_MS
+        while self._sock.poll(wait_ms, zmq.POLLIN):
+            wait_ms = 0
             got = self._receive()
             if got is None:
                 continue

@@ -80,7 +80,9 @@ def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenar
     programs = []
     for name in plan.algorithms():
         alg = algorithm(name)
-        for key, value in (alg.configs(n) if alg.configs else {}).items():
+        # sized for the largest all-reduce that runs with this algorithm
+        nbytes = max(c.nbytes for c in plan.calls if c.kind == "all_reduce" and c.algo == name)
+        for key, value in (alg.configs(n, nbytes) if alg.configs else {}).items():
             configs.setdefault(key, value)
         if alg.programs is not None:
             programs.extend(p for p in alg.programs() if p not in programs)
