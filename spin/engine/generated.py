@@ -35,3 +35,13 @@ def import_generated(directory: Path, name: str, source: str) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def branch_chain(selector: str, calls: list[str]) -> str:
+    """Body of a generated static dispatch: ``if <selector> == <code>: return <call>`` for each
+    entry of a registry in code order, the last one the fall-through (every code the engine
+    holds is a valid one). Numba compiles each branch as a direct call."""
+    lines = [f"    if {selector} == {code}:\n        return {call}"
+             for code, call in enumerate(calls[:-1])]
+    lines.append(f"    return {calls[-1]}")
+    return "\n".join(lines)
