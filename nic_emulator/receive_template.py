@@ -32,22 +32,22 @@ def _nic_drop(st, dev, slot, reason):
     free_slot(st, slot)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_receive(st, hmem, dev, gp, slot, now):
     _nic_frame(st, hmem, dev, slot, now, False)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_timer(st, hmem, dev, slot, now):
     _nic_frame(st, hmem, dev, slot, now, True)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_port_ready(st, dev, now):
     wake_tx(st, dev, now)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_actions(st, dev, m, slot, n_commands, end):
     return nic_finalize_actions(st, dev, m, n_commands, end)
 

@@ -66,12 +66,12 @@ def switch_receive(st, hmem, dev, in_gp, slot, now):
     enqueue_frame(st, gp, slot, now)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def switch_port_ready(st, dev, now):
     return   # a switch's ports drain their own queues (spin.engine.ports)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def switch_actions(st, dev, m, slot, n_commands, end):
     return switch_finalize_actions(st, dev, slot, n_commands, end)
 
