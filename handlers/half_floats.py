@@ -4,10 +4,10 @@ as numpy's ``astype(np.float16)`` and ``spin.collectives.common.float32_to_bf16`
 widens exactly by shifting its bits 16 places up (its value as float32 bits)."""
 import math
 
-import numba as nb
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def f16_value(h):
     """IEEE binary16 bits -> their value (float64, exact)."""
     ex = (h >> 10) & 0x1F
@@ -21,7 +21,7 @@ def f16_value(h):
     return -v if (h & 0x8000) else v
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def f16_bits(b):
     """float32 bits -> IEEE binary16 bits, round to nearest even."""
     sign = (b >> 16) & 0x8000
@@ -50,7 +50,7 @@ def f16_bits(b):
     return sign | r
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def bf16_bits(b):
     """float32 bits -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN."""
     if (b & 0x7FFFFFFF) > 0x7F800000:

@@ -53,7 +53,6 @@ a flag byte and an int32 length per (block, packet), and one MTU slot per (block
 """
 import math
 
-import numba as nb
 import numpy as np
 
 from handlers.half_floats import bf16_bits, f16_bits, f16_value
@@ -61,6 +60,7 @@ from spin.api import (SUCCESS, spin_add_cycles, spin_dma_to_host, spin_host_even
                       spin_msg_addr, spin_msg_offset, spin_send_packet, spin_set_timer)
 from spin.handler import HandlerProgram, handler
 from spin.scenario_code import program_factory
+from spin.jit import njit
 
 # parameter and counter words
 (N, RANK, LEFT, RIGHT, QP, DTYPE, MODE, TOTAL, DONE, COUNT, PPB, MTU, AREA, HASH_SLOTS,
@@ -85,7 +85,7 @@ SPARSE_HEADER = 4
 
 
 # --- 16-bit floats: add in float32, round once (as spin.collectives.common.sum_float16/bf16) ---
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _add16(dst, src, m, is_bf16, cell):
     """dst[i] = round16(float32(dst[i]) + float32(src[i])); ``cell`` is 4 scratch bytes."""
     cf = cell.view(np.float32)
@@ -103,7 +103,7 @@ def _add16(dst, src, m, is_bf16, cell):
         dst[i] = np.uint16(bf16_bits(b) if is_bf16 else f16_bits(b))
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _add_dense(byt, dst, pkt, m, dtype, cell):
     """local values (bytes at ``dst``) += the packet's dense values."""
     if dtype == INT32:
@@ -122,7 +122,7 @@ def _add_dense(byt, dst, pkt, m, dtype, cell):
 
 
 # --- int8 with a per-packet scale ------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _quantize(vals, out, m):
     """out = [scale][int8 q...] with scale = max|v| / 127; returns the packet length."""
     top = np.float32(0.0)
@@ -140,7 +140,7 @@ def _quantize(vals, out, m):
     return 4 + m
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _dequantize(pkt, vals, m):
     scale = pkt[0:4].view(np.float32)[0]
     q = pkt[4:4 + m].view(np.int8)
@@ -149,17 +149,17 @@ def _dequantize(pkt, vals, m):
 
 
 # --- sparse (index, value) blocks -------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _values_at(npairs):
     return SPARSE_HEADER + ((2 * npairs + 3) // 4) * 4
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _sparse_len(npairs):
     return _values_at(npairs) + 4 * npairs
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _emit_dense_storage(vals, out, outv, m):
     """Non-zeros of ``vals`` as (index, value) pairs in ``out`` (``outv``: the same bytes as
     values), or the dense values when pairs would not be shorter; returns the packet length."""
@@ -183,7 +183,7 @@ def _emit_dense_storage(vals, out, outv, m):
     return _sparse_len(nnz)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _add_sparse(pkt, pktv, vals, m):
     """vals += the packet's pairs or dense values (``pktv``: its bytes as values); duplicate
     indices add up."""
@@ -204,7 +204,7 @@ def _add_sparse(pkt, pktv, vals, m):
         vals[k] = vals[k] + pktv[v0 + j]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _hash_put(keys, hv, slots, k, v):
     h = (k * 40503) & (slots - 1)
     for p in range(HASH_PROBES):
@@ -219,7 +219,7 @@ def _hash_put(keys, hv, slots, k, v):
     return False
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _hash_step(pkt, pktv, local, out, outv, keys, hv, slots, m, mem):
     """Flare's hash storage: the incoming pairs, then the local non-zeros, go into a table of
     ``slots`` entries (``keys``/``hv``; entries past ``slots`` hold the stash); pairs without a
@@ -274,7 +274,7 @@ def _hash_step(pkt, pktv, local, out, outv, keys, hv, slots, m, mem):
 
 
 # --- the handler ------------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _encode(mem, byt, local, out, m):
     """The values at ``local`` as an outgoing packet; returns (buffer offset, length)."""
     mode, dtype, mtu = mem[MODE], mem[DTYPE], mem[MTU]
@@ -293,7 +293,7 @@ def _encode(mem, byt, local, out, m):
     return out, n
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _decode(mem, byt, pkt, local, m):
     """A packet's values (int8 or sparse encoding) into ``local``, as stored."""
     if pkt.shape[0] % 4 != 0 and mem[MODE] != INT8:
@@ -310,7 +310,7 @@ def _decode(mem, byt, pkt, local, m):
         _add_sparse(pkt, pkt.view(np.float32), f, m)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _combine(mem, byt, pkt, step, local, out, area, m):
     """local += the packet's values; returns (offset, length) of the packet to send on and the
     cycles of the work beyond one add per element."""
@@ -353,7 +353,7 @@ def _combine(mem, byt, pkt, step, local, out, area, m):
     return o, n, 2 * m
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _written(ctx, mem, nbytes):
     """Count result bytes written; the last ones raise the host event."""
     mem[DONE] += nbytes
@@ -362,7 +362,7 @@ def _written(ctx, mem, nbytes):
         spin_host_event(ctx, 1)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _block_start(mem, block):
     """(first element, elements) of ``block``: the first COUNT % N blocks hold one more."""
     n = mem[N]
@@ -370,7 +370,7 @@ def _block_start(mem, block):
     return block * base + min(block, extra), base + (1 if block < extra else 0)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _block_of_element(mem, e):
     n = mem[N]
     base, extra = mem[COUNT] // n, mem[COUNT] % n
@@ -379,7 +379,7 @@ def _block_of_element(mem, e):
     return extra + (e - extra * (base + 1)) // base
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _received_block(n, rank, step):
     """The block rank ``rank`` receives from its left neighbour at ``step``: reduce-scatter
     steps 0..n-2 carry partials of block (rank-step-1), allgather steps n-1..2n-3 finished
@@ -389,14 +389,14 @@ def _received_block(n, rank, step):
     return (rank - (step - n + 1)) % n
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _slot(mem, block, k):
     """Byte offset of packet ``k`` of ``block``'s slot (one MTU) and index of its flag/length."""
     i = block * mem[PPB] + k
     return mem[SLOTS_OFF] + i * mem[MTU], i
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _keep(byt, mem, i, at, src, ln):
     """Copy ``ln`` bytes of ``src`` into slot ``i`` (at byte ``at``) and record its length."""
     for j in range(ln):
@@ -404,17 +404,17 @@ def _keep(byt, mem, i, at, src, ln):
     byt[mem[LENS_OFF]:mem[LENS_OFF] + 4 * mem[N] * mem[PPB]].view(np.int32)[i] = ln
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _kept_len(byt, mem, i):
     return byt[mem[LENS_OFF]:mem[LENS_OFF] + 4 * mem[N] * mem[PPB]].view(np.int32)[i]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _arm(ctx, mem, byt):
     spin_set_timer(ctx, mem[TIMEOUT_PS], mem[QP], byt, 0, 4, TIMER_TAG << STEP_SHIFT)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _reduced(ctx, mem, byt, step, block, k, addr, at, i, o, ln, m, w):
     """Step ``step``'s partial of (block, k) is combined into the packet at ``o`` (``ln`` B):
     keep it in the slot (a neighbour's NACK resends it), write it to host memory if it is the
@@ -433,7 +433,7 @@ def _reduced(ctx, mem, byt, step, block, k, addr, at, i, o, ln, m, w):
     spin_send_packet(ctx, mem[RIGHT], mem[QP], byt, at, ln, ((step + 1) << STEP_SHIFT) | addr)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _combine_into_slot(ctx, mem, byt, ring, local_src, step, block, k, addr, at, i, m, w):
     """The partial ``ring`` (a packet of step ``step``) plus this host's values ``local_src``,
     both complete now, whichever came second."""
@@ -446,7 +446,7 @@ def _combine_into_slot(ctx, mem, byt, ring, local_src, step, block, k, addr, at,
     _reduced(ctx, mem, byt, step, block, k, addr, at, i, o, ln, m, w)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _local_packet(ctx, pkt, mem, byt, addr, w):
     """A packet of this host's vector, streamed by the NIC's DMA (the host's loopback post)."""
     n, rank = mem[N], mem[RANK]
@@ -480,7 +480,7 @@ def _local_packet(ctx, pkt, mem, byt, addr, w):
         _keep(byt, mem, i, at, pkt, m * w)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _nack(ctx, mem, byt, step, addr, w):
     """The right neighbour misses step ``step`` of the range at ``addr``: resend what this NIC
     sent then, if it did (else its own timer recovers its input first)."""
@@ -506,7 +506,7 @@ def _nack(ctx, mem, byt, step, addr, w):
                          (step << STEP_SHIFT) | addr)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _tick(ctx, mem, byt, w):
     """The loss timer: while packets from the left are missing, and none arrived since the
     last tick, ask the left neighbour for every missing one (at most NACK_LIMIT a tick)."""

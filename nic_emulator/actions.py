@@ -1,7 +1,6 @@
 """The NIC's action sink: what the commands a handler issued do on a NIC (PCIe writes and reads,
 host events, packets out of the NIC's port or through its loopback, puts from host memory,
 timers), timed from the handler's end (a timer from its start: ``spin_set_timer``)."""
-import numba as nb
 
 from spin.engine import state as S
 from spin.engine.handler_context import build_staged_packet, check_host_bytes, schedule_timer
@@ -10,9 +9,10 @@ from spin.engine.heap import push_event
 from .loopback import loop_back
 from .pcie import CQE_BYTES, pcie_read, pcie_write
 from .tx import post_message
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def nic_finalize_actions(st, dev, m, n, end):
     """Apply the ``n`` commands in ``st.pend``, each checked again (a handler may have written
     the table directly). Blocking reads first, since they lengthen the handler itself; returns

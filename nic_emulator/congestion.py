@@ -24,17 +24,17 @@ marked fraction:
   and takes one MTU off at once; a timeout halves cwnd;
 - MTU <= cwnd <= ``max_window_factor`` x the initial window (one bandwidth-delay product).
 """
-import numba as nb
 
 from spin.engine import state as S
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _line_mbps(st, c):
     return st.port[st.dev[st.conn[c, S.C_DEV], S.D_PORT0], S.PT_RATE_GBPS] * 1000
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def dcqcn_advance(st, c, now):
     """Apply the alpha and rate-increase timer expiries up to ``now``."""
     row = st.conn[c]
@@ -75,7 +75,7 @@ def dcqcn_advance(st, c, now):
     row[S.C_STAGE] = stage
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def dcqcn_cut(st, dev, c, now):
     """A CNP arrived for connection ``c``: cut its rate."""
     dcqcn_advance(st, c, now)
@@ -94,7 +94,7 @@ def dcqcn_cut(st, dev, c, now):
         st.dev[dev, S.D_NTR + S.NT_MIN_RATE] = rc
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pacing_gap_ps(st, c, wire_bytes):
     """Time a packet of ``wire_bytes`` occupies at the connection's DCQCN rate (0 at line
     rate: the link paces it)."""
@@ -104,13 +104,13 @@ def pacing_gap_ps(st, c, wire_bytes):
     return (wire_bytes * 8_000_000 + rc - 1) // rc
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _clamp_cwnd(st, c, mtu):
     row = st.conn[c]
     row[S.C_CWND] = min(max(row[S.C_CWND], mtu), st.sc[S.SC_TRP + S.TRP_CWND_MAX])
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def window_on_ack(st, c, acked_bytes, marked, mtu):
     """UE: ``acked_bytes`` newly acknowledged by one ACK (ECN-marked or not)."""
     if acked_bytes <= 0:
@@ -126,7 +126,7 @@ def window_on_ack(st, c, acked_bytes, marked, mtu):
     _clamp_cwnd(st, c, mtu)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _window_end(st, c):
     row = st.conn[c]
     frac = (row[S.C_MARKED_WIN] * S.ALPHA_ONE) // max(row[S.C_ACKED_WIN], 1)
@@ -137,7 +137,7 @@ def _window_end(st, c):
     row[S.C_MARKED_WIN] = 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def window_on_trim(st, c, mtu):
     """UE: a NACK reported one of the connection's packets trimmed by a full queue."""
     row = st.conn[c]
@@ -149,7 +149,7 @@ def window_on_trim(st, c, mtu):
     _clamp_cwnd(st, c, mtu)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def window_on_timeout(st, c, mtu):
     st.conn[c, S.C_CWND] //= 2
     _clamp_cwnd(st, c, mtu)

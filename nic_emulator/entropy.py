@@ -16,12 +16,12 @@ sender sprays a flow over paths without touching the switches (Ultra Ethernet, R
 
 EVs stay in the dynamic port range 49152-65535, like ``spin.engine.rdma.flow_entropy``.
 """
-import numba as nb
 
 from spin.engine import state as S
+from spin.jit import njit
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def spray_ev(seed, counter):
     """Pseudo-random EV number ``counter`` of a flow (a counter-based generator: integer mixing
     of the flow seed and the counter, in 32-bit steps so no arithmetic overflows)."""
@@ -34,7 +34,7 @@ def spray_ev(seed, counter):
     return 0xC000 | (x & 0x3FFF)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _explore(st, c):
     """The connection's next fresh EV: counter-based draws over the whole EV range, or, with an
     EV set of N (htsim's ``-paths``), a walk over the connection's N EVs in a fixed shuffled
@@ -45,7 +45,7 @@ def _explore(st, c):
     return spray_ev(st.conn[c, S.C_EV], n % k if k > 0 else n)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def packet_ev(st, dev, c, now):
     """EV of the next packet connection ``c`` sends."""
     policy = st.dev[dev, S.D_ENTROPY]
@@ -70,7 +70,7 @@ def packet_ev(st, dev, c, now):
     return _explore(st, c)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def reps_on_ack(st, c, ev, marked):
     """An ACK echoed ``ev``: cache it unless the packet was ECN-marked (full: drop the oldest)."""
     if marked or ev < 0xC000:
@@ -87,7 +87,7 @@ def reps_on_ack(st, c, ev, marked):
     row[S.C_LAST_GOOD] = ev
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def reps_freeze(st, dev, c, now):
     """A trim or timeout: stop exploring for a while."""
     if st.dev[dev, S.D_ENTROPY] == S.ENT_REPS:

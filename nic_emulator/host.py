@@ -5,7 +5,6 @@ Costs: ``host_o_send_ps`` per posted send, ``host_o_recv_ps`` per received messa
 wait, and ``host_reduce_mps_per_byte`` (milli-picoseconds per input byte) for host-side
 reductions. Each op that takes time schedules the next step, so a host is one event per op.
 """
-import numba as nb
 
 from spin.engine import state as S
 from spin.engine.heap import push_event
@@ -13,22 +12,23 @@ from spin.engine.tracing import TRK_HOST, trace_row
 
 from .host_reduce import reduce_elementwise
 from .tx import post_message
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _block(st, dev, state, qp, target):
     st.dev[dev, S.D_HOST_STATE] = state
     st.dev[dev, S.D_WAIT0] = qp
     st.dev[dev, S.D_WAIT1] = target
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _trace(st, dev, t0, t1, op, pc, c, d, e):
     if st.sc[S.SC_TRACE] != 0:
         trace_row(st, TRK_HOST, dev, t0, t1, op[0], pc, c, d, e, 0, 0)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _consume(st, dev, now, n_messages, op, pc):
     """A wait is satisfied: pay the receive overhead of the messages it consumed. Returns True
     when that takes time (the program continues in a later event)."""
@@ -44,7 +44,7 @@ def _consume(st, dev, now, n_messages, op, pc):
     return False
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def host_step(st, dev, now):
     """Run the host program from its program counter until it blocks or spends time."""
     first = st.dev[dev, S.D_HOST_OP_FIRST]
@@ -104,7 +104,7 @@ def host_step(st, dev, now):
     st.dev[dev, S.D_HOST_STATE] = S.HOST_DONE
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def host_message_delivered(st, dev, qp, now):
     """A message finished landing in host memory (completion-queue entry)."""
     st.host_recv_count[dev, qp] += 1
@@ -114,7 +114,7 @@ def host_message_delivered(st, dev, qp, now):
         push_event(st, now, dev, S.EV_HOST, dev, 0, 0)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def host_event_raised(st, dev, now):
     st.dev[dev, S.D_HOST_EVENT_COUNT] += 1
     if st.dev[dev, S.D_HOST_STATE] == S.HOST_WAIT_EVENT and st.dev[dev, S.D_HOST_EVENT_COUNT] >= st.dev[dev, S.D_WAIT1]:

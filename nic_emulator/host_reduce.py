@@ -6,10 +6,10 @@ Semantics are numpy's: integers wrap (two's complement), ``max``/``min`` propaga
 ``np.maximum``/``np.minimum`` do, float32 stays float32. Bitwise operators take integer dtypes
 only (``spin.describe.host_program`` rejects the others before a run).
 """
-import numba as nb
 import numpy as np
 
 from spin.engine import state as S
+from spin.jit import njit
 
 # operator name -> code carried in the host op (MPI_SUM, MPI_MAX, ... without the prefix)
 REDUCE_OPS = {"sum": 0, "max": 1, "min": 2, "prod": 3, "band": 4, "bor": 5, "bxor": 6}
@@ -18,7 +18,7 @@ _SUM, _MAX, _MIN, _PROD = 0, 1, 2, 3
 _BAND, _BOR, _BXOR = 4, 5, 6
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _arith(d, s, op):
     """sum, max, min, prod on arrays of any numeric dtype."""
     n = d.shape[0]
@@ -40,7 +40,7 @@ def _arith(d, s, op):
         raise ValueError("spin host reduce: unknown operator code")
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _integer(d, s, op):
     """Every operator on integer arrays (bitwise ones exist only here)."""
     n = d.shape[0]
@@ -57,7 +57,7 @@ def _integer(d, s, op):
         _arith(d, s, op)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def reduce_elementwise(st, dev, dst_addr, src_addr, n, dtype_code, op):
     """``dst = dst OP src`` over ``n`` elements of host memory; returns the input bytes read from
     ``src`` (what the host's per-byte reduce cost is charged on)."""

@@ -6,14 +6,14 @@ and no port counter moves. It enters the NIC's own receive path ``NicConfig.loop
 after it was ready, as a frame from the network would (same matching, handlers, default path
 and transport: a reliable transport's ACKs to itself loop back the same way).
 """
-import numba as nb
 
 from spin.engine import state as S
 from spin.engine.heap import push_event
 from spin.engine.ports import enqueue_frame
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def loop_back(st, dev, slot, t_ready):
     """Deliver ``slot`` to the NIC's own receive path one loopback latency after ``t_ready``."""
     st.dev[dev, S.D_LOOPBACK_FRAMES] += 1
@@ -21,7 +21,7 @@ def loop_back(st, dev, slot, t_ready):
                S.ARRIVE_LOOPBACK, slot)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def emit_frame(st, dev, dst_node, slot, t_ready, now):
     """Send a frame the NIC built once its data is in NIC memory (``t_ready``): through the
     loopback when it is addressed to the NIC's own node, else to the NIC's egress port."""

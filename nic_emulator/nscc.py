@@ -28,9 +28,9 @@ that period, and marks on the next window's worth of ACKs are ignored (they desc
 before the cut). A trim takes one MTU off at once (htsim's ``mark_packet_for_retransmission``);
 a timeout halves the window. MTU <= cwnd <= the configured maximum.
 """
-import numba as nb
 
 from spin.engine import state as S
+from spin.jit import njit
 
 FAST_DELAY_PS = 1_000_000        # htsim: fast increase while the delay stays under 1 us
 PROP_MTUS = 4                    # proportional increase at zero delay, MTUs per window
@@ -38,7 +38,7 @@ GAMMA_PERMILLE = 800             # multiplicative decrease gain (htsim _gamma = 
 QA_TARGETS = 4                   # quick adapt above 4 x target delay (htsim _qa_threshold)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def rtt_start(st, c, psn, now):
     """Time packet ``psn`` (a first transmission) unless a timed packet is in flight."""
     row = st.conn[c]
@@ -47,14 +47,14 @@ def rtt_start(st, c, psn, now):
         row[S.C_RTT_T] = now
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def rtt_forget(st, c, psn):
     """Packet ``psn`` is sent again: its ACK would not tell which copy it answers (Karn)."""
     if st.conn[c, S.C_RTT_PSN] == psn:
         st.conn[c, S.C_RTT_PSN] = -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def rtt_acked(st, c, now):
     """The timed packet was acknowledged: take the sample."""
     row = st.conn[c]
@@ -76,20 +76,20 @@ def rtt_acked(st, c, now):
     row[S.C_AVG_DELAY] += (d - row[S.C_AVG_DELAY]) // 8
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def rto_ps(st, c):
     """The connection's retransmission timeout: from its RTT once measured."""
     r = st.conn[c, S.C_RTO_PS]
     return r if r > 0 else st.sc[S.SC_TRP + S.TRP_RTO_PS]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _clamp(st, c, mtu):
     row = st.conn[c]
     row[S.C_CWND] = min(max(row[S.C_CWND], mtu), st.sc[S.SC_TRP + S.TRP_CWND_MAX])
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _quick_adapt(st, c, mtu, now):
     """Once per base RTT + target: cut to what was delivered after a trim or a long queue.
     Returns True when it cut."""
@@ -111,7 +111,7 @@ def _quick_adapt(st, c, mtu, now):
     return cut
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def nscc_on_ack(st, c, acked_bytes, marked, mtu, now):
     """``acked_bytes`` newly acknowledged by one ACK (ECN-marked or not)."""
     if acked_bytes <= 0:
@@ -160,7 +160,7 @@ def nscc_on_ack(st, c, acked_bytes, marked, mtu, now):
     _clamp(st, c, mtu)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def nscc_on_trim(st, c, mtu):
     """A NACK reported one of the connection's packets trimmed by a full queue."""
     row = st.conn[c]
@@ -169,7 +169,7 @@ def nscc_on_trim(st, c, mtu):
     _clamp(st, c, mtu)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def nscc_on_timeout(st, c, mtu):
     row = st.conn[c]
     row[S.C_CWND] //= 2

@@ -1,9 +1,9 @@
 """PCIe DMA timing between NIC and host: a latency plus a bandwidth-serialised transfer, with
 independent read and write directions (PCIe is full duplex)."""
-import numba as nb
 
 from spin.engine import state as S
 from spin.engine.tracing import TRK_DMA_READ, TRK_DMA_WRITE, trace_row
+from spin.jit import njit
 
 
 # A completion-queue entry or event the NIC writes to tell the host something: 16 B, like the
@@ -12,12 +12,12 @@ from spin.engine.tracing import TRK_DMA_READ, TRK_DMA_WRITE, trace_row
 CQE_BYTES = 16
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def transfer_ps(st, dev, nbytes):
     return (nbytes * st.dev[dev, S.D_PCIE_MPS_PER_BYTE] + 999) // 1000
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pcie_write(st, dev, t_ps, nbytes):
     """NIC -> host write issued at ``t_ps``; returns when the data is visible in host memory."""
     start = max(t_ps, st.dev[dev, S.D_PCIE_W_BUSY])
@@ -30,7 +30,7 @@ def pcie_write(st, dev, t_ps, nbytes):
     return end + st.dev[dev, S.D_PCIE_LAT_PS]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pcie_read(st, dev, t_ps, nbytes):
     """NIC <- host read issued at ``t_ps``; returns when the data is in NIC memory
     (request latency, serialised transfer, completion latency)."""

@@ -3,7 +3,6 @@ module (it calls handlers; see ``spin/engine/loop_template.py``): validate a fra
 NIC's transport (``nic_emulator.transports``) admit it and find its message, run the header and
 payload handlers in sPIN order or write the payload to host memory (default path), then the
 completion handler."""
-import numba as nb
 
 from nic_emulator.actions import nic_finalize_actions
 from nic_emulator.pcie import CQE_BYTES, pcie_write
@@ -19,6 +18,7 @@ from spin.engine.rdma import PSN_MASK
 from spin.wire import headers as WH
 from spin.wire import roce as W
 from spin.wire.ip_edit import dscp_of
+from spin.jit import njit
 
 from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
 from nic_emulator.transports.registry import (transport_accepted, transport_admit,  # SPIN-TEMPLATE
@@ -26,33 +26,33 @@ from nic_emulator.transports.registry import (transport_accepted, transport_admi
     transport_on_trimmed)  # SPIN-TEMPLATE
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _nic_drop(st, dev, slot, reason):
     st.drops[dev, reason] += 1
     free_slot(st, slot)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_receive(st, hmem, dev, gp, slot, now):
     _nic_frame(st, hmem, dev, slot, now, False)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_timer(st, hmem, dev, slot, now):
     _nic_frame(st, hmem, dev, slot, now, True)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_port_ready(st, dev, now):
     wake_tx(st, dev, now)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def nic_actions(st, dev, m, slot, n_commands, end):
     return nic_finalize_actions(st, dev, m, n_commands, end)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _nic_frame(st, hmem, dev, slot, now, timer):
     """A frame for this NIC (``timer``: the packet of an expired handler timer)."""
     frame = st.pool[slot]
@@ -139,7 +139,7 @@ def _nic_frame(st, hmem, dev, slot, now, timer):
         push_event(st, t_c, dev, S.EV_COMPLETION, dev, m, 0)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def nic_complete(st, hmem, dev, m, now):
     """All packets seen and every payload handler ended: run the completion handler, then tell
     the host (a completion-queue entry on the QP) when the default path applies."""

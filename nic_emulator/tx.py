@@ -6,16 +6,16 @@ transport (``nic_emulator.transports``). The engine stops feeding the egress por
 ``nic_tx_window`` frames wait there and resumes on the port's next transmission, so a slow link
 throttles it instead of filling the buffer pool.
 """
-import numba as nb
 
 from spin.engine import state as S
 from spin.engine.freelist import take_free
 from spin.engine.rdma import PSN_MASK, flow_entropy, take_psns
 
 from .transports.connections import ROLE_TX, connection, kick_tx
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_post):
     """Queue an RDMA WRITE of ``nbytes`` host bytes at ``host_addr`` to ``dst_node``."""
     if host_addr < 0 or nbytes < 0 or host_addr + nbytes > st.dev[dev, S.D_HOST_MEM_SIZE]:

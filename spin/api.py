@@ -17,7 +17,6 @@ the handler ends, i.e. ``start + cycles`` on its HPU. Commands are asynchronous:
 completes only after every command it issued has finished, so the sPIN ``*_PENDING`` return
 codes behave like their base code and are accepted for source compatibility.
 """
-import numba as nb
 import numpy as np
 
 from .engine import state as S
@@ -25,6 +24,7 @@ from .engine.handler_context import HC_EXTRA_CYCLES, HC_ICRC, HC_PEND_N, HC_STAG
 from .engine.pool import ICRC_PENDING, ICRC_VALID, copy_bytes
 from .wire.headers import IP_DST_OFF
 from .wire.roce import write_icrc
+from spin.jit import njit
 
 # --- return codes (sPIN numbering) ------------------------------------------------------------
 SUCCESS = 0               # the handler consumed the packet; nothing else happens to it
@@ -44,7 +44,7 @@ RETURN_CODE_NAMES = {
 SPIN_OK = 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _push_action(ctx, kind, a, b, c, d, e):
     ctl = ctx.ctl
     k = ctl[HC_PEND_N]
@@ -60,7 +60,7 @@ def _push_action(ctx, kind, a, b, c, d, e):
     ctl[HC_PEND_N] = k + 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _check_host_range(ctx, host_addr, nbytes):
     if ctx.device_kind != S.DEV_NIC:
         raise ValueError("spin: a switch has no host memory (DMA, host writes and events, and "
@@ -70,7 +70,7 @@ def _check_host_range(ctx, host_addr, nbytes):
 
 
 # --- host memory ------------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=False):
     """Copy ``nbytes`` of NIC memory (a uint8 array) into host memory over PCIe."""
     if src.itemsize != 1:
@@ -83,7 +83,7 @@ def spin_dma_to_host(ctx, host_addr, src, src_offset, nbytes, generate_event=Fal
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
     """Read ``nbytes`` of host memory into NIC memory. Blocking: the handler waits for the data,
     so its HPU stays busy for the PCIe round trip."""
@@ -97,7 +97,7 @@ def spin_dma_from_host(ctx, host_addr, dst, dst_offset, nbytes):
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_host_write(ctx, host_addr, value):
     """Write one 64-bit word (little-endian) to host memory, e.g. a flag the host polls."""
     _check_host_range(ctx, host_addr, 8)
@@ -108,7 +108,7 @@ def spin_host_write(ctx, host_addr, value):
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_host_event(ctx, value):
     """Raise an event to the host (a completion-queue entry); host programs wait for them."""
     _check_host_range(ctx, 0, 0)
@@ -117,7 +117,7 @@ def spin_host_event(ctx, value):
 
 
 # --- sending ---------------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _stage(ctx, src, src_offset, nbytes):
     """Copy a packet's payload to the invocation's staging area; returns its offset there."""
     ctl = ctx.ctl
@@ -130,7 +130,7 @@ def _stage(ctx, src, src_offset, nbytes):
     return off
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_addr):
     """Send ``nbytes`` from NIC memory as one RDMA WRITE ONLY packet to ``dst_node``/``dest_qp``,
     landing at ``remote_addr`` in the destination's host memory (unless a handler there
@@ -152,7 +152,7 @@ def spin_send_packet(ctx, dst_node, dest_qp, src, src_offset, nbytes, remote_add
 MAX_TIMER_DELAY_PS = S.MAX_TIMER_DELAY_PS   # 1 s
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_set_timer(ctx, delay_ps, dest_qp, src, src_offset, nbytes, remote_addr):
     """Set a one-shot timer: ``delay_ps`` after this handler started (at virtual time
     ``spin_now_ps(ctx) + delay_ps``), a packet reaches this same device's receive path without
@@ -179,7 +179,7 @@ def spin_set_timer(ctx, delay_ps, dest_qp, src, src_offset, nbytes, remote_addr)
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_put_from_host(ctx, dst_node, dest_qp, host_addr, nbytes, remote_addr):
     """Send ``nbytes`` of host memory as an RDMA WRITE message of any size (the NIC reads it
     over PCIe and segments it), as sPIN's PutFromHost."""
@@ -194,7 +194,7 @@ def spin_put_from_host(ctx, dst_node, dest_qp, host_addr, nbytes, remote_addr):
 ROUTED = -1   # spin_forward's port for "the routed next hop"
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_forward(ctx, port):
     """Switch: send a copy of the packet (as the handler left it) out of local port ``port``, or
     along its route with ``ROUTED``. The copy leaves when the handler ends; the packet itself
@@ -210,7 +210,7 @@ def spin_forward(ctx, port):
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_multicast(ctx, group):
     """Switch: send a copy of the packet out of every port of multicast ``group`` (declared with
     ``Scenario.multicast_group``), when the handler ends."""
@@ -224,13 +224,13 @@ def spin_multicast(ctx, group):
     return SPIN_OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_is_switch(ctx):
     """True when the handler runs in a switch (False: in a NIC)."""
     return ctx.device_kind == S.DEV_SWITCH
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_dst(ctx):
     """Node id of the packet's destination (IPv4 destination address)."""
     f = ctx.frame
@@ -241,7 +241,7 @@ def spin_dst(ctx):
 
 
 # --- atomics on handler memory ----------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_fetch_add(arr, index, value):
     """Atomic fetch-and-add on handler memory; returns the old value."""
     old = arr[index]
@@ -249,7 +249,7 @@ def spin_fetch_add(arr, index, value):
     return old
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_compare_and_swap(arr, index, expected, new):
     """Atomic compare-and-swap on handler memory; returns the old value."""
     old = arr[index]
@@ -259,7 +259,7 @@ def spin_compare_and_swap(arr, index, expected, new):
 
 
 # --- cost and context queries -----------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_add_cycles(ctx, cycles):
     """Charge data-dependent work (e.g. a loop whose length depends on the packet)."""
     if cycles < 0:
@@ -267,71 +267,71 @@ def spin_add_cycles(ctx, cycles):
     ctx.ctl[HC_EXTRA_CYCLES] += cycles
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_msg_offset(ctx):
     """Byte offset of this packet's payload within its message."""
     return ctx.msg_offset
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_msg_size(ctx):
     """Total message length in bytes (RETH DMA length)."""
     return ctx.msg_len
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_msg_addr(ctx):
     """Target host address of the message (RETH virtual address)."""
     return ctx.msg_va
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_msg_rkey(ctx):
     return ctx.msg_rkey
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
+@njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_msg_state(ctx):
     """Per-message scratch state: 16 int64 words, zeroed when the message starts."""
     return ctx.msg_state
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_source(ctx):
     """Node id of the message's sender."""
     return ctx.src
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_node(ctx):
     """Node id of the device running the handler: a NIC's host id, or a switch's address
     (host count + switch index), which is the source of the packets it sends."""
     return ctx.node
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_qp(ctx):
     return ctx.qp
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_psn(ctx):
     return ctx.psn
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_hpu(ctx):
     """Index of the HPU running the handler (0 .. hpus-1)."""
     return ctx.hpu
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def spin_now_ps(ctx):
     """Virtual time at which the handler started, in picoseconds."""
     return ctx.start_ps
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
+@njit(cache=True, inline="always", _nrt=False)  # returns a view: inline it
 def spin_frame(ctx):
     """The whole received frame (Ethernet header to ICRC) as a uint8 array."""
     frame = ctx.frame

@@ -5,7 +5,6 @@ start: ``spin_set_timer``).
 
 A template of the engine module (``spin.engine.codegen``), as it routes with ``routed_port``,
 which is generated there from the registry of port-selection schemes."""
-import numba as nb
 
 from spin.wire import drops as D
 from spin.engine import state as S
@@ -13,10 +12,11 @@ from spin.engine.handler_context import build_staged_packet, schedule_timer
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes, free_slot
 from spin.wire.ip_edit import set_destination
+from spin.jit import njit
 from switch_emulator.routing import routed_port  # SPIN-TEMPLATE
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def clone_frame(st, slot):
     """A copy of a frame in a new slot (multicast and explicit forwards leave as copies)."""
     c = alloc_slot(st)
@@ -27,7 +27,7 @@ def clone_frame(st, slot):
     return c
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def send_out(st, dev, slot, gp, t):
     """Queue ``slot`` on global port ``gp`` (-1: no route, counted) at time ``t``."""
     if gp < 0:
@@ -37,7 +37,7 @@ def send_out(st, dev, slot, gp, t):
         push_event(st, t, dev, S.EV_ENQUEUE, dev, gp, slot)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def switch_finalize_actions(st, dev, slot, n, end):
     """Apply the ``n`` commands in ``st.pend``, each checked again (a handler may have written
     the table directly)."""

@@ -10,7 +10,6 @@ Return codes: PROCEED forwards the packet on its routed path (the default path),
 consumes it (copies sent with ``spin_forward``/``spin_multicast`` still leave), DROP discards
 it and counts a ``handler_drop``.
 """
-import numba as nb
 import numpy as np
 
 from spin.wire import drops as D
@@ -25,6 +24,7 @@ from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK
 from spin.wire import headers as WH
 from spin.wire.ip_edit import decrement_ttl, is_ipv4
 from spin.wire.transport_frames import get_be as _be
+from spin.jit import njit
 
 from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
 from switch_emulator.actions import send_out, switch_finalize_actions  # SPIN-TEMPLATE
@@ -37,13 +37,13 @@ _PAYLOAD_BTH = WH.BTH_OFF + WH.BTH_BYTES
 _PAYLOAD_RETH = WH.RETH_OFF + WH.RETH_BYTES
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _sw_drop(st, dev, slot, reason):
     st.drops[dev, reason] += 1
     free_slot(st, slot)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def switch_receive(st, hmem, dev, in_gp, slot, now):
     frame = st.pool[slot]
     length = st.slot_len[slot]
@@ -66,17 +66,17 @@ def switch_receive(st, hmem, dev, in_gp, slot, now):
     enqueue_frame(st, gp, slot, now)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def switch_port_ready(st, dev, now):
     return   # a switch's ports drain their own queues (spin.engine.ports)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def switch_actions(st, dev, m, slot, n_commands, end):
     return switch_finalize_actions(st, dev, slot, n_commands, end)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def switch_timer(st, hmem, dev, slot, now):
     """A timer a handler of this switch set expired: its packet (from the switch to itself)
     goes to the switch's execution contexts; one that none takes has nowhere to go."""
@@ -84,7 +84,7 @@ def switch_timer(st, hmem, dev, slot, now):
         _sw_drop(st, dev, slot, D.NO_ROUTE)
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _switch_handle(st, hmem, dev, slot, now):
     """Run the switch's execution contexts on the frame; False when none takes it."""
     frame = st.pool[slot]
@@ -172,7 +172,7 @@ def _switch_handle(st, hmem, dev, slot, now):
     return True
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def switch_complete(st, hmem, dev, m, now):
     """Every packet of the message passed and every payload handler ended: run the completion
     handler (it may send packets built in switch memory), then free the message."""

@@ -12,21 +12,21 @@ registry of schemes into the engine module (``spin.engine.codegen``): one static
 scheme, which Numba inlines, so adding a scheme file changes the engine's source and digest.
 Engine templates import them with a ``SPIN-TEMPLATE`` line.
 """
-import numba as nb
 import numpy as np
 
 from spin.engine import state as S
 from spin.wire.headers import IP_DST_OFF
+from spin.jit import njit
 
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def dst_node_of(frame):
     return (np.int64(frame[IP_DST_OFF + 1]) << 16) | (np.int64(frame[IP_DST_OFF + 2]) << 8) \
         | np.int64(frame[IP_DST_OFF + 3])
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def route_group(st, dev, dst_node):
     """Equal-cost group towards ``dst_node`` in the routing tables in force, or -1."""
     if dst_node < 0 or dst_node >= st.route.shape[2]:
@@ -43,7 +43,7 @@ from switch_emulator.routing import route_group as _lb_route_group
 {imports}
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def select_port(st, dev, slot, group, now):
     """The port-selection hook: the local port a frame leaves by, out of its equal-cost group,
     by the switch's scheme (``D_SW_LB``: {codes})."""
@@ -55,7 +55,7 @@ def select_port(st, dev, slot, group, now):
 {branches}
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def routed_port(st, dev, slot, now):
     """Global port by which the frame in ``slot`` leaves switch ``dev``, or -1 (no route)."""
     g = _lb_route_group(st, dev, _lb_dst_node_of(st.pool[slot]))

@@ -11,7 +11,6 @@ the cumulative point on: a sender's selectively acknowledged and to-be-resent pa
 receiver's arrived packets. A sender never has a PSN ``WIN_PKTS`` past its oldest
 unacknowledged one in flight, so the rings never alias.
 """
-import numba as nb
 import numpy as np
 
 from spin.engine import state as S
@@ -22,6 +21,7 @@ from spin.engine.rdma import PSN_MASK, conn_key, flow_entropy
 from spin.wire.transport_frames import write_control_frame
 
 from ..loopback import emit_frame
+from spin.jit import njit
 
 ROLE_TX = 0
 ROLE_RX = 1
@@ -32,7 +32,7 @@ ECN_CE = 3                      # IP ECN field: congestion experienced
 _HALF = 1 << 23
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def wake_tx(st, dev, t_ps):
     """Schedule the NIC's transmit engine unless it is scheduled, idle, or waiting for an ACK
     or a timer (a reliable transport's window or the pacing of its rate)."""
@@ -42,14 +42,14 @@ def wake_tx(st, dev, t_ps):
         push_event(st, t_ps, dev, S.EV_TXM, dev, 0, 0)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def kick_tx(st, dev, t_ps):
     """Something the waiting transmit engine needed happened (an ACK, a NAK, a timeout)."""
     st.dev[dev, S.D_TX_NOWORK] = 0
     wake_tx(st, dev, t_ps)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def unwrap(wire_psn, ref):
     """The PSN nearest ``ref`` whose low 24 bits are ``wire_psn``."""
     d = (np.int64(wire_psn) - ref) & PSN_MASK
@@ -58,12 +58,12 @@ def unwrap(wire_psn, ref):
     return ref + d
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def find_connection(st, dev, peer, qp, role):
     return map_get(st.conn_keys, st.conn_vals, conn_key(dev, peer, qp) | (np.int64(role) << 62))
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def connection(st, dev, peer, qp, role):
     """Row of the connection, created (with the transport's initial state) on first use."""
     key = conn_key(dev, peer, qp) | (np.int64(role) << 62)
@@ -98,7 +98,7 @@ def connection(st, dev, peer, qp, role):
     return c
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def note_order(st, dev, c, psn):
     """Count an out-of-order arrival (a PSN below the highest seen on the receiving connection)
     and the largest such distance (the reorder degree)."""
@@ -112,26 +112,26 @@ def note_order(st, dev, c, psn):
 
 
 # --- ring bitmaps -------------------------------------------------------------------------------
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def bit_get(st, c, ring, psn):
     pos = psn & (S.WIN_PKTS - 1)
     return (st.conn_bits[c, ring + (pos >> 6)] >> (pos & 63)) & 1
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def bit_set(st, c, ring, psn):
     pos = psn & (S.WIN_PKTS - 1)
     st.conn_bits[c, ring + (pos >> 6)] |= np.int64(1) << (pos & 63)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def bit_clear(st, c, ring, psn):
     pos = psn & (S.WIN_PKTS - 1)
     st.conn_bits[c, ring + (pos >> 6)] &= ~(np.int64(1) << (pos & 63))
 
 
 # --- control frames -----------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def send_control(st, dev, c, opcode, psn, syndrome, msn, cum_psn, sack_psn, bitmap, echo_ev,
                  flags, now):
     """Build an ACK/NAK/CNP/UE ACK for connection ``c``'s peer and queue it on the NIC's port

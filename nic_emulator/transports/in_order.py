@@ -1,7 +1,6 @@
 """Receive messages of transports that deliver a message's packets in PSN order (open loop and
 RC): the packet that starts a message (WRITE First or Only) opens it, and the others find it by
 their connection until its last packet arrives."""
-import numba as nb
 import numpy as np
 
 from spin.wire import drops as D
@@ -11,9 +10,10 @@ from spin.engine.messages import has_message_room, make_room_for, match_ec, new_
 from spin.engine.rdma import OPC_WRITE_FIRST, OPC_WRITE_ONLY, PSN_MASK, conn_key
 from spin.wire import headers as WH
 from spin.wire import roce as W
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def find_in_order(st, dev, out, timer, now):
     """The transports' ``find_message`` for in-order delivery. A handler timer packet is a whole
     message that is never looked up again, and never evicts another (it is not in the map)."""

@@ -3,7 +3,6 @@ order, one packet per transmit turn, which keeps the packets of every QP in PSN 
 requires; a lost packet loses its message. A message to the NIC's own node goes through the
 loopback, not the port: PCIe paces it, and only a port backlog of half its queue holds it back. Handler timer packets take this receive path
 whatever the NIC's transport (they belong to no connection)."""
-import numba as nb
 
 from spin.wire import drops as D
 from spin.engine import state as S
@@ -20,9 +19,10 @@ from ..entropy import spray_ev
 from ..loopback import emit_frame
 from ..pcie import pcie_read
 from .in_order import find_in_order
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Emit the next packet of the head message; the message leaves the queue with its last."""
     st.dev[dev, S.D_NIC_TX_SCHED] = 0
@@ -81,36 +81,36 @@ def tx_step(st, dev, now):
         push_event(st, t_emit, dev, S.EV_TXM, dev, 0, 0)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def carries(opcode):
     return opcode != WH.OP_UE_WRITE
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def admit(st, dev, out, now):
     return D.OK, -1, out[W.P_PSN]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def find_message(st, dev, out, psn, timer, now):
     return find_in_order(st, dev, out, timer, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def accepted(st, dev, c, psn, out, message_done, now):
     return
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_control(st, dev, out, frame, now):
     return D.TRANSPORT_MISMATCH   # an ACK or CNP for a NIC that runs no reliable transport
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_trimmed(st, dev, out, now):
     return   # nothing asks for it again: the message is lost
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_timeout(st, dev, c, now):
     return False   # never armed

@@ -12,7 +12,6 @@ on every message's last packet (the sender sets AckReq there) and on AckReq. An 
 packet makes the receiver send a CNP, at most one per ``cnp_interval_us`` per connection
 (DCQCN's notification point).
 """
-import numba as nb
 
 from spin.wire import drops as D
 from spin.engine import state as S
@@ -31,10 +30,11 @@ from .connections import (ECN_CE, ROLE_RX, ROLE_TX, connection, find_connection,
 from .in_order import find_in_order
 from .sending import (begin_turn, end_turn, finish_packet, next_unsent, rearm_timer,
                       retire_acked, sent_in_order, start_packet, timer_expired, wait_for_ack)
+from spin.jit import njit
 
 
 # --- sender ------------------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Send the next packet in PSN order when the connection's rate allows."""
     if not begin_turn(st, dev, now):
@@ -67,7 +67,7 @@ def tx_step(st, dev, now):
     end_turn(st, dev, c, t_emit, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _go_back(st, dev, c, psn):
     """Resend connection ``c``'s packets from ``psn`` on (rewind its messages)."""
     cap = st.txq.shape[1]
@@ -83,7 +83,7 @@ def _go_back(st, dev, c, psn):
                 st.txm[m, S.T_NEXT] = idx
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _advance_una(st, c, new_una, now):
     """Everything below ``new_una`` is acknowledged; the timer restarts when that moved."""
     row = st.conn[c]
@@ -93,7 +93,7 @@ def _advance_una(st, c, new_una, now):
         row[S.C_RTO_AT] = now + st.sc[S.SC_TRP + S.TRP_RTO_PS]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_control(st, dev, out, frame, now):
     op = out[W.P_OPCODE]
     c = find_connection(st, dev, out[W.P_SRC_NODE], out[W.P_DEST_QP], ROLE_TX)
@@ -118,7 +118,7 @@ def on_control(st, dev, out, frame, now):
     return D.OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_timeout(st, dev, c, now):
     if not timer_expired(st, dev, c, now):
         return False
@@ -129,12 +129,12 @@ def on_timeout(st, dev, c, now):
 
 
 # --- receiver ----------------------------------------------------------------------------------
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def carries(opcode):
     return opcode != WH.OP_UE_WRITE
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _ack(st, dev, c, syndrome, psn, now):
     send_control(st, dev, c, WH.OP_RC_ACKNOWLEDGE, psn, syndrome, st.conn[c, S.C_MSN], 0, 0, 0,
                  0, 0, now)
@@ -143,7 +143,7 @@ def _ack(st, dev, c, syndrome, psn, now):
     st.dev[dev, S.D_NTR + sent] += 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def admit(st, dev, out, now):
     c = connection(st, dev, out[W.P_SRC_NODE], out[W.P_DEST_QP], ROLE_RX)
     row = st.conn[c]
@@ -162,12 +162,12 @@ def admit(st, dev, out, now):
     return D.OUT_OF_SEQUENCE, -1, psn
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def find_message(st, dev, out, psn, timer, now):
     return find_in_order(st, dev, out, timer, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def accepted(st, dev, c, psn, out, message_done, now):
     row = st.conn[c]
     row[S.C_UNACKED] += 1
@@ -186,6 +186,6 @@ def accepted(st, dev, c, psn, out, message_done, now):
         _ack(st, dev, c, WH.AETH_ACK, psn, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_trimmed(st, dev, out, now):
     return   # RC has no trimming: the packet is lost, and the PSN gap after it is NAKed

@@ -27,7 +27,7 @@ CONTRACT = {
 }
 
 _FUNCTION = '''
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def transport_{fn}(tr, {params}):
     """``{fn}`` of the NIC's transport (codes: {codes})."""
 {branches}

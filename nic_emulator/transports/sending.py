@@ -3,7 +3,6 @@ NIC's send queue) until every packet is acknowledged; the queue's head is retire
 is. A transmit turn sends one packet: the transport picks it (``rc.tx_step``, ``ue.tx_step``)
 and builds its headers; the bookkeeping around it lives here.
 """
-import numba as nb
 
 from spin.engine import state as S
 from spin.engine.freelist import give_free
@@ -14,9 +13,10 @@ from spin.wire.roce import finalize_roce_frame_no_icrc
 from ..loopback import emit_frame
 from ..nscc import rto_ps
 from ..pcie import pcie_read
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def retire_acked(st, dev, now):
     """Free the send queue's head messages whose every packet is acknowledged, logging when
     (the sender's completion: htsim's flow completion time ends there)."""
@@ -34,7 +34,7 @@ def retire_acked(st, dev, now):
         give_free(st.sc, S.SC_TXM_FREE_TOP, st.txm_free, m)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def begin_turn(st, dev, now):
     """Start a transmit turn: True when a message waits and the egress port has room (a full
     port resumes the engine on its next transmission)."""
@@ -45,7 +45,7 @@ def begin_turn(st, dev, now):
     return st.port[st.dev[dev, S.D_PORT0], S.PT_Q_N] < st.dev[dev, S.D_NIC_TX_WINDOW]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def next_unsent(st, dev):
     """(message, packet index) of the first message in the queue with a packet not yet sent
     (go-back-N rewinds a message's next packet), or (-1, -1)."""
@@ -58,13 +58,13 @@ def next_unsent(st, dev):
     return -1, -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def wait_for_ack(st, dev):
     """Nothing may be sent now: the engine sleeps until an ACK, a NAK or a timer kicks it."""
     st.dev[dev, S.D_TX_NOWORK] = 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def start_packet(st, dev, m, idx, c, psn, resend, now):
     """Read packet ``idx`` of message ``m`` from host memory: returns (frame slot, payload
     bytes, is the message's last packet, when its data left host memory). First transmissions
@@ -76,7 +76,7 @@ def start_packet(st, dev, m, idx, c, psn, resend, now):
     return alloc_slot(st), chunk, idx == st.txm[m, S.T_NPKTS] - 1, max(ready, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now):
     """Copy the payload behind the headers the transport wrote (``off`` bytes), close the
     frame and queue it; returns its length."""
@@ -90,7 +90,7 @@ def finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now):
     return length
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def sent_in_order(st, dev, m, idx, c, psn):
     """A packet taken in order was sent: move the message on; a PSN below the highest sent is
     a go-back-N resend."""
@@ -101,7 +101,7 @@ def sent_in_order(st, dev, m, idx, c, psn):
         st.conn[c, S.C_HIGH] = psn + 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def end_turn(st, dev, c, t_emit, now):
     """After a packet: arm the connection's retransmission timer if it is not, and give the
     engine its next turn when this packet's data has left host memory."""
@@ -111,7 +111,7 @@ def end_turn(st, dev, c, t_emit, now):
     push_event(st, t_emit, dev, S.EV_TXM, dev, 0, 0)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def timer_expired(st, dev, c, now):
     """A retransmission timer fired: True when the oldest unacknowledged packet has not moved
     for ``rto_us`` (a timeout); otherwise it re-arms for the later deadline or lapses when
@@ -129,14 +129,14 @@ def timer_expired(st, dev, c, now):
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def rearm_timer(st, dev, c, now):
     """After a timeout was handled: the next deadline."""
     st.conn[c, S.C_RTO_PENDING] = 0
     arm_rto(st, dev, c, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def arm_rto(st, dev, c, now):
     """Set the deadline one timeout (``nscc.rto_ps``: from the measured RTT once there is one)
     from ``now``. The timer is lazy (a firing before the deadline re-arms itself), but a
@@ -149,7 +149,7 @@ def arm_rto(st, dev, c, now):
         schedule_rto(st, dev, c, at)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def schedule_rto(st, dev, c, at):
     row = st.conn[c]
     row[S.C_RTO_PENDING] = 1

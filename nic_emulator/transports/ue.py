@@ -18,7 +18,6 @@ unacknowledged one; the packet after which the window is full asks for an ACK at
 round trip is timed: the RTT drives NSCC's delay signal and the retransmission timeout. A
 timeout resends every packet not selectively acknowledged.
 """
-import numba as nb
 import numpy as np
 
 from spin.wire import drops as D
@@ -38,10 +37,11 @@ from .connections import (BITS_RCVD, BITS_RTX, BITS_SACKED, ECN_CE, ROLE_RX, ROL
                           send_control, unwrap)
 from .sending import (arm_rto, begin_turn, end_turn, finish_packet, next_unsent, rearm_timer,
                       retire_acked, sent_in_order, start_packet, timer_expired, wait_for_ack)
+from spin.jit import njit
 
 
 # --- sender ------------------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _first_rtx(st, m):
     """Index in message ``m`` of its first packet marked for retransmission, or -1."""
     c = st.txm[m, S.T_CONN]
@@ -54,7 +54,7 @@ def _first_rtx(st, m):
     return -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _next_resend(st, dev):
     """(message, packet index) of the first packet marked for retransmission, or (-1, -1)."""
     if st.dev[dev, S.D_RTX_PENDING] > 0:
@@ -69,7 +69,7 @@ def _next_resend(st, dev):
     return -1, -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def tx_step(st, dev, now):
     """Send a packet to resend, else the next new one the window allows."""
     if not begin_turn(st, dev, now):
@@ -113,7 +113,7 @@ def tx_step(st, dev, now):
     end_turn(st, dev, c, t_emit, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _mark_lost(st, dev, c, p):
     """Packet ``p`` will not be acknowledged: resend it (it no longer counts in flight)."""
     if bit_get(st, c, BITS_SACKED, p) or bit_get(st, c, BITS_RTX, p):
@@ -124,7 +124,7 @@ def _mark_lost(st, dev, c, p):
     st.conn[c, S.C_INFLIGHT] = max(0, st.conn[c, S.C_INFLIGHT] - 1)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _acked(st, dev, c, p):
     """Packet ``p`` arrived. Returns 1 when that is news (it counted in flight)."""
     if bit_get(st, c, BITS_RTX, p):
@@ -135,7 +135,7 @@ def _acked(st, dev, c, p):
     return 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _advance_una(st, dev, c, new_una, now):
     """Move the cumulative point to ``new_una``; returns how many packets that newly acked."""
     row = st.conn[c]
@@ -154,7 +154,7 @@ def _advance_una(st, dev, c, new_una, now):
     return newly
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_control(st, dev, out, frame, now):
     op = out[W.P_OPCODE]
     c = find_connection(st, dev, out[W.P_SRC_NODE], out[W.P_DEST_QP], ROLE_TX)
@@ -211,7 +211,7 @@ def on_control(st, dev, out, frame, now):
     return D.OK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_timeout(st, dev, c, now):
     if not timer_expired(st, dev, c, now):
         return False
@@ -230,12 +230,12 @@ def on_timeout(st, dev, c, now):
 
 
 # --- receiver ----------------------------------------------------------------------------------
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def carries(opcode):
     return opcode == WH.OP_UE_WRITE
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _ack(st, dev, c, psn, syndrome, echo_ev, ecn, now):
     """Selective ACK (or NACK) for PSN ``psn``: cumulative point plus the 64-PSN block."""
     cum = st.conn[c, S.C_RCV]
@@ -254,7 +254,7 @@ def _ack(st, dev, c, psn, syndrome, echo_ev, ecn, now):
     st.dev[dev, S.D_NTR + sent] += 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def admit(st, dev, out, now):
     c = connection(st, dev, out[W.P_SRC_NODE], out[W.P_DEST_QP], ROLE_RX)
     row = st.conn[c]
@@ -269,7 +269,7 @@ def admit(st, dev, out, now):
     return D.OK, c, psn
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _message_key(dev, src, qp, msg_psn):
     """Receive-map key of a message (bit 61 set: never equal to an in-order connection key; the
     row's own fields are compared on every hit)."""
@@ -278,7 +278,7 @@ def _message_key(dev, src, qp, msg_psn):
     return (np.int64(1) << 61) | ((k ^ ((np.int64(qp) & 0xFFFFFF) << 20)) & ((np.int64(1) << 61) - 1))
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def find_message(st, dev, out, psn, timer, now):
     """Out-of-order placement: whichever packet of a message comes first opens it (its PLH
     names the message's first PSN and length)."""
@@ -309,7 +309,7 @@ def find_message(st, dev, out, psn, timer, now):
     return D.OK, m, first, psn - msg_psn, t_ready, key
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def accepted(st, dev, c, psn, out, message_done, now):
     row = st.conn[c]
     row[S.C_UNACKED] += 1
@@ -325,7 +325,7 @@ def accepted(st, dev, c, psn, out, message_done, now):
         _ack(st, dev, c, psn, WH.AETH_ACK, out[W.P_EV], row[S.C_ACK_ECN] != 0, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def on_trimmed(st, dev, out, now):
     """A switch cut this packet's payload: ask for exactly this packet again."""
     c = connection(st, dev, out[W.P_SRC_NODE], out[W.P_DEST_QP], ROLE_RX)

@@ -65,8 +65,8 @@ def engine_module_source(boundscheck: bool = False) -> tuple[str, str]:
     source = "\n".join("\n".join(line for line in part.splitlines() if TEMPLATE_MARKER not in line)
                        for part in parts)
     if boundscheck:
-        source = source.replace("@nb.njit(cache=True, _nrt=False",
-                                "@nb.njit(cache=True, boundscheck=True, _nrt=False")
+        source = source.replace("@njit(cache=True, _nrt=False",
+                                "@njit(cache=True, boundscheck=True, _nrt=False")
     h = hashlib.sha256()
     h.update(source.encode())
     h.update(numba.__version__.encode())

@@ -4,13 +4,13 @@ re-shape (ports re-paired) and the switch to routing tables computed for the new
 Every worker applies every control row at the same virtual time with the same event key, so
 port state (and therefore results) is identical for any number of workers.
 """
-import numba as nb
 
 from . import state as S
 from .ports import BUSY_IDLE, port_down, start_tx
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def apply_control(st, row, now):
     c = st.ctl[row]
     kind = c[S.CTL_KIND]

@@ -53,7 +53,7 @@ DEVICE_KINDS: Registry[DeviceKind] = Registry("device kind", (
 ))
 
 _FUNCTION = '''
-@nb.njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)
 def device_{fn}({params}):
     """``{fn}`` of the device's kind (codes: {codes})."""
     kind = st.dev[dev, S.D_KIND]

@@ -3,10 +3,10 @@
 Every preallocated pool of the engine (events, frame slots, messages) uses one; running dry is a
 sizing problem, reported by the caller with the config field to raise.
 """
-import numba as nb
+from spin.jit import njit
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def take_free(sc, top_slot, free):
     """The next free index, or -1 when the pool is empty (the caller raises naming its config
     field: messages must be constants when compiled without the Numba runtime)."""
@@ -18,7 +18,7 @@ def take_free(sc, top_slot, free):
     return free[top]
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def give_free(sc, top_slot, free, index):
     free[sc[top_slot]] = index
     sc[top_slot] += 1

@@ -22,7 +22,6 @@ handler, so the engine knows neither.
 """
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 from numba import types
 from numba.core import cgutils
@@ -40,6 +39,7 @@ from .handler_context import (
 )
 from .layout import CALL_WORDS, MEMORY_DIMS
 from .pool import ICRC_VALID
+from spin.jit import njit
 
 MAX_MEMORY_DIMS = MEMORY_DIMS   # ranks of handler memory an entry can rebuild (st.ec EC_MEM_DIMS)
 
@@ -118,12 +118,12 @@ def invoke_entry(typingctx, address, block):
     return sig, codegen
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _address(a):
     return np.int64(a.ctypes.data)
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def prepare_call(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len, pkt, hmem, ec):
     """Reset the invocation's counters and write the call block of one handler invocation
     (``m``: its message row; ``slot``: its frame, -1 in a completion handler); return the
@@ -174,7 +174,7 @@ def prepare_call(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len,
     return _address(b)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def init_call_block(st):
     """Write the words of the call block that never change: the addresses of the command
     tables and of the staging bytes (once per state, before the first handler runs)."""
@@ -186,7 +186,7 @@ def init_call_block(st):
     b[CB_STAGE + 1] = stage_bytes
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def unpack_call(block):
     """The handler's view of a call block: (ctx, pkt, handler memory bytes, memory shape)."""
     b = array_at(block, CALL_WORDS, np.int64)

@@ -23,7 +23,6 @@ outside these arrays stops the run with a ``HandlerError`` instead.
 """
 from collections import namedtuple
 
-import numba as nb
 import numpy as np
 
 from . import state as S
@@ -31,6 +30,7 @@ from .heap import push_event
 from .pool import ICRC_PENDING, alloc_slot, copy_bytes
 from .rdma import OPC_WRITE_ONLY, flow_entropy, take_psns
 from ..wire.roce import finalize_roce_frame_no_icrc, write_roce_headers
+from spin.jit import njit
 
 HandlerContext = namedtuple("HandlerContext", (
     "kind", "device_kind", "node", "hpu", "start_ps", "src", "qp", "psn", "msg_offset",
@@ -48,7 +48,7 @@ HC_COLS = 8
 BTH_QP_LIMIT = 1 << 24   # destination QPs are 24-bit BTH fields
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def staging_area(st):
     """Where ``spin_send_packet`` copies a packet's payload until the handler ends: room for a
     full frame per command, after every host's memory (no array of its own: each array of the
@@ -56,7 +56,7 @@ def staging_area(st):
     return st.host_mem[st.host_mem.shape[0] - S.MAX_PENDING_ACTIONS * st.pool.shape[1]:]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def close_context(st):
     """After the handler: return the extra cycles it charged and its command count, both checked
     (the handler could write ``ctl`` directly). An ICRC that ``spin_frame`` wrote is not trusted
@@ -73,14 +73,14 @@ def close_context(st):
     return extra, n
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def check_host_bytes(st, dev, nbytes):
     """A command's byte count for the PCIe timing: at most the host's memory."""
     if nbytes < 0 or nbytes > st.dev[dev, S.D_HOST_MEM_SIZE]:
         raise ValueError("spin: a handler command names a transfer larger than host memory")
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _staged_frame(st, dev, dst_node, dest_qp, psn, stage_off, nbytes, remote_addr):
     """An RDMA WRITE ONLY frame from the device to ``dst_node`` carrying staged bytes (ICRC
     deferred); returns its slot."""
@@ -96,7 +96,7 @@ def _staged_frame(st, dev, dst_node, dest_qp, psn, stage_off, nbytes, remote_add
     return slot
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _check_staged(st, dest_qp, stage_off, nbytes):
     """The QP and staged bytes of a send or timer command (0: fine, 1: bad QP, 2: bad bytes)."""
     if dest_qp < 0 or dest_qp >= BTH_QP_LIMIT:
@@ -107,7 +107,7 @@ def _check_staged(st, dest_qp, stage_off, nbytes):
     return 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_addr):
     """Build the RDMA WRITE ONLY frame of a ``spin_send_packet`` command from its staged payload
     and return its slot (PSN taken now, in command order; ICRC deferred)."""
@@ -122,7 +122,7 @@ def build_staged_packet(st, dev, dst_node, dest_qp, stage_off, nbytes, remote_ad
     return _staged_frame(st, dev, dst_node, dest_qp, psn, stage_off, nbytes, remote_addr)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def build_timer_packet(st, dev, delay_ps, dest_qp, stage_off, nbytes, remote_addr):
     """Build the packet of a ``spin_set_timer`` command: an RDMA WRITE ONLY from the device to
     itself with the staged payload, PSN 0 (it belongs to no connection: the receive path takes
@@ -138,7 +138,7 @@ def build_timer_packet(st, dev, delay_ps, dest_qp, stage_off, nbytes, remote_add
                          remote_addr)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def schedule_timer(st, dev, p):
     """Apply a ``spin_set_timer`` command (row ``p`` of ``st.pend``), on a NIC or a switch: its
     packet reaches the device's own receive path ``delay_ps`` after the handler started (an

@@ -4,12 +4,12 @@ Linear probing with backward-shift deletion: no tombstones, so lookups stay shor
 messages come and go (tombstones would make every miss scan the whole table after a while).
 Keys are non-negative; -1 marks an empty bucket.
 """
-import numba as nb
+from spin.jit import njit
 
 EMPTY = -1
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _home(key, mask):
     # shifts and xors only: folds the (device, peer, QP) fields of the key together, and never
     # overflows (so plain-Python runs under NUMBA_DISABLE_JIT behave the same, without warnings)
@@ -18,7 +18,7 @@ def _home(key, mask):
     return h & mask
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _find(keys, key):
     """Bucket holding ``key``, or -1."""
     mask = keys.shape[0] - 1
@@ -32,13 +32,13 @@ def _find(keys, key):
         i = (i + 1) & mask
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def map_get(keys, vals, key):
     i = _find(keys, key)
     return -1 if i < 0 else vals[i]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def map_put(keys, vals, key, val):
     mask = keys.shape[0] - 1
     i = _home(key, mask)
@@ -52,7 +52,7 @@ def map_put(keys, vals, key, val):
     raise MemoryError("spin engine: lookup table full")
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def map_delete(keys, vals, key):
     i = _find(keys, key)
     if i < 0:

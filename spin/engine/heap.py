@@ -12,16 +12,16 @@ children of an entry are two cache lines), and the ``HEAP_SPARE`` entries past t
 always hold the sentinel time 2^63 - 1, so a sift-down compares all four children without asking
 which exist and picks the smallest with selects, not branches.
 """
-import numba as nb
 import numpy as np
 
 from . import state as S
 from .freelist import give_free, take_free
+from spin.jit import njit
 
 _SENTINEL = np.iinfo(np.int64).max
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def push_event(st, time_ps, creator_dev, kind, dev, a, b):
     """Schedule an event; the creator device's sequence number makes the key unique."""
     seq = st.dev[creator_dev, S.D_SEQ]
@@ -29,7 +29,7 @@ def push_event(st, time_ps, creator_dev, kind, dev, a, b):
     push_event_keyed(st, time_ps, (np.int64(creator_dev) << 40) | seq, kind, dev, a, b)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     """Schedule an event whose key was fixed elsewhere (a frame arriving from another worker)."""
     eid = take_free(st.sc, S.SC_EV_FREE_TOP, st.ev_free)
@@ -64,26 +64,26 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     h[d + S.HP_EVENT] = eid
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _at(i):
     """Word offset of entry ``i`` (the mask tells LLVM it is not negative, which drops Numba's
     negative-index wraparound from every access)."""
     return (i << 2) & 0x7FFFFFFFFFFFFFFC   # HEAP_COLS = 4 words per entry
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _before(t0, k0, t1, k1):
     """Entry (t1, k1) comes before (t0, k0), without a branch."""
     return (t1 < t0) | ((t1 == t0) & (k1 < k0))
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def next_time(st):
     """Time of the earliest pending event (the heap must not be empty)."""
     return st.heap[S.HP_TIME]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pop_event(st):
     """Remove the earliest event and return its id; the caller frees it with free_event."""
     sc = st.sc
@@ -140,6 +140,6 @@ def pop_event(st):
     return top
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def free_event(st, eid):
     give_free(st.sc, S.SC_EV_FREE_TOP, st.ev_free, eid)

@@ -8,7 +8,6 @@ are not part of it: they are compiled apart and called through the address of th
 (``spin.engine.handler_abi``). Lines marked ``SPIN-TEMPLATE`` import names the concatenated
 module defines itself; they are dropped.
 """
-import numba as nb
 
 from nic_emulator.host import host_event_raised, host_message_delivered, host_step
 from spin.wire import drops as D
@@ -23,13 +22,14 @@ from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_q
 from spin.engine.state_ref import state_ref
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
+from spin.jit import njit
 from nic_emulator.transports.registry import transport_on_timeout, transport_tx_step  # SPIN-TEMPLATE
 from spin.engine.device_kinds import (device_actions, device_complete,  # SPIN-TEMPLATE
                                       device_port_ready, device_receive,  # SPIN-TEMPLATE
                                       device_timer)  # SPIN-TEMPLATE
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def run_handler(st, hmem, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn, frame_len):
     """Run one handler on the device's earliest-free processing unit (HPU), then apply its
     commands through the device kind's action sink; return (return code, end time in ps).
@@ -83,7 +83,7 @@ def run_handler(st, hmem, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn,
     return rc, end
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def message_handlers(st, hmem, dev, ec, m, slot, pkt, first, t_ready, msg_off, psn, flen):
     """sPIN ordering for one packet of message ``m`` on any device: the header handler on the
     first packet, then the payload handler once the header handler ended. Returns (take the
@@ -118,7 +118,7 @@ def message_handlers(st, hmem, dev, ec, m, slot, pkt, first, t_ready, msg_off, p
     return rc == PROCEED, end
 
 
-@nb.njit(cache=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def _arrive(st, hmem, dev, gp, slot, t):
     """A frame reached port ``gp``: links that are down lose it, PFC frames pause the port,
     everything else goes to the device. A frame the device sent itself (``gp`` is
@@ -142,7 +142,7 @@ def _arrive(st, hmem, dev, gp, slot, t):
     device_receive(st, hmem, dev, gp, slot, t)
 
 
-@nb.njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.runtime.watchdog
+@njit(cache=True, _nrt=False, nogil=True)   # the GIL is released: see spin.runtime.watchdog
 def run_until(st, hmem, t_end, max_events):
     """Process events with time < t_end (at most max_events if > 0); return a STATUS_* code."""
     st = state_ref(st)   # one pointer per call below, not ~450 words (spin.engine.state_ref)

@@ -5,23 +5,23 @@ A NIC keys messages by (NIC, source, QP); a switch by (switch, source, destinati
 it sees many connections' packets. Both keys share one hash map; switch keys set bit 62 so they
 never meet NIC keys.
 """
-import numba as nb
 import numpy as np
 
 from . import state as S
 from .freelist import give_free, take_free
 from .hashmap import map_delete, map_get
+from spin.jit import njit
 
 SWITCH_KEY_BIT = np.int64(1) << 62
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def switch_flow_key(dev, src, dst, qp, n_nodes, max_qp):
     """Injective while (dev, src, dst, qp) fit the sizes checked when the state was built."""
     return SWITCH_KEY_BIT | (((np.int64(dev) * n_nodes + src) * n_nodes + dst) * max_qp + qp)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def match_ec(st, dev, src, dst, qp, rkey, udp_dport, hdr_type):
     """First execution context of ``dev`` (installation order) whose set fields all match."""
     first = st.dev[dev, S.D_EC_FIRST]
@@ -37,7 +37,7 @@ def match_ec(st, dev, src, dst, qp, rkey, udp_dport, hdr_type):
     return -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def expire_stale(st, dev, now):
     """Evict the incomplete messages (of ``dev``, or of any device with -1) whose last packet is
     older than the message timeout: their missing packets are not coming, and each holds a row
@@ -59,7 +59,7 @@ def expire_stale(st, dev, now):
     return freed
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def has_message_room(st, dev, now):
     """True when ``dev`` may open one more message (evicting stale ones if it must)."""
     if st.dev[dev, S.D_MSGS_ACTIVE] < st.dev[dev, S.D_MAX_MSGS] and st.sc[S.SC_MSG_FREE_TOP] > 0:
@@ -68,7 +68,7 @@ def has_message_room(st, dev, now):
     return st.dev[dev, S.D_MSGS_ACTIVE] < st.dev[dev, S.D_MAX_MSGS] and st.sc[S.SC_MSG_FREE_TOP] > 0
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def make_room_for(st, dev, key, now):
     """A FIRST packet opens a message on connection ``key``: a previous message still open on it
     never completed (its packets were lost) and is abandoned (counted). True when ``dev`` may
@@ -81,7 +81,7 @@ def make_room_for(st, dev, key, now):
     return has_message_room(st, dev, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def new_message(st, dev, src, qp, first_psn, npkts, va, rkey, length, ec, now, key):
     m = take_free(st.sc, S.SC_MSG_FREE_TOP, st.msg_free)
     if m < 0:
@@ -112,7 +112,7 @@ def new_message(st, dev, src, qp, first_psn, npkts, va, rkey, length, ec, now, k
     return m
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def free_message(st, m):
     st.msg[m, S.M_ACTIVE] = 0
     st.dev[st.msg[m, S.M_DEV], S.D_MSGS_ACTIVE] -= 1

@@ -1,13 +1,13 @@
 """Fixed-size frame slots: the engine moves slot indices, never frame bytes, inside a worker."""
-import numba as nb
 import numpy as np
 
 from . import state as S
 from ..wire.roce import write_icrc
 from .freelist import give_free, take_free
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def alloc_slot(st):
     """Take a free slot; running out is a configuration problem, so it raises instead of dropping
     (a drop here would depend on how devices are spread over workers)."""
@@ -27,7 +27,7 @@ ICRC_VALID = 1      # built here, ICRC written
 ICRC_PENDING = 2    # built here, ICRC not computed yet (see ensure_icrc)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def ensure_icrc(st, slot):
     """Write a deferred ICRC before anyone can observe the frame's bytes (a capture, another
     worker, a handler's ``spin_frame``). Frames that stay inside the engine never need it: they
@@ -37,12 +37,12 @@ def ensure_icrc(st, slot):
         st.slot_trusted[slot] = ICRC_VALID
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def free_slot(st, slot):
     give_free(st.sc, S.SC_SLOT_FREE_TOP, st.slot_free, slot)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def copy_bytes(dst, dst_off, src, src_off, n):
     """Copy n bytes, 8 at a time (a byte loop does not vectorise: ~5x slower per KiB; numba
     slice assignment compiles slowly). Unaligned 64-bit access is fine on the targets we run."""

@@ -14,7 +14,6 @@ orders them exactly as a local arrival would be ordered.
 Arrival times include the receiving switch's pipeline latency: a switch acts on a frame when it
 leaves its ingress pipeline, which saves one event per hop.
 """
-import numba as nb
 import numpy as np
 
 from ..wire import drops as D
@@ -27,6 +26,7 @@ from .heap import push_event_keyed as _push_keyed
 from .pool import ICRC_EXTERNAL, ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc, free_slot
 from .state_ref import state_ref
 from .tracing import TRACE_LINKS, TRK_LINK, trace_row
+from spin.jit import njit
 
 # preamble+SFD, inter-frame gap and FCS are on the wire but not in the frame bytes
 WIRE_OVERHEAD = ETHERNET_WIRE_OVERHEAD_BYTES
@@ -36,19 +36,19 @@ BUSY_DATA = 1
 BUSY_PRIORITY = 2
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def serialization_ps(nbytes, rate_gbps):
     return (np.int64(nbytes) * 8000 + rate_gbps - 1) // rate_gbps
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def next_key(st, dev):
     seq = st.dev[dev, S.D_SEQ]
     st.dev[dev, S.D_SEQ] = seq + 1
     return (np.int64(dev) << 40) | seq
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _account_queue(st, gp, now, delta):
     """Keep the time integral of the data-queue occupancy (byte*ns) and its maximum."""
     last = st.port[gp, S.PT_Q_LAST_T]
@@ -61,7 +61,7 @@ def _account_queue(st, gp, now, delta):
         st.port[gp, S.PT_MAX_Q_BYTES] = qb
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def arrival_delay_ps(st, gp):
     """Propagation delay of the link out of ``gp`` plus the receiving switch's pipeline."""
     peer = st.port[gp, S.PT_PEER]
@@ -73,7 +73,7 @@ def arrival_delay_ps(st, gp):
     return lat
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def enqueue_frame(st, gp, slot, now):
     """Append a data frame to an output queue: ECN-mark above the threshold; on a full buffer,
     trim (when the device trims) or tail-drop. Returns True if the frame was queued."""
@@ -117,7 +117,7 @@ def enqueue_frame(st, gp, slot, now):
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _header_only(st, dev, slot, length):
     """A frame without payload to protect: a transport control frame, or a header another
     switch trimmed (it carries the trimmed-frame DSCP)."""
@@ -128,7 +128,7 @@ def _header_only(st, dev, slot, length):
         and dscp_of(frame) == st.dev[dev, S.D_SW_TRIM_DSCP]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _ecn_decide(st, gp, qbytes):
     """Mark with ``qbytes`` queued? Step marking at or above the lower threshold when no upper
     one is set (DCTCP's K); otherwise RED-like as htsim's composite queue: never at or below
@@ -152,7 +152,7 @@ def _ecn_decide(st, gp, qbytes):
     return x < ((qbytes - low) << 32) // (high - low)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def enqueue_priority(st, gp, slot, now):
     """Queue a frame ahead of all data (trimmed headers, PFC frames); never paused."""
     dev = st.port[gp, S.PT_DEV]
@@ -170,7 +170,7 @@ def enqueue_priority(st, gp, slot, now):
         start_tx(st, gp, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def start_tx(st, gp, now):
     """Start the next frame: priority first; data unless the peer paused this port."""
     if st.port[gp, S.PT_UP] == 0:
@@ -209,7 +209,7 @@ def start_tx(st, gp, now):
                st.port[gp, S.PT_GEN])
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def port_resume(st, gp, now):
     """A pause ran out: transmit again if idle."""
     st.port[gp, S.PT_RESUME_SCHED] = 0
@@ -217,7 +217,7 @@ def port_resume(st, gp, now):
         start_tx(st, gp, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def capture_frame(st, gp, slot, now):
     sc = st.sc
     k = sc[S.SC_CAP_N]
@@ -230,7 +230,7 @@ def capture_frame(st, gp, slot, now):
     sc[S.SC_CAP_N] = k + 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def tx_done(st, gp, gen, now):
     """The head frame left the port: hand it to the link, then start the next one."""
     busy = st.port[gp, S.PT_BUSY]
@@ -281,7 +281,7 @@ def tx_done(st, gp, gen, now):
     start_tx(st, gp, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _lost(st, gp):
     """Random loss on the link out of ``gp`` (``LinkConfig.loss_rate``): a xorshift32 draw
     from the port's own generator against a threshold of loss_rate * 2^32."""
@@ -294,7 +294,7 @@ def _lost(st, gp):
 
 
 # --- priority flow control (IEEE 802.1Qbb) ------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _send_pfc(st, gp, quanta, now):
     slot = alloc_slot(st)
     dev = st.port[gp, S.PT_DEV]
@@ -303,7 +303,7 @@ def _send_pfc(st, gp, quanta, now):
     enqueue_priority(st, gp, slot, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def hold_ingress(st, slot, in_gp, now):
     """A switch queued a frame that entered on ``in_gp``: count it against that ingress port and
     pause the upstream sender above the XOFF threshold."""
@@ -319,7 +319,7 @@ def hold_ingress(st, slot, in_gp, now):
         _send_pfc(st, in_gp, st.dev[dev, S.D_SW_PFC_QUANTA], now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _release_ingress(st, slot, now):
     in_gp = st.slot_in_port[slot]
     if in_gp < 0:
@@ -333,7 +333,7 @@ def _release_ingress(st, slot, now):
         _send_pfc(st, in_gp, 0, now)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pfc_received(st, gp, quanta, now):
     """The peer paused (or, with quanta 0, resumed) data transmission on port ``gp``."""
     st.port[gp, S.PT_PAUSES_RX] += 1
@@ -347,7 +347,7 @@ def pfc_received(st, gp, quanta, now):
 
 
 # --- link state ---------------------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def port_down(st, gp, now):
     """The link of ``gp`` failed: every frame queued or on the wire from it is lost."""
     dev = st.port[gp, S.PT_DEV]
@@ -375,7 +375,7 @@ def port_down(st, gp, now):
     st.port[gp, S.PT_DROPS] += lost
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def inject_frames(st, times, ports, keys, lengths, frames):
     """Queue frames that arrived from another worker (or a test) as arrival events at their
     ingress ports; the sender's event key keeps the order identical to a local delivery."""
@@ -390,7 +390,7 @@ def inject_frames(st, times, ports, keys, lengths, frames):
 
 
 # --- queue occupancy sampling -------------------------------------------------------------------
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def sample_queues(st, now):
     """Record every local output port with a non-empty queue (data plus priority bytes) or
     with transmission time since the previous sample (its utilisation over the interval), then
@@ -417,7 +417,7 @@ def sample_queues(st, now):
         schedule_sample(st, now + 1)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def schedule_sample(st, not_before):
     """Schedule the next sample at the first grid instant at or after ``not_before``."""
     interval = st.sc[S.SC_SAMPLE_PS]

@@ -1,8 +1,8 @@
 """RDMA connection state the engine keeps per (device, peer, QP): next PSN and entropy value."""
-import numba as nb
 import numpy as np
 
 from .hashmap import map_get, map_put
+from spin.jit import njit
 
 OPC_WRITE_FIRST = 6
 OPC_WRITE_MIDDLE = 7
@@ -11,12 +11,12 @@ OPC_WRITE_ONLY = 10
 PSN_MASK = (1 << 24) - 1
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def conn_key(dev, peer_node, qp):
     return (np.int64(dev) << 48) | (np.int64(peer_node & 0xFFFFFF) << 24) | np.int64(qp & 0xFFFFFF)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def take_psns(st, dev, dst_node, qp, count):
     """Reserve ``count`` consecutive PSNs on a connection and return the first one."""
     key = conn_key(dev, dst_node, qp)
@@ -27,7 +27,7 @@ def take_psns(st, dev, dst_node, qp, count):
     return psn
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def flow_entropy(src_node, dst_node, qp):
     """Per-QP entropy value carried in the UDP source port (RoCEv2 / Ultra Ethernet style):
     a fixed mix of the connection identifiers, mapped into the dynamic port range 49152-65535."""

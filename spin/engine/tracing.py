@@ -20,9 +20,9 @@ Arguments (A..G) per kind:
   wait_event (-, count), reduce (-, -, bytes), mark (mark index), call (callback id). A wait's
   span starts when it is satisfied; ``spin.trace`` extends it back to when the host reached it.
 """
-import numba as nb
 
 from . import state as S
+from spin.jit import njit
 
 TRK_HANDLER = 1
 TRK_DMA_WRITE = 2
@@ -39,7 +39,7 @@ TRACE_LINKS = 2
 TRACE_HEADROOM = 4 * S.MAX_PENDING_ACTIONS + 64
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def trace_row(st, kind, dev, t0, t1, a, b, c, d, e, f, g):
     """Append one record; a full table counts the record as lost instead of overwriting."""
     sc = st.sc

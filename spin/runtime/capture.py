@@ -12,10 +12,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Sequence
 
-import numba
 import numpy as np
 
 from spin.errors import WireError
+from spin.jit import njit
 
 PCAP_MAGIC_NS = 0xA1B23C4D
 PCAP_MAGIC_US = 0xA1B2C3D4
@@ -29,7 +29,7 @@ _REC_HDR = struct.Struct("<IIII")
 _REC_DTYPE = np.dtype([("sec", "<u4"), ("nsec", "<u4"), ("incl", "<u4"), ("orig", "<u4")])
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _pack_records(out, starts, hdr, buf2d, incl):
     for i in range(incl.shape[0]):
         s = starts[i]

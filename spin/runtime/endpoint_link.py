@@ -10,7 +10,6 @@ frames as it would a local device's.
 """
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from ..engine.pool import copy_bytes
@@ -18,6 +17,7 @@ from ..engine.ports import WIRE_OVERHEAD, serialization_ps
 from .fabric_frames import KEY_DEVICE_SHIFT
 from ..wire.headers import ETH_BYTES, ETHERTYPE_IPV4, IPV4_BYTES, UDP_BYTES
 from ..wire.roce import node_ip, node_mac
+from spin.jit import njit
 
 # reasons a frame from the program is dropped (index into EndpointStats.dropped names)
 REASONS = ("bad_length", "not_ipv4", "bad_source", "bad_time")
@@ -34,7 +34,7 @@ P_BUSY_UNTIL, P_SEQ, P_BUSY_PS, P_FRAMES, P_BYTES = range(5)
 PORT_STATE_WORDS = 5
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def admit_frames(at_ps, lengths, blob, mac, ip, max_len, not_before, rate_gbps, delay_ps,
                  device, port, out_time, out_key, out_len, out_frames, dropped):
     """Check each frame (length, IPv4, source MAC and IP of the host, time not before
@@ -80,7 +80,7 @@ def admit_frames(at_ps, lengths, blob, mac, ip, max_len, not_before, rate_gbps, 
     return k
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pack_slots(frames, lengths, order, blob):
     """Frames ``frames[order[i], :lengths[order[i]]]`` back to back into ``blob``; returns the
     bytes written."""

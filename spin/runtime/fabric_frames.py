@@ -8,10 +8,10 @@ handlers, and never touch the engine state.
 """
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from ..engine.state import O_KEY, O_LEN, O_PORT, O_TIME
+from spin.jit import njit
 
 # check_peer_frames results: 0 = acceptable, else the index of the reason below
 REASONS = ("", "bad_length", "arrival_in_past", "bad_port", "device_mismatch", "not_owned",
@@ -20,7 +20,7 @@ ANY_PEER = -2          # peer_dev of a port whose link a re-shape re-pairs
 KEY_DEVICE_SHIFT = 40  # event keys are (creating device << 40) | sequence (spin.engine.ports.next_key)
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def check_peer_frames(port_dev, peer_dev, owner, me, sender, min_len, max_len, not_before,
                       arrival, dst_device, dst_port, order_key, length):
     """The first failed check over the batch's frames (index into REASONS), 0 if all pass."""
@@ -52,7 +52,7 @@ def check_peer_frames(port_dev, peer_dev, owner, me, sender, min_len, max_len, n
     return 0
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def split_outbox(out, n, port_dev, owner, n_workers):
     """The first n outbox rows (time, port, key, length) as per-frame arrays grouped by
     destination worker, stable within a worker. Returns the arrays, the row order (for the

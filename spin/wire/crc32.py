@@ -8,8 +8,8 @@ Arithmetic is kept in int64 (Numba turns ``uint64 op int64`` into float64). Resu
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+from spin.jit import njit
 
 CRC32_POLY_REFLECTED = 0xEDB88320
 
@@ -33,24 +33,24 @@ CRC32_TABLE = _make_table()
 CRC32_TABLE.flags.writeable = False
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _le32(data: np.ndarray, i: int) -> int:
     return (np.int64(data[i]) | (np.int64(data[i + 1]) << 8)
             | (np.int64(data[i + 2]) << 16) | (np.int64(data[i + 3]) << 24))
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _t(k: int, v: int) -> int:
     return np.int64(CRC32_TABLE[k, v & 0xFF])
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def crc32_byte(crc: int, b: int) -> int:
     """Advance the internal (pre-inverted) CRC state by one byte."""
     return (crc >> 8) ^ np.int64(CRC32_TABLE[0, (crc ^ b) & 0xFF])
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def crc32_update(crc: int, data: np.ndarray, start: int, stop: int) -> int:
     """Advance the internal CRC state over ``data[start:stop]`` (uint8), sixteen bytes per step."""
     i = start
@@ -71,7 +71,7 @@ def crc32_update(crc: int, data: np.ndarray, start: int, stop: int) -> int:
     return crc
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def crc32(data: np.ndarray, start: int, stop: int) -> int:
     """CRC-32 of ``data[start:stop]``; equals ``zlib.crc32(bytes(data[start:stop]))``."""
     return crc32_update(0xFFFFFFFF, data, start, stop) ^ 0xFFFFFFFF

@@ -5,10 +5,10 @@ ECN and TTL live in IP fields that the RoCEv2 ICRC masks out (TOS, TTL, checksum
 them keeps the ICRC valid; the IPv4 checksum is updated incrementally (RFC 1624). Trimming
 changes lengths, so the caller must have the ICRC rewritten (``ICRC_PENDING``).
 """
-import numba as nb
 import numpy as np
 
 from spin.wire import headers as H
+from spin.jit import njit
 
 _ETH_TYPE = 12
 _IP = H.IP_OFF
@@ -30,18 +30,18 @@ PFC_DST_MAC = (0x01, 0x80, 0xC2, 0x00, 0x00, 0x01)
 PAUSE_QUANTUM_BITS = 512
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _be16(frame, off):
     return (np.int64(frame[off]) << 8) | np.int64(frame[off + 1])
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def is_ipv4(frame, length):
     return length >= _UDP and frame[_ETH_TYPE] == 0x08 and frame[_ETH_TYPE + 1] == 0x00 \
         and (frame[_IP] >> 4) == 4
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _csum_replace16(frame, old16, new16):
     """RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')."""
     hc = _be16(frame, _IP_CSUM)
@@ -53,7 +53,7 @@ def _csum_replace16(frame, old16, new16):
     frame[_IP_CSUM + 1] = s & 0xFF
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def mark_ce(frame):
     """Mark Congestion Experienced on an ECN-capable IPv4 frame. Returns True if it was marked
     now (frames that are not ECN-capable, or already marked, are left alone)."""
@@ -68,7 +68,7 @@ def mark_ce(frame):
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def decrement_ttl(frame):
     """Decrement the IPv4 TTL; returns False (frame untouched) when it would reach zero."""
     ttl = np.int64(frame[_IP_TTL])
@@ -80,7 +80,7 @@ def decrement_ttl(frame):
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def set_dscp(frame, dscp):
     tos = np.int64(frame[_IP + 1])
     new_tos = ((np.int64(dscp) & 0x3F) << 2) | (tos & ECN_MASK)
@@ -89,12 +89,12 @@ def set_dscp(frame, dscp):
     _csum_replace16(frame, old, (np.int64(frame[_IP]) << 8) | new_tos)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def dscp_of(frame):
     return np.int64(frame[_IP + 1]) >> 2
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def trim_roce_frame(frame, length, dscp):
     """Cut a RoCEv2 frame to its headers (Eth/IPv4/UDP/BTH, plus RETH on FIRST/ONLY and the PLH
     of a UE WRITE) and an ICRC,
@@ -129,7 +129,7 @@ def trim_roce_frame(frame, length, dscp):
     return new_len
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def is_header_only(frame, length):
     """A transport control frame without payload: RoCE ACKNOWLEDGE (ACK/NAK), CNP, or an Ultra
     Ethernet ACK (which also carries NACKs). Switches queue these ahead of data."""
@@ -141,13 +141,13 @@ def is_header_only(frame, length):
     return op == H.OP_RC_ACKNOWLEDGE or op == H.OP_CNP or op == H.OP_UE_ACK
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def is_pfc_frame(frame, length):
     return length >= 18 and frame[_ETH_TYPE] == 0x88 and frame[_ETH_TYPE + 1] == 0x08 \
         and frame[14] == 0x01 and frame[15] == 0x01
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def pfc_quanta(frame):
     """Pause time of priority 0 (untagged traffic) in 512-bit quanta, or -1 when the frame does
     not enable that class."""
@@ -156,7 +156,7 @@ def pfc_quanta(frame):
     return _be16(frame, 18)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def write_pfc_frame(frame, src_mac_id, quanta):
     """A PFC frame pausing priority 0 for ``quanta`` (0 resumes). Frames carry no VLAN tag, so
     all traffic is priority 0. Returns the frame length (60 B)."""
@@ -181,7 +181,7 @@ def write_pfc_frame(frame, src_mac_id, quanta):
     return PFC_FRAME_BYTES
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def set_destination(frame, node):
     """Address an IPv4 frame to ``node`` (MAC 02:00:00:NN:NN:NN, IP 10.N.N.N) with the IPv4
     checksum updated. The ICRC covers the destination address: the caller must have it

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from spin.wire import drops
 from spin.errors import WireError
 from spin.wire import headers as H
 from spin.wire.crc32 import CRC32_TABLE, crc32_update
+from spin.jit import njit
 
 # ---------------------------------------------------------------------------------------------
 # Offsets (frames spin builds: IPv4 without options). Checked against headers.py below.
@@ -88,13 +88,13 @@ _ICRC_SEED = _crc_state_after_ff8()
 # ---------------------------------------------------------------------------------------------
 # Byte helpers (big-endian on the wire).
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _wr_be(frame: np.ndarray, off: int, v: int, nbytes: int) -> None:
     for k in range(nbytes):
         frame[off + nbytes - 1 - k] = (v >> (8 * k)) & 0xFF
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _rd_be(frame: np.ndarray, off: int, nbytes: int) -> int:
     v = np.int64(0)
     for k in range(nbytes):
@@ -102,13 +102,13 @@ def _rd_be(frame: np.ndarray, off: int, nbytes: int) -> int:
     return v
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _le32(frame: np.ndarray, i: int) -> int:
     return (np.int64(frame[i]) | (np.int64(frame[i + 1]) << 8)
             | (np.int64(frame[i + 2]) << 16) | (np.int64(frame[i + 3]) << 24))
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _crc_block16(crc: int, w0: int, w1: int, w2: int, w3: int) -> int:
     a = crc ^ w0
     t = CRC32_TABLE
@@ -122,17 +122,17 @@ def _crc_block16(crc: int, w0: int, w1: int, w2: int, w3: int) -> int:
             ^ np.int64(t[1, (w3 >> 16) & 0xFF]) ^ np.int64(t[0, (w3 >> 24) & 0xFF]))
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _has_reth(opcode: int) -> bool:
     return opcode == 0x06 or opcode == 0x0A or opcode == 0x26 or opcode == 0x2A
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _valid_opcode(opcode: int) -> bool:
     return (opcode & 0xDF) in (0x06, 0x07, 0x08, 0x0A) or _ext_bytes(opcode) > 0
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _ext_bytes(opcode: int) -> int:
     """Extension-header bytes after the BTH of the reliable-transport opcodes (0: none of
     them): ACKNOWLEDGE/AETH, CNP/16 reserved, UE WRITE/PLH, UE ACK/AETH+SACKH."""
@@ -150,7 +150,7 @@ def _ext_bytes(opcode: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # Hot path.
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_req,
                        reth_va, reth_rkey, reth_dma_len, payload_len, ip_id):
     """Write Eth/IPv4/UDP/BTH(/RETH) for a frame carrying ``payload_len`` bytes.
@@ -171,7 +171,7 @@ def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_
     return _RETH + _RETH_BYTES
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def write_bth_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_req, ext_bytes,
                       payload_len, ip_id, tos):
     """Write Eth/IPv4 (with ``tos``)/UDP/BTH for a frame whose BTH is followed by
@@ -231,7 +231,7 @@ def write_bth_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_r
     return _BTH + _BTH_BYTES + ext_bytes
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def ipv4_checksum(frame, off):
     """RFC 791 header checksum of the IPv4 header at ``off``, its checksum field taken as zero.
 
@@ -247,7 +247,7 @@ def ipv4_checksum(frame, off):
     return (~s) & 0xFFFF
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def compute_icrc(frame, frame_len):
     """RoCEv2 ICRC of a frame whose last 4 bytes hold the ICRC.
 
@@ -282,7 +282,7 @@ def compute_icrc(frame, frame_len):
     return crc ^ 0xFFFFFFFF
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def finalize_roce_frame(frame, payload_off, payload_len):
     """Zero the pad, write the IPv4 checksum and the ICRC; return the frame length in bytes.
 
@@ -294,7 +294,7 @@ def finalize_roce_frame(frame, payload_off, payload_len):
     return total
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def finalize_roce_frame_no_icrc(frame, payload_off, payload_len):
     """As ``finalize_roce_frame`` but leave the ICRC to ``write_icrc``: the engine defers it
     until the frame's bytes are observed (capture, another worker, a handler's view), since the
@@ -313,7 +313,7 @@ def finalize_roce_frame_no_icrc(frame, payload_off, payload_len):
     return total
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def write_icrc(frame, total):
     """Compute the ICRC of a finalised frame of ``total`` bytes into its last 4 bytes."""
     end = total - _ICRC_BYTES
@@ -324,7 +324,7 @@ def write_icrc(frame, total):
     frame[end + 3] = (icrc >> 24) & 0xFF
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def parse_frame(frame, frame_len, check_icrc, out):
     """Validate a frame and fill ``out[P_*]``; return ``drops.OK`` or a wire drop code.
 

@@ -6,12 +6,12 @@ offsets below are checked against those declarations at import.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from spin.errors import WireError
 from spin.wire import headers as H
 from spin.wire.roce import finalize_roce_frame, finalize_roce_frame_no_icrc, write_bth_headers
+from spin.jit import njit
 
 _EXT = H.BTH_OFF + H.BTH_BYTES     # first byte after the BTH
 TOS_NOT_ECT = 0x00                 # control frames are not ECN-capable (never marked)
@@ -23,13 +23,13 @@ if (H.AETH.offsets["msn"], H.PLH.offsets["msg_len"], H.PLH.offsets["msg_psn"],
     raise WireError("spin.wire.transport_frames offsets disagree with spin.wire.headers")
 
 
-@numba.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def put_be(frame, off, v, nbytes):
     for k in range(nbytes):
         frame[off + nbytes - 1 - k] = (v >> (8 * k)) & 0xFF
 
 
-@numba.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def get_be(frame, off, nbytes):
     v = np.int64(0)
     for k in range(nbytes):
@@ -37,7 +37,7 @@ def get_be(frame, off, nbytes):
     return v
 
 
-@numba.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def write_ue_write_headers(frame, src, dst, ev, qp, psn, va, rkey, msg_len, msg_psn, payload_len,
                            ack_req=0):
     """Headers of one UE WRITE packet (ECN-capable); ``ack_req`` sets the BTH AckReq bit (the
@@ -54,7 +54,7 @@ def write_ue_write_headers(frame, src, dst, ev, qp, psn, va, rkey, msg_len, msg_
     return off
 
 
-@numba.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def write_control_frame(frame, src, dst, ev, opcode, qp, psn, syndrome, msn, cum_psn, sack_psn,
                         bitmap, echo_ev, flags):
     """A whole ACK (0x11), CNP (0x81) or UE ACK (0xC1) frame, IPv4 checksum included but not

@@ -5,7 +5,7 @@ group towards its destination (``select_port``, generated into the engine module
 Adding a scheme is one file in this package: a Numba function with the common signature and a
 module-level declaration, found by ``registry.port_schemes`` (no other file names it)::
 
-    @nb.njit(cache=True, _nrt=False)
+    @njit(cache=True, _nrt=False)
     def my_port(st, dev, slot, group, first, count, now):
         ...                                    # -> a local port number
     SCHEME = PortScheme(name="my_scheme", select=my_port, summary="one line for `spin lb --list`")

@@ -2,13 +2,13 @@
 queued, as InfiniBand and Slingshot switches choose among candidate ports by queue depth.
 Packets of one flow may take different paths and arrive out of order; ties are broken from a
 pseudo-random starting point so that idle ports share the traffic."""
-import numba as nb
 
 from .common import least_loaded, next_random
 from .registry import PortScheme
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def adaptive_port(st, dev, slot, group, first, count, now):
     return least_loaded(st, dev, first, count, next_random(st, dev) % count)
 

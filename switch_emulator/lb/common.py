@@ -1,14 +1,14 @@
 """What port-selection schemes share: the load of an egress port, the least-loaded port of a
 group, and a per-switch pseudo-random generator."""
-import numba as nb
 import numpy as np
 
 from spin.engine import state as S
+from spin.jit import njit
 
 DOWN_LOAD = np.int64(1) << 62   # a port whose link is down is never the least loaded
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def port_load(st, dev, local_port):
     """Bytes queued at an egress port (data and priority queues): the congestion a switch sees
     locally. A failed link counts as infinitely loaded (the switch knows its own links)."""
@@ -18,7 +18,7 @@ def port_load(st, dev, local_port):
     return st.port[gp, S.PT_Q_BYTES] + st.port[gp, S.PT_PQ_BYTES]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def least_loaded(st, dev, first, count, start):
     """The local port of the group with the fewest queued bytes; ties go to the first one found
     scanning from index ``start`` (callers vary it, so ties do not all land on one port)."""
@@ -32,7 +32,7 @@ def least_loaded(st, dev, first, count, start):
     return best
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def next_random(st, dev):
     """The switch's next pseudo-random number (xorshift64, Marsaglia 2003), 63 bits. The state
     is seeded per switch from ``SwitchConfig.ecmp_seed`` and advances only with the frames the

@@ -3,17 +3,17 @@ random from the group and of the port that was best last time for this group (po
 choices with one unit of memory, d = 2, m = 1), take the least loaded and remember it.
 Sampling instead of scanning every port keeps the decision cheap at high radix and avoids the
 herd effect of all packets rushing to the one emptiest queue."""
-import numba as nb
 
 from spin.engine import state as S
 
 from .common import next_random, port_load
 from .registry import PortScheme
+from spin.jit import njit
 
 BEST = 0   # word of an lb_table entry (one per route group): last best local port + 1 (0: none)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def drill_port(st, dev, slot, group, first, count, now):
     memory = st.lb_table[st.dev[dev, S.D_SW], group]
     best = st.rport[first + next_random(st, dev) % count]

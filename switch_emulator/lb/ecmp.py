@@ -1,7 +1,6 @@
 """Per-flow ECMP: a hash of the 5-tuple picks the port, so every packet of a flow takes the same
 path and arrives in order. Flows that hash alike share a path (collide) whatever the load; a
 sender that varies the UDP source port (the entropy value) per packet sprays over all paths."""
-import numba as nb
 import numpy as np
 
 from spin.engine import state as S
@@ -9,8 +8,9 @@ from spin.wire.headers import IP_DST_OFF, IP_PROTO_OFF, IP_SRC_OFF, UDP_SPORT_OF
 from spin.wire.transport_frames import get_be
 
 from .registry import PortScheme
+from spin.jit import njit
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _mix32(h):
     """murmur3's 32-bit finaliser: every input bit affects every output bit."""
     h ^= h >> 16
@@ -21,7 +21,7 @@ def _mix32(h):
     return h
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def flow_hash(frame, seed):
     """Hash of (source IP, destination IP, protocol, source port, destination port) with a
     per-switch seed, so that tiers do not all pick the same index (ECMP polarisation)."""
@@ -31,7 +31,7 @@ def flow_hash(frame, seed):
     return h
 
 
-@nb.njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def ecmp_port(st, dev, slot, group, first, count, now):
     return st.rport[first + flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED]) % count]
 

@@ -9,13 +9,13 @@ congestion; LetFlow picks at random). The table is indexed by the flow hash
 hardware; an entry also remembers its route group, so a route change after a failure starts a
 new flowlet.
 """
-import numba as nb
 
 from spin.engine import state as S
 
 from .common import DOWN_LOAD, least_loaded, port_load
 from .ecmp import flow_hash
 from .registry import PortScheme
+from spin.jit import njit
 
 FLOWLET_TABLE_ENTRIES = 4096   # per switch, indexed by flow hash (a power of two)
 
@@ -24,7 +24,7 @@ GROUP = 1       # route group + 1 (0: empty entry),
 PORT = 2        # local port of the current flowlet
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def flowlet_port(st, dev, slot, group, first, count, now):
     h = flow_hash(st.pool[slot], st.dev[dev, S.D_SW_SEED])
     entry = st.lb_table[st.dev[dev, S.D_SW], h & (st.lb_table.shape[1] - 1)]

@@ -4,13 +4,13 @@ group, whatever its flow and the queues. Oblivious and stateless: it needs no lo
 spreads any traffic evenly on average on symmetric fabrics, and reorders a flow's packets. The
 draw is the switch's own generator (``common.next_random``), so runs repeat exactly for any
 worker count."""
-import numba as nb
 
 from .common import next_random
 from .registry import PortScheme
+from spin.jit import njit
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def random_spray_port(st, dev, slot, group, first, count, now):
     return st.rport[first + next_random(st, dev) % count]
 
