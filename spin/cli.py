@@ -283,6 +283,9 @@ def cmd_lb(args: argparse.Namespace) -> int:
                             "together (the only preset is htsim)")
         from .loadbalancing.htsim_run import run_preset_cli
         return run_preset_cli(args)
+    if args.switch_seeds is not None:
+        raise SpinError("spin lb --switch-seeds N repeats an htsim scenario per switch seed: "
+                        "give it with --topo-file T.topo --cm C.cm --preset htsim")
     from .loadbalancing.compare import run_lb_cli
     return run_lb_cli(args)
 
@@ -533,6 +536,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "no host or PCIe latency (it replaces --topology, --workload, --size, "
                     "--transport and --mtu); FCT to the sender's last ACK, as htsim; default "
                     "schemes ecmp,spray,reps")
+    lb.add_argument("--switch-seeds", type=int, metavar="N",
+                    help="with --preset: run every scheme once per switch seed 1..N (hash "
+                    "salts, ECN and load-balancing draws; htsim's -seed) and report each FCT "
+                    "figure's average and range over them; one run is one draw of which flows "
+                    "ECMP hashes together")
     lb.set_defaults(func=cmd_lb)
 
     k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")

@@ -6,12 +6,19 @@ times of the run and its packet-event count.
 Each scheme's run is timed twice: ``wall_s`` is the engine loop alone; ``run_s`` covers the
 scheme's setup (configs, engine state), the loop and building the results. The engine is
 compiled (or loaded from the cache) before the first timed run, so neither includes it.
+
+One run is one draw: which flows ECMP hashes onto the same link depends on the switches' hash
+seeds (htsim draws a salt per switch from ``-seed``; spin derives them from
+``SwitchConfig.ecmp_seed``), and ECMP's tail moves by a third between draws. ``switch_seeds``
+repeats every scheme with the switches' seeds 1..N and reports each figure's average and range
+over them (``SeedSummary``), the like-for-like comparison with htsim run with ``-seed`` 1..N.
 """
 from __future__ import annotations
 
 import json
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +70,71 @@ class HtsimSchemeRun:
                 "trims": self.trims, "ecn_marks": self.ecn_marks, "drops": self.drops,
                 "retransmissions": self.retransmissions, "timeouts": self.timeouts,
                 "acks_sent": self.acks_sent}
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    """A scheme's FCT figures over the switches' seeds 1..N: average, lowest and highest of each
+    run's mean, p99 and max (µs)."""
+
+    scheme: str
+    seeds: int
+    runs: tuple[HtsimSchemeRun, ...]
+
+    def figure_us(self, name: str) -> list[float]:
+        """Each seed's ``name`` (mean, p99 or max) in µs; runs where no flow completed are
+        left out."""
+        return [getattr(r.fct, f"{name}_ps") / US for r in self.runs if r.fct is not None]
+
+    def average_us(self, name: str) -> float:
+        return statistics.fmean(self.figure_us(name))
+
+    def as_dict(self) -> dict[str, Any]:
+        figs = {n: {"average": round(self.average_us(n), 3),
+                    "min": round(min(self.figure_us(n)), 3),
+                    "max": round(max(self.figure_us(n)), 3)} for n in ("mean", "p99", "max")}
+        return {"scheme": self.scheme, "switch_seeds": list(range(1, self.seeds + 1)),
+                "fct_us": figs, "completed": [r.completed for r in self.runs],
+                "run_s": [round(r.run_s, 4) for r in self.runs]}
+
+
+def with_switch_seed(sc: Scenario, seed: int) -> Scenario:
+    """``sc`` with the switches' seed (hash salts, ECN and load-balancing draws) set to
+    ``seed``."""
+    return replace(sc, switch=sc.switch.make(**{**sc.switch.model_dump(), "ecmp_seed": seed}))
+
+
+def run_over_seeds(sc: Scenario, workload, name: str, seeds: int,
+                   progress=None) -> SeedSummary:
+    """Run scheme ``name`` once per switch seed 1..``seeds``."""
+    if seeds < 1:
+        raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
+    runs = []
+    for seed in range(1, seeds + 1):
+        runs.append(run_scheme(with_switch_seed(sc, seed), workload, name))
+        if progress is not None:
+            f = runs[-1].fct
+            progress(f"  {name} seed {seed}: "
+                     + ("no flow completed" if f is None else
+                        f"FCT mean {f.mean_ps / US:.1f} p99 {f.p99_ps / US:.1f} "
+                        f"max {f.max_ps / US:.1f} us"))
+    return SeedSummary(name, seeds, tuple(runs))
+
+
+def seeds_table(summaries: list[SeedSummary]) -> str:
+    from ..report import table
+    rows = []
+    for s in summaries:
+        cells = []
+        for n in ("mean", "p99", "max"):
+            v = s.figure_us(n)
+            cells.append(f"{statistics.fmean(v):,.1f} [{min(v):,.0f}-{max(v):,.0f}]" if v
+                         else "-")
+        done = sum(r.completed for r in s.runs)
+        flows = sum(r.flows for r in s.runs)
+        rows.append([s.scheme, str(s.seeds), *cells, f"{done}/{flows}"])
+    return table(["scheme", "seeds", "FCT mean (µs): average [range]", "p99", "max", "done"],
+                 rows)
 
 
 def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "htsim",
@@ -156,6 +228,9 @@ def run_preset_cli(args) -> int:
     sc, _, p = built
     print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
           flush=True)
+    seeds = getattr(args, "switch_seeds", None)
+    if seeds is not None:
+        return _seeds_cli(args, names, built, seeds)
     p, runs = run_htsim_schemes(args.topo_file, args.cm, names, args.preset, progress=print,
                                 built=built)
     print()
@@ -172,12 +247,39 @@ def run_preset_cli(args) -> int:
     return 0
 
 
+def _seeds_cli(args, names: list[str], built, seeds: int) -> int:
+    """``--switch-seeds N``: every scheme once per switch seed 1..N, averages and ranges."""
+    if seeds < 1:
+        raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
+    for s in names:
+        get_scheme(s, "--schemes")
+    sc, workload, p = built
+    Simulation(sc, quiet=True).compile()
+    summaries = [run_over_seeds(sc, workload, name, seeds, progress=print) for name in names]
+    print()
+    print(seeds_table(summaries))
+    print(f"\n{FCT_DEFINITION}; µs of virtual time; each figure averaged over the switches' "
+          f"seeds 1..{seeds} (as htsim run with -seed 1..{seeds}), its range in brackets")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "topo_file": str(args.topo_file), "cm": str(args.cm), "preset": args.preset,
+            "fct_definition": FCT_DEFINITION, "percentiles": "nearest rank",
+            "parameters": {k: v for k, v in p.__dict__.items()},
+            "schemes": {s.scheme: s.as_dict() for s in summaries}}, indent=2) + "\n")
+        print(f"results written to {args.json}")
+    return 0
+
+
 __all__ = [
     "PRESETS",
     "HtsimSchemeRun",
+    "SeedSummary",
     "htsim_scenario",
     "htsim_table",
     "run_htsim_schemes",
     "run_preset_cli",
+    "run_over_seeds",
     "run_scheme",
+    "seeds_table",
+    "with_switch_seed",
 ]
