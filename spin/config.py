@@ -261,10 +261,12 @@ class SwitchConfig(_Frozen):
     trim_dscp: int = Field(1, ge=1, le=63)
     # Priority flow control (IEEE 802.1Qbb), the lossless Ethernet RoCE runs on: pause the
     # upstream port when the bytes that entered on it and still wait exceed xoff; resume below
-    # xon. Pause frames are real MAC control frames on the wire. Lossless only while every
-    # ingress port's xoff plus its headroom (what arrives until the pause takes effect: link
-    # latency and pipeline there and back at line rate, ~33 KB at 400 Gb/s with the defaults)
-    # fits one port buffer: 32 KiB suits radix-16 switches with 1 MiB per port.
+    # xon. Pause frames are real MAC control frames on the wire. A pause holds the peer for
+    # pfc_pause_quanta x 512 bit times (335 us at 100 Gb/s, 21 us at 1.6 Tb/s) and is renewed
+    # halfway through while the port stays above xoff. Lossless only while the xoff plus
+    # headroom (what arrives until the pause takes effect: link latency and pipeline there and
+    # back at line rate, ~33 KB at 400 Gb/s with the defaults) of all the ingress ports that
+    # feed one output fit its buffer: 32 KiB suits radix-16 switches with 1 MiB per port.
     pfc: bool = False
     pfc_xoff_bytes: int = Field(32 * 1024, ge=1)
     pfc_xon_bytes: int = Field(16 * 1024, ge=0)

@@ -239,6 +239,8 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("Q_LAST_T", "when PT_Q_AREA was last brought up to date"),
         ("IN_BYTES", "PFC: bytes that entered on this port and still wait in the switch"),
         ("XOFF", "PFC: 1 while this port has paused its peer"),
+        ("XOFF_SENT_AT", "PFC: when this port last sent a pause (its refresh is due halfway "
+         "through)"),
         ("LOCAL_IDX", "index of the port on its device"),
         ("RESUME_SCHED", "a resume event is pending"),
         ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),

@@ -18,7 +18,8 @@ from spin.engine.handler_abi import invoke_entry, prepare_call
 from spin.engine.handler_context import close_context
 from spin.engine.heap import free_event, next_time, pop_event
 from spin.engine.pool import free_slot
-from spin.engine.ports import enqueue_frame, pfc_received, port_resume, sample_queues, tx_done
+from spin.engine.ports import (enqueue_frame, pfc_received, pfc_refresh, port_resume,
+                               sample_queues, tx_done)
 from spin.engine.state_ref import state_ref
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
@@ -213,6 +214,8 @@ def run_until(st, hmem, t_end, max_events):
         elif kind == S.EV_PORT_RESUME:
             port_resume(st, a, t)
             device_port_ready(st, dev, t)
+        elif kind == S.EV_PFC_REFRESH:
+            pfc_refresh(st, a, t)
         if sc[S.SC_STATUS] != S.STATUS_DONE:
             break
     sc[S.SC_EVENTS] += n

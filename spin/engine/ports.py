@@ -296,11 +296,37 @@ def _lost(st, gp):
 # --- priority flow control (IEEE 802.1Qbb) ------------------------------------------------------
 @njit(cache=True, _nrt=False)
 def _send_pfc(st, gp, quanta, now):
+    """Send a pause of ``quanta`` (0: resume) out of ``gp``. A pause lasts quanta x 512 bit
+    times of the link and then lapses at the peer, so while the port stays above XOFF the pause
+    is renewed halfway through (EV_PFC_REFRESH), as 802.1Qbb switches do: at 1.6 Tb/s a full
+    pause lasts 21 us, and a lapsed one let the peer refill the queue without bound."""
     slot = alloc_slot(st)
     dev = st.port[gp, S.PT_DEV]
     st.slot_len[slot] = write_pfc_frame(st.pool[slot], dev, quanta)
     st.port[gp, S.PT_PAUSES_TX] += 1
     enqueue_priority(st, gp, slot, now)
+    if quanta > 0:
+        st.port[gp, S.PT_XOFF_SENT_AT] = now
+        push_event(st, now + _pfc_refresh_ps(st, gp, quanta), dev, S.EV_PFC_REFRESH, dev, gp, 0)
+
+
+@njit(cache=True, _nrt=False)
+def _pfc_refresh_ps(st, gp, quanta):
+    """Half the time a pause of ``quanta`` holds the peer of ``gp`` (at least 1 ps)."""
+    return max(np.int64(1), np.int64(quanta) * PAUSE_QUANTUM_BITS * 1000
+               // st.port[gp, S.PT_RATE_GBPS] // 2)
+
+
+@njit(cache=True, _nrt=False)
+def pfc_refresh(st, gp, now):
+    """EV_PFC_REFRESH: renew the pause if the port is still above XOFF and this is the refresh
+    of its latest pause (an XON and a new XOFF since then scheduled another)."""
+    if st.port[gp, S.PT_XOFF] == 0:
+        return
+    quanta = st.dev[st.port[gp, S.PT_DEV], S.D_SW_PFC_QUANTA]
+    if now < st.port[gp, S.PT_XOFF_SENT_AT] + _pfc_refresh_ps(st, gp, quanta):
+        return
+    _send_pfc(st, gp, quanta, now)
 
 
 @njit(cache=True, _nrt=False)

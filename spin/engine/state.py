@@ -59,6 +59,7 @@ EV_CONTROL = 9      # a=control row: a fault or re-shape takes effect (see CTL_*
 EV_PORT_RESUME = 10 # dev, a=global port: a PFC pause expired; try to transmit again
 EV_SAMPLE = 11      # record the occupancy of every non-empty local output queue
 EV_RTO = 12         # dev, a=connection row: retransmission timer of a sending connection
+EV_PFC_REFRESH = 13 # dev, a=global port: renew the pause of a port still above XOFF
 
 # EV_ARRIVE of a frame a device sent itself, crossing no link (no port, so no loss, fault or
 # switch on the way): a NIC's loopback, or the expiry of a handler's timer (spin_set_timer)

@@ -122,3 +122,23 @@ def test_pfc_pauses_senders_instead_of_dropping(tmp_path) -> None:
     rows = [line.split("|") for line in r.stdout.splitlines()]
     assert len(rows) == len(pfc)
     assert all(row[0] in ("0x0101", "257") and row[1] == "" for row in rows), rows
+
+
+def test_pfc_renews_a_pause_before_it_lapses(tmp_path) -> None:
+    """A pause holds the peer for quanta x 512 bit times, then lapses. With pauses of 64
+    quanta (82 ns at 400 Gb/s) the incast outlasts every single pause, so the switch must renew
+    them while the port stays above XOFF, as 802.1Qbb switches do; a lapsed pause lets the
+    sender refill the queue past its buffer."""
+    size = 128 * 1024
+    cfg = SwitchConfig(port_buffer_bytes=256 * 1024, pfc=True, pfc_xoff_bytes=8 * 1024,
+                       pfc_xon_bytes=4 * 1024, pfc_pause_quanta=64, ecn_threshold_bytes=0)
+    sim, result = _incast(cfg, tmp_path, size=size)
+    assert not result.drops                             # lossless
+    for h in SENDERS:
+        got = sim.host_memory(0)[h * size:(h + 1) * size]
+        assert np.array_equal(got, pattern(h, size))
+    quanta = [int.from_bytes(f[18:20], "big") for _, f in sim.captured_frames(1)
+              if f[12:14] == b"\x88\x08"]
+    # pauses renewed without a resume in between: two pauses of 64 in a row
+    assert any(a == b == 64 for a, b in zip(quanta, quanta[1:])), quanta
+    assert quanta[-1] == 0
