@@ -17,9 +17,10 @@ The cable class of a link follows from its kind (the tier its builder gave it):
 ``CostModel.link_classes`` overrides any of these by kind; a kind it does not know is priced
 as ``default_link_class``.
 
-Prices and powers are list-price-class figures for 400 Gb/s parts (the defaults below, all
-configurable): the HammingMesh paper's own cost table could not be consulted here, so these
-are the model's stated assumptions, not the paper's numbers. A port of a switch is priced as
+Prices are list-price-class figures for 400 Gb/s parts (the defaults below, all configurable):
+neither the HammingMesh paper's cost table nor a public price list was reachable, so they are
+the model's stated assumptions, not the paper's numbers. The cable and optics powers come from
+datasheets (``docs/reference/topology-cost.md`` cites each). A port of a switch is priced as
 its share of the smallest radix class that holds the switch's ports (a 20-port switch is
 bought as a 32-port one).
 """
@@ -58,11 +59,11 @@ class CostModel(_Frozen):
     switch_watts_per_port: float = Field(8.0, ge=0)      # ~500 W for a 64-port 25.6T switch
     nic_port_usd: float = Field(1_500.0, ge=0)           # a 400G NIC port
     nic_port_watts: float = Field(20.0, ge=0)
-    dac_usd: float = Field(150.0, ge=0)                  # passive copper, <= 3 m, ~0 W
+    dac_usd: float = Field(150.0, ge=0)                  # passive copper, <= 3 m, <= 0.1 W
     aoc_usd: float = Field(900.0, ge=0)                  # active optical cable, <= 30 m
-    aoc_watts: float = Field(12.0, ge=0)                 # both ends
+    aoc_watts: float = Field(12.0, ge=0)                 # both ends, ~6 W each (NVIDIA)
     transceiver_usd: float = Field(1_000.0, ge=0)        # 400G DR4-class module
-    transceiver_watts: float = Field(10.0, ge=0)
+    transceiver_watts: float = Field(10.0, ge=0)         # 400G modules: 8-12 W maximum
     fibre_usd: float = Field(100.0, ge=0)                # <= 500 m of fibre, patching
     pcb_link_usd: float = Field(0.0, ge=0)               # board traces come with the board
     link_classes: dict[str, LinkClass] = Field(default_factory=dict)
