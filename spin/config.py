@@ -342,3 +342,15 @@ class EngineConfig(_Frozen):
     # every host (seconds at 1024 hosts) and most runs never look at it; ``spin run`` says when
     # it was skipped, ``spin run --digests`` and ``spin.runs.run_both`` ask for it.
     host_memory_digests: bool = False
+
+    @classmethod
+    def for_fabric(cls, n_hosts: int, **fields) -> "EngineConfig":
+        """Tables sized for a congested fabric of ``n_hosts``: every host sending to many at
+        once (a permutation, an all-to-all) fills queues across the fabric, so frame slots,
+        pending events and messages grow with the host count instead of the small-scenario
+        defaults. ``fields`` set any other field (``mtu_bytes``, ...)."""
+        return cls(**{"buffer_slots": max(1 << 16, 256 * n_hosts),
+                      "max_events_pending": max(1 << 16, 64 * n_hosts),
+                      "log_messages": max(1 << 16, 8 * n_hosts),
+                      "max_rx_messages": max(1 << 14, 4 * n_hosts),
+                      "max_tx_messages": max(1 << 14, 4 * n_hosts), **fields})

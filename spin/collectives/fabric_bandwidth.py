@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..config import HostConfig
+from ..config import EngineConfig, HostConfig
 from ..errors import ConfigError, RunIncompleteError
 from ..runs import run
 from ..runtime.scenario import Scenario
@@ -59,7 +59,8 @@ def measure_fabric(topo_factory, nbytes: int) -> FabricBandwidth:
     if not ar.correct:
         raise ConfigError(f"fabric bandwidth: the allreduce on {topo.kind} gave a wrong sum")
     memory = max(HostConfig().memory_bytes, -(-3 * n * chunk // 4096) * 4096)
-    sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory), switch=lossless())
+    sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory), switch=lossless(),
+                  engine=EngineConfig.for_fabric(n))    # every host sends to every other
     wl = build_workload(sc, "all_to_all", message_bytes=chunk, phases="dispatch")
     result = run(sc, 1)
     if result.unfinished_hosts():

@@ -69,10 +69,7 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
     topo = build_topology(topology, **{"link": LinkConfig(rate_gbps=rate_gbps, latency_ns=500.0),
                                        **(params or {})})
     n = len(topo.hosts)
-    engine = EngineConfig(mtu_bytes=mtu_bytes, buffer_slots=max(1 << 16, 256 * n),
-                          max_events_pending=max(1 << 16, 64 * n), log_messages=max(1 << 16, 8 * n),
-                          max_rx_messages=max(1 << 14, 4 * n), max_tx_messages=max(1 << 14, 4 * n),
-                          queue_sample_ns=queue_sample_ns)
+    engine = EngineConfig.for_fabric(n, mtu_bytes=mtu_bytes, queue_sample_ns=queue_sample_ns)
     return Scenario(topo, engine=engine, nic=nic, switch=SwitchConfig.make(**switch))
 
 

@@ -147,8 +147,4 @@ def htsim_preset(topo: Topology, mtu_bytes: int = 4096) -> HtsimPreset:
 
 def engine_for(n_hosts: int, mtu_bytes: int) -> EngineConfig:
     """Engine tables sized for a congested fabric of ``n_hosts`` (as ``fabric_scenario``)."""
-    return EngineConfig(mtu_bytes=mtu_bytes, buffer_slots=max(1 << 16, 256 * n_hosts),
-                        max_events_pending=max(1 << 16, 64 * n_hosts),
-                        log_messages=max(1 << 16, 8 * n_hosts),
-                        max_rx_messages=max(1 << 14, 4 * n_hosts),
-                        max_tx_messages=max(1 << 14, 4 * n_hosts))
+    return EngineConfig.for_fabric(n_hosts, mtu_bytes=mtu_bytes)
