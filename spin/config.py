@@ -271,6 +271,12 @@ class SwitchConfig(_Frozen):
     pfc_xoff_bytes: int = Field(32 * 1024, ge=1)
     pfc_xon_bytes: int = Field(16 * 1024, ge=0)
     pfc_pause_quanta: int = Field(0xFFFF, ge=1, le=0xFFFF)
+    # PFC watchdog (as switches ship it, e.g. SONiC's pfcwd): a port held by pauses for this
+    # long with data waiting is taken to be in a PFC deadlock (a cycle of paused ports, which
+    # shortest-path routing can form on meshes such as HammingMesh): it drops its queued data
+    # frames (counted as pfc_watchdog) and ignores pauses for as long again, so the run goes
+    # on instead of waiting forever. 0: off (a deadlocked run then never ends).
+    pfc_watchdog_ns: float = Field(1_000_000.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Port selection among equal-cost next hops: a scheme of ``switch_emulator.lb`` (one module
     # each, found by its registry; ``spin lb --list``), per-flow hashing (ecmp) by default. The
     # seed also seeds the per-switch random numbers of the schemes that draw them.

@@ -40,6 +40,7 @@ def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float,
     dev[S.D_SW_PFC_XOFF] = cfg.pfc_xoff_bytes if cfg.pfc else 0
     dev[S.D_SW_PFC_XON] = cfg.pfc_xon_bytes
     dev[S.D_SW_PFC_QUANTA] = cfg.pfc_pause_quanta
+    dev[S.D_SW_PFC_WATCHDOG_PS] = ns(cfg.pfc_watchdog_ns) if cfg.pfc else 0
     p0, n = int(dev[S.D_PORT0]), int(dev[S.D_NPORTS])
     for gp in range(p0, p0 + n):
         configure_port(st, gp, cfg)

@@ -138,6 +138,7 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
             st.port[pa, S.PT_CAPTURE] = 1
             st.port[pb, S.PT_CAPTURE] = 1
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
+    st.port[:, S.PT_BLOCKED_SINCE] = -1
     for d in range(n_hosts):
         configure_nic(st, d, nic, host, d * host_stride)
     host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in range(n_hosts)]

@@ -9,21 +9,25 @@ topologies side by side by cost per unit of bandwidth (``spin topo --compare``).
 * all-to-all: every host sends S/n bytes to every other host (the workload ``all_to_all``, its
   dispatch phase, pairwise order). Reported as bytes each host sent / t.
 
-Both run lossless (PFC on, as ``measure.lossless``): the fabric's capacity, not a transport's
-loss recovery, is what is measured.
+The allreduce runs lossless (PFC on, as ``measure.lossless``): a ring only ever sends to its
+neighbour, so pauses cannot form a cycle. The all-to-all runs over the Ultra-Ethernet-style
+transport on trimming switches without PFC, as Ultra Ethernet fabrics carry it: with PFC,
+shortest-path routing on a mesh such as HammingMesh lets pauses form a cycle (a PFC deadlock:
+at 128 hosts and 64 KiB per pair, 426 ports paused each other and no data moved until the
+switches' PFC watchdog dropped their queues).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..config import EngineConfig, HostConfig
+from ..config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, RunIncompleteError
 from ..runs import run
 from ..runtime.scenario import Scenario
 from ..topology import Topology
 from ..workloads.catalog import build_workload
 from ..workloads.metrics import collective_times_ps
-from .measure import lossless, measure
+from .measure import measure
 
 ALLREDUCE_ALGORITHM = "nic"
 
@@ -59,7 +63,9 @@ def measure_fabric(topo_factory, nbytes: int) -> FabricBandwidth:
     if not ar.correct:
         raise ConfigError(f"fabric bandwidth: the allreduce on {topo.kind} gave a wrong sum")
     memory = max(HostConfig().memory_bytes, -(-3 * n * chunk // 4096) * 4096)
-    sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory), switch=lossless(),
+    sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory),
+                  nic=NicConfig.make(transport={"kind": "ue"}),
+                  switch=SwitchConfig.make(pfc=False, trim=True),
                   engine=EngineConfig.for_fabric(n))    # every host sends to every other
     wl = build_workload(sc, "all_to_all", message_bytes=chunk, phases="dispatch")
     result = run(sc, 1)

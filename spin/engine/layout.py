@@ -187,6 +187,8 @@ DEV_SWITCH = Columns("switch_emulator", [
     ("SW_PFC_XOFF", "ingress bytes above which a PFC pause is sent (0: PFC off)"),
     ("SW_PFC_XON", "ingress bytes below which the pause is lifted"),
     ("SW_PFC_QUANTA", "pause time sent in a PFC frame, in 512-bit quanta"),
+    ("SW_PFC_WATCHDOG_PS", "PFC watchdog: a port paused this long with data waiting drops "
+     "its queue and ignores pauses as long again (0: off)"),
     ("SW_TRIM_DSCP", "DSCP code point that marks a trimmed frame"),
 ])
 DEV_LB = Columns("switch_emulator.lb", [
@@ -241,6 +243,9 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("XOFF", "PFC: 1 while this port has paused its peer"),
         ("XOFF_SENT_AT", "PFC: when this port last sent a pause (its refresh is due halfway "
          "through)"),
+        ("BLOCKED_SINCE", "PFC: since when data has waited here behind a pause (-1: not "
+         "blocked)"),
+        ("IGNORE_PAUSE_UNTIL", "PFC watchdog: pauses received before this time are ignored"),
         ("LOCAL_IDX", "index of the port on its device"),
         ("RESUME_SCHED", "a resume event is pending"),
         ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),

@@ -183,11 +183,14 @@ def start_tx(st, gp, now):
         until = st.port[gp, S.PT_PAUSED_UNTIL]
         if now < until:
             st.port[gp, S.PT_BUSY] = BUSY_IDLE
+            if st.port[gp, S.PT_BLOCKED_SINCE] < 0:
+                st.port[gp, S.PT_BLOCKED_SINCE] = now      # for the PFC watchdog
             if st.port[gp, S.PT_RESUME_SCHED] == 0:
                 st.port[gp, S.PT_RESUME_SCHED] = 1
                 dev = st.port[gp, S.PT_DEV]
                 push_event(st, until, dev, S.EV_PORT_RESUME, dev, gp, 0)
             return
+        st.port[gp, S.PT_BLOCKED_SINCE] = -1
         slot = st.port_q[gp, st.port[gp, S.PT_Q_HEAD]]
         st.port[gp, S.PT_BUSY] = BUSY_DATA
         if st.port[gp, S.PT_ECN_DEQUEUE] != 0 and _ecn_decide(
@@ -210,9 +213,41 @@ def start_tx(st, gp, now):
 
 
 @njit(cache=True, _nrt=False)
+def _pfc_watchdog(st, gp, now):
+    """Checked whenever a paused port's resume event comes due (at least once per pause time):
+    if data has waited on ``gp`` behind pauses for longer than the switch's PFC watchdog, take
+    it for a deadlock (a cycle of paused ports never clears by itself): drop the queued data
+    frames, lift the pause and ignore pauses for as long again."""
+    since = st.port[gp, S.PT_BLOCKED_SINCE]
+    if since < 0 or st.port[gp, S.PT_Q_N] == 0 or now >= st.port[gp, S.PT_PAUSED_UNTIL]:
+        return
+    dev = st.port[gp, S.PT_DEV]
+    if st.dev[dev, S.D_KIND] != S.DEV_SWITCH:
+        return
+    watchdog = st.dev[dev, S.D_SW_PFC_WATCHDOG_PS]
+    if watchdog <= 0 or now - since < watchdog:
+        return
+    qcap = st.port_q.shape[1]
+    while st.port[gp, S.PT_Q_N] > 0:
+        head = st.port[gp, S.PT_Q_HEAD]
+        slot = st.port_q[gp, head]
+        st.port[gp, S.PT_Q_HEAD] = (head + 1) % qcap
+        st.port[gp, S.PT_Q_N] -= 1
+        _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
+        _release_ingress(st, slot, now)
+        st.drops[dev, D.PFC_WATCHDOG] += 1
+        st.port[gp, S.PT_DROPS] += 1
+        free_slot(st, slot)
+    st.port[gp, S.PT_PAUSED_UNTIL] = 0
+    st.port[gp, S.PT_BLOCKED_SINCE] = -1
+    st.port[gp, S.PT_IGNORE_PAUSE_UNTIL] = now + watchdog
+
+
+@njit(cache=True, _nrt=False)
 def port_resume(st, gp, now):
-    """A pause ran out: transmit again if idle."""
+    """A pause ran out (or was renewed: the watchdog looks): transmit again if idle."""
     st.port[gp, S.PT_RESUME_SCHED] = 0
+    _pfc_watchdog(st, gp, now)
     if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
         start_tx(st, gp, now)
 
@@ -363,7 +398,7 @@ def _release_ingress(st, slot, now):
 def pfc_received(st, gp, quanta, now):
     """The peer paused (or, with quanta 0, resumed) data transmission on port ``gp``."""
     st.port[gp, S.PT_PAUSES_RX] += 1
-    if quanta < 0:
+    if quanta < 0 or now < st.port[gp, S.PT_IGNORE_PAUSE_UNTIL]:
         return
     st.port[gp, S.PT_PAUSED_UNTIL] = now + (np.int64(quanta) * PAUSE_QUANTUM_BITS * 1000
                                            + st.port[gp, S.PT_RATE_GBPS] - 1) \
@@ -379,6 +414,7 @@ def port_down(st, gp, now):
     dev = st.port[gp, S.PT_DEV]
     st.port[gp, S.PT_UP] = 0
     st.port[gp, S.PT_GEN] += 1
+    st.port[gp, S.PT_BLOCKED_SINCE] = -1
     lost = 0
     while st.port[gp, S.PT_PQ_N] > 0:
         head = st.port[gp, S.PT_PQ_HEAD]

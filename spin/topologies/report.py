@@ -131,7 +131,8 @@ COMPARE_NOTES = textwrap.fill(
     "cost: switches (priced by radix class), NIC ports and links by cable class "
     "(spin.topologies.cost.CostModel; list-price-class assumptions, configurable with --cost); "
     "$/Gb/s bis.: cost per Gb/s of bisection; allreduce and all-to-all: measured per host in "
-    "virtual time (NIC ring over the hosts in id order; pairwise all-to-all of S/n per pair), "
+    "virtual time (NIC ring over the hosts in id order, lossless; pairwise all-to-all of S/n "
+    "per pair over the Ultra-Ethernet-style transport with trimming), "
     "GB/s; $/(GB/s) AR: cost per GB/s of allreduce bandwidth summed over the hosts", 100)
 
 

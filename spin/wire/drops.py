@@ -37,6 +37,7 @@ DUPLICATE = 32           # a packet the receiver already placed (a retransmissio
 OUT_OF_SEQUENCE = 33     # RC: a packet after a PSN gap (go-back-N resends it; NAKed once)
 TRANSPORT_MISMATCH = 34  # a frame of a transport the NIC does not run (or an ACK for no flow)
 BEYOND_WINDOW = 35       # UE: a PSN past the receiver's tracking window
+PFC_WATCHDOG = 36        # flushed from a queue that a PFC pause held past the switch's watchdog
 
 NUM_DROP_REASONS = 48
 
@@ -70,6 +71,7 @@ DROP_REASON_NAMES = {
     OUT_OF_SEQUENCE: "out_of_sequence",
     TRANSPORT_MISMATCH: "transport_mismatch",
     BEYOND_WINDOW: "beyond_window",
+    PFC_WATCHDOG: "pfc_watchdog",
 }
 
 
