@@ -350,12 +350,14 @@ class EngineConfig(_Frozen):
     host_memory_digests: bool = False
 
     @classmethod
-    def for_fabric(cls, n_hosts: int, **fields) -> "EngineConfig":
+    def for_fabric(cls, n_hosts: int, queued_frames: int = 0, **fields) -> "EngineConfig":
         """Tables sized for a congested fabric of ``n_hosts``: every host sending to many at
         once (a permutation, an all-to-all) fills queues across the fabric, so frame slots,
         pending events and messages grow with the host count instead of the small-scenario
-        defaults. ``fields`` set any other field (``mtu_bytes``, ...)."""
-        return cls(**{"buffer_slots": max(1 << 16, 256 * n_hosts),
+        defaults. ``queued_frames``: how many frames the switches' queues hold when all are
+        full (an all-to-all over a lossy fabric can fill them all; slots are only touched when
+        used). ``fields`` set any other field (``mtu_bytes``, ...)."""
+        return cls(**{"buffer_slots": max(1 << 16, 256 * n_hosts, queued_frames + 64 * n_hosts),
                       "max_events_pending": max(1 << 16, 64 * n_hosts),
                       "log_messages": max(1 << 16, 8 * n_hosts),
                       "max_rx_messages": max(1 << 14, 4 * n_hosts),

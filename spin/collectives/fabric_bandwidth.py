@@ -63,10 +63,14 @@ def measure_fabric(topo_factory, nbytes: int) -> FabricBandwidth:
     if not ar.correct:
         raise ConfigError(f"fabric bandwidth: the allreduce on {topo.kind} gave a wrong sum")
     memory = max(HostConfig().memory_bytes, -(-3 * n * chunk // 4096) * 4096)
+    switch = SwitchConfig.make(pfc=False, trim=True)
+    engine = EngineConfig()
+    switch_ports = sum(len(ports) for name, ports in topo.ports().items()
+                       if name in set(topo.switches))
+    queued = switch_ports * (switch.port_buffer_bytes // engine.mtu_bytes + 1)
     sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory),
-                  nic=NicConfig.make(transport={"kind": "ue"}),
-                  switch=SwitchConfig.make(pfc=False, trim=True),
-                  engine=EngineConfig.for_fabric(n))    # every host sends to every other
+                  nic=NicConfig.make(transport={"kind": "ue"}), switch=switch,
+                  engine=EngineConfig.for_fabric(n, queued_frames=queued))   # all to all
     wl = build_workload(sc, "all_to_all", message_bytes=chunk, phases="dispatch")
     result = run(sc, 1)
     if result.unfinished_hosts():
