@@ -29,7 +29,8 @@ def configure_nic(st, d: int, nic, host, host_mem_offset: int) -> None:
 def send_flows(scenario) -> int:
     """Distinct (source, destination, QP) the host programs send on, plus room for the ones
     handlers open with puts: the open-loop transport keeps a PSN counter per flow."""
-    flows = {(node, op[1], op[2]) for node, prog in scenario.host_programs.items()
+    flows = {(node, op[S.HO_SEND_DST], op[S.HO_SEND_QP])
+             for node, prog in scenario.host_programs.items()
              for op in prog.ops if op[0] == S.OP_SEND}
     return len(flows) + 16 * scenario.n_hosts + 256
 

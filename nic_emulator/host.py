@@ -33,8 +33,9 @@ def _consume(st, dev, now, n_messages, op, pc):
     """A wait is satisfied: pay the receive overhead of the messages it consumed. Returns True
     when that takes time (the program continues in a later event)."""
     cost = st.dev[dev, S.D_HOST_O_RECV_PS] * n_messages
-    _trace(st, dev, now, now + cost, op, pc, op[1] if op[0] == S.OP_WAIT_RECV else 0,
-           op[2] if op[0] == S.OP_WAIT_RECV else op[1], 0)
+    recv = op[0] == S.OP_WAIT_RECV
+    _trace(st, dev, now, now + cost, op, pc, op[S.HO_WAIT_RECV_QP] if recv else 0,
+           op[S.HO_WAIT_RECV_TOTAL] if recv else op[S.HO_WAIT_EVENT_TOTAL], 0)
     st.dev[dev, S.D_HOST_BUSY_PS] += cost
     st.dev[dev, S.D_HOST_PC] += 1
     st.dev[dev, S.D_HOST_STATE] = S.HOST_RUNNING
@@ -55,32 +56,40 @@ def host_step(st, dev, now):
         code = op[0]
         if code == S.OP_SEND:
             cost = st.dev[dev, S.D_HOST_O_SEND_PS]
-            _trace(st, dev, now, now + cost, op, pc, op[1], op[2], op[3])
+            _trace(st, dev, now, now + cost, op, pc, op[S.HO_SEND_DST], op[S.HO_SEND_QP],
+                   op[S.HO_SEND_NBYTES])
             st.dev[dev, S.D_HOST_BUSY_PS] += cost
             st.dev[dev, S.D_HOST_PC] += 1
-            post_message(st, dev, op[1], op[2], op[3], op[4], op[5], op[6], now + cost)
+            post_message(st, dev, op[S.HO_SEND_DST], op[S.HO_SEND_QP], op[S.HO_SEND_NBYTES],
+                         op[S.HO_SEND_LOCAL_ADDR], op[S.HO_SEND_REMOTE_ADDR], op[S.HO_SEND_RKEY],
+                         now + cost)
             push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
             return
         elif code == S.OP_WAIT_RECV:
-            if st.host_recv_count[dev, op[1]] < op[2]:
-                _block(st, dev, S.HOST_WAIT_RECV, op[1], op[2])
+            qp, total = op[S.HO_WAIT_RECV_QP], op[S.HO_WAIT_RECV_TOTAL]
+            if st.host_recv_count[dev, qp] < total:
+                _block(st, dev, S.HOST_WAIT_RECV, qp, total)
                 return
-            if _consume(st, dev, now, op[3], op, pc):
+            if _consume(st, dev, now, op[S.HO_WAIT_RECV_COUNT], op, pc):
                 return
         elif code == S.OP_WAIT_EVENT:
-            if st.dev[dev, S.D_HOST_EVENT_COUNT] < op[1]:
-                _block(st, dev, S.HOST_WAIT_EVENT, 0, op[1])
+            total = op[S.HO_WAIT_EVENT_TOTAL]
+            if st.dev[dev, S.D_HOST_EVENT_COUNT] < total:
+                _block(st, dev, S.HOST_WAIT_EVENT, 0, total)
                 return
-            if _consume(st, dev, now, op[2], op, pc):
+            if _consume(st, dev, now, op[S.HO_WAIT_EVENT_COUNT], op, pc):
                 return
         elif code == S.OP_COMPUTE:
-            _trace(st, dev, now, now + op[1], op, pc, 0, 0, 0)
-            st.dev[dev, S.D_HOST_BUSY_PS] += op[1]
+            busy = op[S.HO_COMPUTE_DURATION_PS]
+            _trace(st, dev, now, now + busy, op, pc, 0, 0, 0)
+            st.dev[dev, S.D_HOST_BUSY_PS] += busy
             st.dev[dev, S.D_HOST_PC] += 1
-            push_event(st, now + op[1], dev, S.EV_HOST, dev, 0, 0)
+            push_event(st, now + busy, dev, S.EV_HOST, dev, 0, 0)
             return
         elif code == S.OP_REDUCE:
-            nbytes = reduce_elementwise(st, dev, op[1], op[2], op[3], op[4], op[5])
+            nbytes = reduce_elementwise(st, dev, op[S.HO_REDUCE_DST_ADDR],
+                                        op[S.HO_REDUCE_SRC_ADDR], op[S.HO_REDUCE_COUNT],
+                                        op[S.HO_REDUCE_DTYPE], op[S.HO_REDUCE_OPERATOR])
             cost = (nbytes * st.dev[dev, S.D_HOST_REDUCE_MPS_PER_BYTE] + 999) // 1000
             _trace(st, dev, now, now + cost, op, pc, 0, 0, nbytes)
             st.dev[dev, S.D_HOST_BUSY_PS] += cost
@@ -88,15 +97,15 @@ def host_step(st, dev, now):
             push_event(st, now + cost, dev, S.EV_HOST, dev, 0, 0)
             return
         elif code == S.OP_MARK:
-            st.marks[dev, op[1]] = now
-            _trace(st, dev, now, now, op, pc, op[1], 0, 0)
+            st.marks[dev, op[S.HO_MARK_INDEX]] = now
+            _trace(st, dev, now, now, op, pc, op[S.HO_MARK_INDEX], 0, 0)
             st.dev[dev, S.D_HOST_PC] += 1
         elif code == S.OP_CALL:
-            _trace(st, dev, now, now, op, pc, op[1], 0, 0)
+            _trace(st, dev, now, now, op, pc, op[S.HO_CALL_CALLBACK], 0, 0)
             st.dev[dev, S.D_HOST_PC] += 1
             st.sc[S.SC_STATUS] = S.STATUS_HOST_CALL
             st.sc[S.SC_CALL_DEV] = dev
-            st.sc[S.SC_CALL_ID] = op[1]
+            st.sc[S.SC_CALL_ID] = op[S.HO_CALL_CALLBACK]
             push_event(st, now, dev, S.EV_HOST, dev, 0, 0)
             return
         else:

@@ -46,6 +46,8 @@ SPIN_OK = 0
 
 @njit(cache=True, _nrt=False)
 def _push_action(ctx, kind, a, b, c, d, e):
+    """Queue command ``kind`` (ACT_*) with its fields a..e in the order
+    ``spin.engine.layout.COMMANDS`` declares them (unused ones 0)."""
     ctl = ctx.ctl
     k = ctl[HC_PEND_N]
     if k < 0 or k >= ctx.pend.shape[0]:

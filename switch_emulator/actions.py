@@ -46,21 +46,25 @@ def switch_finalize_actions(st, dev, slot, n, end):
         p = st.pend[i]
         kind = p[0]
         if kind == S.ACT_SEND_PACKET:
-            c = build_staged_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
+            c = build_staged_packet(st, dev, p[S.PA_SEND_PACKET_DST], p[S.PA_SEND_PACKET_QP],
+                                    p[S.PA_SEND_PACKET_STAGED_OFFSET],
+                                    p[S.PA_SEND_PACKET_NBYTES], p[S.PA_SEND_PACKET_REMOTE_VA])
             send_out(st, dev, c, routed_port(st, dev, c, end), end)
         elif kind == S.ACT_TIMER:
             schedule_timer(st, dev, p)
         elif kind == S.ACT_FORWARD:
-            if slot < 0 or p[1] < -1 or p[1] >= st.dev[dev, S.D_NPORTS]:
+            port = p[S.PA_FORWARD_PORT]
+            if slot < 0 or port < -1 or port >= st.dev[dev, S.D_NPORTS]:
                 raise ValueError("spin_forward: port outside the switch's ports (or ROUTED)")
             c = clone_frame(st, slot)
-            gp = port0 + p[1] if p[1] >= 0 else routed_port(st, dev, c, end)
+            gp = port0 + port if port >= 0 else routed_port(st, dev, c, end)
             send_out(st, dev, c, gp, end)
         elif kind == S.ACT_MULTICAST:
-            if slot < 0 or p[1] < 0 or p[1] >= st.mgroup.shape[0] or st.mgroup[p[1], 1] <= 0:
+            group = p[S.PA_MULTICAST_GROUP]
+            if slot < 0 or group < 0 or group >= st.mgroup.shape[0] or st.mgroup[group, 1] <= 0:
                 raise ValueError("spin_multicast: unknown multicast group")
-            first = st.mgroup[p[1], 0]
-            for k in range(first, first + st.mgroup[p[1], 1]):
+            first = st.mgroup[group, 0]
+            for k in range(first, first + st.mgroup[group, 1]):
                 c = clone_frame(st, slot)
                 gp = port0 + st.mport[k]
                 peer = st.port[gp, S.PT_PEER]

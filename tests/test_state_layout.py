@@ -48,7 +48,7 @@ def test_no_column_is_declared_by_two_owners():
 
 def test_constants_of_the_state_module_are_the_declared_columns():
     names: dict[str, str] = {}
-    for table in L.TABLES:
+    for table in L.TABLES + L.RECORDS:
         for name, value in table.constants().items():
             assert name not in names, f"{name} made by tables {names[name]} and {table.name}"
             names[name] = table.name
@@ -143,3 +143,20 @@ def test_declaration_errors():
         export([t, Table("u", "T_", "U_COLS", [Columns("b", [("X", "x")])])], {})
     with pytest.raises(StateLayoutError, match="3 columns"):
         t.row(np.zeros(4, np.int64))
+
+
+def test_variant_records_name_every_word():
+    """A handler's commands and a host program's operations are declared variants: codes in
+    declaration order, each field at a fixed word after the code, none past the record."""
+    for rec in L.RECORDS:
+        for k, (variant, code) in enumerate(rec.codes.items(), start=1):
+            assert code == k
+            fields = rec.fields[variant]
+            assert len(fields) < rec.width
+            for i, f in enumerate(fields):
+                assert getattr(S, f"{rec.field_prefix}{variant}_{f}") == 1 + i
+    row = L.HOST_OPS.record("SEND", dst=3, qp=1, nbytes=64, remote_addr=128)
+    assert row == [S.OP_SEND, 3, 1, 64, 0, 128, 0, 0]
+    with pytest.raises(StateLayoutError, match="no field 'size'"):
+        L.HOST_OPS.record("SEND", size=64)
+    assert "ACT_TIMER" in L.COMMANDS.describe() and "DELAY_PS" in L.COMMANDS.describe()

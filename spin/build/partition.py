@@ -59,10 +59,11 @@ def _demand(scenario, n_devices: int) -> dict[int, np.ndarray]:
         ops = prog.op_array()
         if not len(ops):
             continue
-        sends = ops[(ops[:, 0] == S.OP_SEND) & (ops[:, 1] >= 0) & (ops[:, 1] < scenario.n_hosts)
-                    & (ops[:, 1] != node)]
-        dsts, where = np.unique(sends[:, 1], return_inverse=True)
-        totals = np.bincount(where, weights=sends[:, 3], minlength=len(dsts))
+        dst = ops[:, S.HO_SEND_DST]
+        sends = ops[(ops[:, 0] == S.OP_SEND) & (dst >= 0) & (dst < scenario.n_hosts)
+                    & (dst != node)]
+        dsts, where = np.unique(sends[:, S.HO_SEND_DST], return_inverse=True)
+        totals = np.bincount(where, weights=sends[:, S.HO_SEND_NBYTES], minlength=len(dsts))
         for dst, nbytes in zip(dsts.tolist(), totals.tolist()):
             vec = out.setdefault(int(dst), np.zeros(n_devices))
             vec[node] += nbytes

@@ -12,6 +12,7 @@ import numpy as np
 
 from .checks import import_object
 from ..engine import state as S
+from ..engine.layout import HOST_OPS as _OP
 from ..errors import ConfigError
 from ..units import ns as ns_to_ps
 
@@ -171,7 +172,8 @@ class HostProgram:
         dst = self._destination(dst)
         if nbytes < 0:
             raise ConfigError(f"{self._where} (send): nbytes={nbytes} must be >= 0")
-        self.ops.append([S.OP_SEND, dst, self._qp(qp), nbytes, local_addr, remote_addr, rkey, 0])
+        self.ops.append(_OP.record("SEND", dst=dst, qp=self._qp(qp), nbytes=nbytes,
+                                   local_addr=local_addr, remote_addr=remote_addr, rkey=rkey))
         return self
 
     def wait_recv(self, qp: int = 0, count: int = 1) -> "HostProgram":
@@ -180,7 +182,7 @@ class HostProgram:
             raise ConfigError(f"{self._where}: wait_recv count={count} must be >= 1")
         total = self._expected_recv.get(qp, 0) + count
         self._expected_recv[qp] = total
-        self.ops.append([S.OP_WAIT_RECV, self._qp(qp), total, count, 0, 0, 0, 0])
+        self.ops.append(_OP.record("WAIT_RECV", qp=self._qp(qp), total=total, count=count))
         return self
 
     def wait_event(self, count: int = 1) -> "HostProgram":
@@ -188,7 +190,7 @@ class HostProgram:
         if count < 1:
             raise ConfigError(f"{self._where}: wait_event count={count} must be >= 1")
         self._expected_events += count
-        self.ops.append([S.OP_WAIT_EVENT, self._expected_events, count, 0, 0, 0, 0, 0])
+        self.ops.append(_OP.record("WAIT_EVENT", total=self._expected_events, count=count))
         return self
 
     def compute(self, ns: float) -> "HostProgram":
@@ -196,7 +198,7 @@ class HostProgram:
         if not 0 <= ns <= MAX_COMPUTE_NS:   # NaN and inf fail too
             raise ConfigError(f"{self._where}: compute ns={ns} must be a time in "
                               f"0..{MAX_COMPUTE_NS:.0e} ns (1000 s)")
-        self.ops.append([S.OP_COMPUTE, ns_to_ps(ns), 0, 0, 0, 0, 0, 0])
+        self.ops.append(_OP.record("COMPUTE", duration_ps=ns_to_ps(ns)))
         return self
 
     def reduce(self, dst_addr: int, src_addr: int, count: int, dtype: str | np.dtype,
@@ -227,8 +229,8 @@ class HostProgram:
             raise ConfigError(f"{self._where}: reduce op={op!r} with ps_per_byte="
                               f"{ps_per_byte}: built-in operators cost "
                               f"HostConfig.reduce_ps_per_byte; ps_per_byte is for functions")
-        self.ops.append([S.OP_REDUCE, dst_addr, src_addr, count, S.DTYPE_CODES[name],
-                         REDUCE_OPS[op], 0, 0])
+        self.ops.append(_OP.record("REDUCE", dst_addr=dst_addr, src_addr=src_addr, count=count,
+                                   dtype=S.DTYPE_CODES[name], operator=REDUCE_OPS[op]))
         return self
 
     def _reduce_with(self, fn, dst_addr: int, src_addr: int, count: int, dtype: str,
@@ -256,12 +258,12 @@ class HostProgram:
     def _add_call(self, fn) -> "HostProgram":
         assert self._callbacks is not None
         self._callbacks.append(fn)
-        self.ops.append([S.OP_CALL, len(self._callbacks) - 1, 0, 0, 0, 0, 0, 0])
+        self.ops.append(_OP.record("CALL", callback=len(self._callbacks) - 1))
         return self
 
     def mark(self, label: str) -> "HostProgram":
         """Record the virtual time at which the program reaches this point."""
         assert self._mark_index is not None
         idx = self._mark_index.setdefault(label, len(self._mark_index))
-        self.ops.append([S.OP_MARK, idx, 0, 0, 0, 0, 0, 0])
+        self.ops.append(_OP.record("MARK", index=idx))
         return self

@@ -186,7 +186,7 @@ def check_host_op_addresses(sc) -> None:
     for node, prog in sorted(sc.host_programs.items()):
         ops = prog.op_array()
         if len(ops):   # a send to no host would stop the engine mid-run: refuse it now
-            dst = ops[:, 1]
+            dst = ops[:, S.HO_SEND_DST]
             bad = (ops[:, 0] == S.OP_SEND) & ((dst < 0) | (dst >= len(topo.hosts)))
             for i in np.flatnonzero(bad)[:1].tolist():
                 raise ConfigError(f"host {topo.host_label(node)} op {i} (send): dst="
@@ -196,13 +196,14 @@ def check_host_op_addresses(sc) -> None:
             where = f"host {topo.host_label(node)} op {i}"
             try:
                 if op[0] == S.OP_SEND:
-                    check_range("local_addr", op[4], op[3], size)
-                    if op[1] not in handled:
-                        check_range("remote_addr", op[5], op[3], size)
+                    nbytes = op[S.HO_SEND_NBYTES]
+                    check_range("local_addr", op[S.HO_SEND_LOCAL_ADDR], nbytes, size)
+                    if op[S.HO_SEND_DST] not in handled:
+                        check_range("remote_addr", op[S.HO_SEND_REMOTE_ADDR], nbytes, size)
                 elif op[0] == S.OP_REDUCE:
-                    nbytes = op[3] * widths.get(op[4], 8)
-                    check_range("dst_addr", op[1], nbytes, size)
-                    check_range("src_addr", op[2], nbytes, size)
+                    nbytes = op[S.HO_REDUCE_COUNT] * widths.get(op[S.HO_REDUCE_DTYPE], 8)
+                    check_range("dst_addr", op[S.HO_REDUCE_DST_ADDR], nbytes, size)
+                    check_range("src_addr", op[S.HO_REDUCE_SRC_ADDR], nbytes, size)
             except ConfigError as exc:
                 kind = "send" if op[0] == S.OP_SEND else "reduce"
                 raise ConfigError(f"{where} ({kind}): {exc}") from None
@@ -228,12 +229,13 @@ def check_reordering(sc) -> None:
     mtu = sc.engine.mtu_bytes
     for node, prog in sorted(sc.host_programs.items()):
         for op in prog.ops:
-            if op[0] == S.OP_SEND and op[3] > mtu:
+            if op[0] == S.OP_SEND and op[S.HO_SEND_NBYTES] > mtu:
                 per_flow = ", ".join(p.name for p in schemes if not p.per_packet)
                 raise ConfigError(
                     f"load balancing {per_packet[0]!r} sends one message's packets over several "
                     f"paths, but transport 'none' drops a message whose packets arrive out of "
-                    f"order (host {node} sends {op[3]:,} B, {-(-op[3] // mtu)} packets at MTU "
+                    f"order (host {node} sends {op[S.HO_SEND_NBYTES]:,} B, "
+                    f"{-(-op[S.HO_SEND_NBYTES] // mtu)} packets at MTU "
                     f"{mtu}): use [nic.transport] kind = 'ue' (places out-of-order packets) or "
                     f"a per-flow scheme ({per_flow})")
 
@@ -262,13 +264,16 @@ def _suspect_ops(ops, size: int, handled: set, S) -> list[int]:
     if not len(ops):
         return []
     import numpy as np
-    kind, nbytes = ops[:, 0], ops[:, 3]
+    kind = ops[:, 0]
     send = kind == S.OP_SEND
-    checked_remote = ~np.isin(ops[:, 1], np.fromiter((h for h in handled if isinstance(h, int)),
-                                                     np.int64))
-    bad = send & ((ops[:, 4] + nbytes > size) | (checked_remote & (ops[:, 5] + nbytes > size)))
-    width = np.where((ops[:, 4] == S.DTYPE_CODES["int32"]) | (ops[:, 4] == S.DTYPE_CODES["float32"]),
-                     4, 8)
+    nbytes = ops[:, S.HO_SEND_NBYTES]
+    checked_remote = ~np.isin(ops[:, S.HO_SEND_DST],
+                              np.fromiter((h for h in handled if isinstance(h, int)), np.int64))
+    bad = send & ((ops[:, S.HO_SEND_LOCAL_ADDR] + nbytes > size)
+                  | (checked_remote & (ops[:, S.HO_SEND_REMOTE_ADDR] + nbytes > size)))
+    dtype = ops[:, S.HO_REDUCE_DTYPE]
+    width = np.where((dtype == S.DTYPE_CODES["int32"]) | (dtype == S.DTYPE_CODES["float32"]), 4, 8)
     red = kind == S.OP_REDUCE
-    bad |= red & (np.maximum(ops[:, 1], ops[:, 2]) + nbytes * width > size)
+    bad |= red & (np.maximum(ops[:, S.HO_REDUCE_DST_ADDR], ops[:, S.HO_REDUCE_SRC_ADDR])
+                  + ops[:, S.HO_REDUCE_COUNT] * width > size)
     return np.flatnonzero(bad).tolist()

@@ -154,7 +154,61 @@ class RowView:
         return f"{self._table.name}({self.as_dict()})"
 
 
-def export(tables: Sequence[Table], namespace: dict[str, Any]) -> dict[str, int]:
+class Variants:
+    """A variant record, declared once: word 0 holds the variant's code (1, 2, ... in declaration
+    order) and the next words its fields, in declaration order. A handler's pending commands
+    and a host program's operations are such records: each variant's fields have names here
+    instead of positions known to the writer and the reader alike. Constants:
+    ``code_prefix + VARIANT`` (the code) and ``field_prefix + VARIANT_FIELD`` (the word)."""
+
+    def __init__(self, name: str, code_prefix: str, field_prefix: str, width: int, owner: str,
+                 variants: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        self.name, self.code_prefix, self.field_prefix = name, code_prefix, field_prefix
+        self.width, self.owner = width, owner
+        self.codes: dict[str, int] = {}
+        self.fields: dict[str, tuple[str, ...]] = {}
+        self.docs: dict[str, str] = {}
+        for code, (variant, doc, fields) in enumerate(variants, start=1):
+            if variant in self.codes:
+                raise StateLayoutError(f"record {name!r}: variant {variant} declared twice")
+            if len(set(fields)) != len(fields):
+                raise StateLayoutError(f"record {name!r}: variant {variant} repeats a field")
+            if len(fields) > width - 1:
+                raise StateLayoutError(f"record {name!r}: variant {variant} has {len(fields)} "
+                                       f"fields; a record holds {width - 1} after its code")
+            self.codes[variant], self.docs[variant] = code, doc
+            self.fields[variant] = tuple(fields)
+
+    def constants(self) -> dict[str, int]:
+        out = {self.code_prefix + v: c for v, c in self.codes.items()}
+        for v, fields in self.fields.items():
+            out.update({f"{self.field_prefix}{v}_{f}": 1 + i for i, f in enumerate(fields)})
+        return out
+
+    def record(self, variant: str, **values: int) -> list[int]:
+        """One record as a list of ``width`` ints: the variant's code, then its fields by name
+        (those not given are 0)."""
+        fields = self.fields[variant]
+        row = [0] * self.width
+        row[0] = self.codes[variant]
+        for f, v in values.items():
+            try:
+                row[1 + fields.index(f.upper())] = int(v)
+            except ValueError:
+                raise StateLayoutError(f"record {self.name!r}: variant {variant} has no field "
+                                       f"{f!r}; fields: {list(fields)}") from None
+        return row
+
+    def describe(self) -> str:
+        """The variants as text: code, name, fields in word order, meaning."""
+        lines = [f"{self.name}: records of {self.width} words ({self.owner})"]
+        for v, code in self.codes.items():
+            lines.append(f"  {code:>3}  {self.code_prefix + v:<24} "
+                         f"[{', '.join(self.fields[v]) or '-'}]  {self.docs[v]}")
+        return "\n".join(lines)
+
+
+def export(tables: Sequence[Table | Variants], namespace: dict[str, Any]) -> dict[str, int]:
     """Write every table's constants into ``namespace`` (a module's globals); a constant that
     another table (or the module itself) already defines raises."""
     made: dict[str, int] = {}

@@ -143,8 +143,10 @@ def schedule_timer(st, dev, p):
     """Apply a ``spin_set_timer`` command (row ``p`` of ``st.pend``), on a NIC or a switch: its
     packet reaches the device's own receive path ``delay_ps`` after the handler started (an
     event in the scheduler, crossing no link)."""
-    slot = build_timer_packet(st, dev, p[1], p[2], p[3], p[4], p[5])
-    push_event(st, st.cur[S.CUR_TIME] + p[1], dev, S.EV_ARRIVE, dev, S.ARRIVE_TIMER, slot)
+    delay = p[S.PA_TIMER_DELAY_PS]
+    slot = build_timer_packet(st, dev, delay, p[S.PA_TIMER_QP], p[S.PA_TIMER_STAGED_OFFSET],
+                              p[S.PA_TIMER_NBYTES], p[S.PA_TIMER_REMOTE_VA])
+    push_event(st, st.cur[S.CUR_TIME] + delay, dev, S.EV_ARRIVE, dev, S.ARRIVE_TIMER, slot)
 
 
 def sample_context(st) -> HandlerContext:

@@ -10,7 +10,7 @@ the engine's own functions index these tables and the engine must not import ``n
 """
 from __future__ import annotations
 
-from .columns import Columns, Table
+from .columns import Columns, Table, Variants
 
 REPS_SLOTS = 8       # REPS' circular EV buffer (the paper's and htsim's size)
 CALL_WORDS = 32      # words of a handler's call block (spin.engine.handler_abi)
@@ -426,3 +426,38 @@ TXLOG = Table("txlog", "TL_", "TXLOG_WIDTH", [Columns("nic_emulator.tx", [
 
 TABLES = (SC, CUR, DEV, NT, PORT, MSG, TXM, CONN, TRP, EC, PROG, CTL, EV, HEAP, CAP, OUT, TRACE,
           QSAMPLES, MSGLOG, TXLOG)
+
+# --- st.pend: the commands a handler issued, carried out when it ends --------------------------
+COMMANDS = Variants("pend", "ACT_", "PA_", 8, "written by the spin_* calls (spin.api), carried out "
+                    "by nic_emulator.actions and switch_emulator.actions", [
+    ("DMA_TO_HOST", "write the packet's payload to host memory", ("NBYTES", "EVENT")),
+    ("SEND_PACKET", "send a packet built in the staging bytes",
+     ("DST", "QP", "STAGED_OFFSET", "NBYTES", "REMOTE_VA")),
+    ("HOST_EVENT", "raise a host event", ("VALUE",)),
+    ("PUT_FROM_HOST", "send host memory as a new message",
+     ("DST", "QP", "HOST_ADDR", "NBYTES", "REMOTE_VA")),
+    ("HOST_WRITE", "write words to host memory", ("NBYTES",)),
+    ("DMA_FROM_HOST", "blocking read of host memory (lengthens the handler)", ("NBYTES",)),
+    ("FORWARD", "a copy of the packet leaves on a local port (-1: the routed next hop)",
+     ("PORT",)),
+    ("MULTICAST", "a copy of the packet leaves on each port of a multicast group", ("GROUP",)),
+    ("TIMER", "a packet built in staging comes back to this device after a delay",
+     ("DELAY_PS", "QP", "STAGED_OFFSET", "NBYTES", "REMOTE_VA")),
+])
+
+# --- st.host_ops: the host programs' operations ------------------------------------------------
+HOST_OPS = Variants("host_ops", "OP_", "HO_", 8, "written by spin.describe.host_program, run by "
+                    "nic_emulator.host", [
+    ("SEND", "post a message", ("DST", "QP", "NBYTES", "LOCAL_ADDR", "REMOTE_ADDR", "RKEY")),
+    ("WAIT_RECV", "wait until a QP has received a cumulative count of messages",
+     ("QP", "TOTAL", "COUNT")),
+    ("WAIT_EVENT", "wait until the host has seen a cumulative count of events",
+     ("TOTAL", "COUNT")),
+    ("COMPUTE", "keep the host busy", ("DURATION_PS",)),
+    ("REDUCE", "reduce one vector into another in host memory",
+     ("DST_ADDR", "SRC_ADDR", "COUNT", "DTYPE", "OPERATOR")),
+    ("MARK", "record the time under a mark", ("INDEX",)),
+    ("CALL", "run a Python callback", ("CALLBACK",)),
+])
+
+RECORDS = (COMMANDS, HOST_OPS)

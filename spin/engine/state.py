@@ -21,13 +21,13 @@ from ..wire.drops import NUM_DROP_REASONS
 from . import layout as L
 from .columns import RowView, Table, export
 from .device_kinds import DEVICE_KINDS
-from .layout import REPS_SLOTS, TABLES  # noqa: F401  (REPS_SLOTS: part of this module's names)
+from .layout import RECORDS, REPS_SLOTS, TABLES  # noqa: F401  (REPS_SLOTS: part of this module's names)
 
 INF_PS = np.int64(2**62)
 
 # --- table columns (one int64 2-D table per entity keeps the state tuple narrow, which keeps
 #     Numba compile time and call overhead low): D_KIND, ..., DEV_COLS, PT_DEV, ... ------------
-COLUMNS = export(TABLES, globals())
+COLUMNS = export(TABLES + RECORDS, globals())
 
 # event keys of fabric-wide control events (faults): a creator id no device has, so they never
 # shift a device's own sequence numbers and sort identically in every worker
@@ -73,27 +73,12 @@ DEV_NIC = DEVICE_KINDS.names().index("nic")
 DEV_SWITCH = DEVICE_KINDS.names().index("switch")
 
 # --- pending handler actions (finalised at handler end) ---------------------------------------
-ACT_DMA_TO_HOST = 1      # a=nbytes, b=generate_event
-ACT_SEND_PACKET = 2      # a=dst node, b=dest QP, c=staged offset, d=nbytes, e=remote VA
-ACT_HOST_EVENT = 3       # a=value
-ACT_PUT_FROM_HOST = 4    # a=dst, b=qp, c=host_addr, d=nbytes, e=remote_va
-ACT_HOST_WRITE = 5       # a=nbytes (8)
-ACT_DMA_FROM_HOST = 6    # a=nbytes (blocking read: lengthens the handler)
-ACT_FORWARD = 7          # a=local port (-1: the routed next hop): a copy of the packet leaves
-ACT_MULTICAST = 8        # a=multicast group: a copy of the packet leaves on each of its ports
-ACT_TIMER = 9            # a=delay ps, b=dest QP, c=staged offset, d=nbytes, e=remote VA
+# ACT_* codes and PA_* fields: spin.engine.layout.COMMANDS
 MAX_PENDING_ACTIONS = 256
 MAX_TIMER_DELAY_PS = 10**12   # 1 s: spin_set_timer refuses longer delays (likely a unit slip)
 
-# --- host program opcodes ---------------------------------------------------------------------
-OP_SEND = 1          # dst_node, qp, nbytes, local_addr, remote_addr, rkey
-OP_WAIT_RECV = 2     # qp, cumulative_count
-OP_WAIT_EVENT = 3    # cumulative_count
-OP_COMPUTE = 4       # duration_ps
-OP_REDUCE = 5        # dst_addr, src_addr, n_elems, dtype_code
-OP_MARK = 6          # mark index
-OP_CALL = 7          # callback id
-HOST_OP_WIDTH = 8
+# --- host program operations: OP_* codes and HO_* fields, spin.engine.layout.HOST_OPS ---------
+HOST_OP_WIDTH = L.HOST_OPS.width
 
 HOST_RUNNING = 0
 HOST_WAIT_RECV = 1
