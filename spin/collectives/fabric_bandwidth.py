@@ -65,8 +65,8 @@ def measure_fabric(topo_factory, nbytes: int) -> FabricBandwidth:
     memory = max(HostConfig().memory_bytes, -(-3 * n * chunk // 4096) * 4096)
     switch = SwitchConfig.make(pfc=False, trim=True)
     engine = EngineConfig()
-    switch_ports = sum(len(ports) for name, ports in topo.ports().items()
-                       if name in set(topo.switches))
+    switches = set(topo.switches)
+    switch_ports = sum(len(ports) for name, ports in topo.ports().items() if name in switches)
     queued = switch_ports * (switch.port_buffer_bytes // engine.mtu_bytes + 1)
     sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory),
                   nic=NicConfig.make(transport={"kind": "ue"}), switch=switch,

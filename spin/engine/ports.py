@@ -227,20 +227,36 @@ def _pfc_watchdog(st, gp, now):
     watchdog = st.dev[dev, S.D_SW_PFC_WATCHDOG_PS]
     if watchdog <= 0 or now - since < watchdog:
         return
-    qcap = st.port_q.shape[1]
-    while st.port[gp, S.PT_Q_N] > 0:
-        head = st.port[gp, S.PT_Q_HEAD]
-        slot = st.port_q[gp, head]
-        st.port[gp, S.PT_Q_HEAD] = (head + 1) % qcap
-        st.port[gp, S.PT_Q_N] -= 1
-        _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
-        _release_ingress(st, slot, now)
-        st.drops[dev, D.PFC_WATCHDOG] += 1
-        st.port[gp, S.PT_DROPS] += 1
-        free_slot(st, slot)
+    dropped = _flush_data(st, gp, now)
+    st.drops[dev, D.PFC_WATCHDOG] += dropped
+    st.port[gp, S.PT_DROPS] += dropped
     st.port[gp, S.PT_PAUSED_UNTIL] = 0
     st.port[gp, S.PT_BLOCKED_SINCE] = -1
     st.port[gp, S.PT_IGNORE_PAUSE_UNTIL] = now + watchdog
+
+
+@njit(cache=True, _nrt=False)
+def _pop_data(st, gp, now):
+    """Take the head frame off the data queue of ``gp`` (queue accounting and its ingress
+    port's PFC bytes released); returns its slot."""
+    head = st.port[gp, S.PT_Q_HEAD]
+    slot = st.port_q[gp, head]
+    st.port[gp, S.PT_Q_HEAD] = (head + 1) % st.port_q.shape[1]
+    st.port[gp, S.PT_Q_N] -= 1
+    _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
+    _release_ingress(st, slot, now)
+    return slot
+
+
+@njit(cache=True, _nrt=False)
+def _flush_data(st, gp, now):
+    """Drop every frame of the data queue of ``gp``; returns how many (the caller counts them
+    under its reason)."""
+    n = 0
+    while st.port[gp, S.PT_Q_N] > 0:
+        free_slot(st, _pop_data(st, gp, now))
+        n += 1
+    return n
 
 
 @njit(cache=True, _nrt=False)
@@ -279,13 +295,7 @@ def tx_done(st, gp, gen, now):
         st.port[gp, S.PT_PQ_N] -= 1
         st.port[gp, S.PT_PQ_BYTES] -= st.slot_len[slot]
     else:
-        qcap = st.port_q.shape[1]
-        head = st.port[gp, S.PT_Q_HEAD]
-        slot = st.port_q[gp, head]
-        st.port[gp, S.PT_Q_HEAD] = (head + 1) % qcap
-        st.port[gp, S.PT_Q_N] -= 1
-        _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
-        _release_ingress(st, slot, now)
+        slot = _pop_data(st, gp, now)
     length = st.slot_len[slot]
     st.port[gp, S.PT_TX_FRAMES] += 1
     st.port[gp, S.PT_TX_BYTES] += length
@@ -423,15 +433,7 @@ def port_down(st, gp, now):
         st.port[gp, S.PT_PQ_N] -= 1
         lost += 1
     st.port[gp, S.PT_PQ_BYTES] = 0
-    while st.port[gp, S.PT_Q_N] > 0:
-        head = st.port[gp, S.PT_Q_HEAD]
-        slot = st.port_q[gp, head]
-        _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
-        _release_ingress(st, slot, now)
-        free_slot(st, slot)
-        st.port[gp, S.PT_Q_HEAD] = (head + 1) % st.port_q.shape[1]
-        st.port[gp, S.PT_Q_N] -= 1
-        lost += 1
+    lost += _flush_data(st, gp, now)
     st.port[gp, S.PT_BUSY] = BUSY_IDLE
     st.drops[dev, D.LINK_DOWN] += lost
     st.port[gp, S.PT_DROPS] += lost

@@ -224,11 +224,15 @@ def run_preset_cli(args) -> int:
     if args.json:
         from ..describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)
+    for s in names:
+        get_scheme(s, "--schemes")
+    seeds = getattr(args, "switch_seeds", None)
+    if seeds is not None and seeds < 1:
+        raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
     built = htsim_scenario(args.topo_file, args.cm, args.preset)
     sc, _, p = built
     print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
           flush=True)
-    seeds = getattr(args, "switch_seeds", None)
     if seeds is not None:
         return _seeds_cli(args, names, built, seeds)
     p, runs = run_htsim_schemes(args.topo_file, args.cm, names, args.preset, progress=print,
@@ -237,22 +241,23 @@ def run_preset_cli(args) -> int:
     print(htsim_table(runs))
     print(f"\n{FCT_DEFINITION}; µs of virtual time. loop: engine loop; run: setup + loop + "
           "results (wall clock, compile excluded)")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "topo_file": str(args.topo_file), "cm": str(args.cm), "preset": args.preset,
-            "fct_definition": FCT_DEFINITION, "percentiles": "nearest rank",
-            "parameters": {k: v for k, v in p.__dict__.items()},
-            "schemes": {r.scheme: r.as_dict() for r in runs}}, indent=2) + "\n")
-        print(f"results written to {args.json}")
+    _write_json(args, p, {r.scheme: r.as_dict() for r in runs})
     return 0
+
+
+def _write_json(args, p: HtsimPreset, schemes: dict[str, Any]) -> None:
+    """``--json``: the scenario, the preset's parameters and each scheme's figures."""
+    if not args.json:
+        return
+    Path(args.json).write_text(json.dumps({
+        "topo_file": str(args.topo_file), "cm": str(args.cm), "preset": args.preset,
+        "fct_definition": FCT_DEFINITION, "percentiles": "nearest rank",
+        "parameters": dict(p.__dict__), "schemes": schemes}, indent=2) + "\n")
+    print(f"results written to {args.json}")
 
 
 def _seeds_cli(args, names: list[str], built, seeds: int) -> int:
     """``--switch-seeds N``: every scheme once per switch seed 1..N, averages and ranges."""
-    if seeds < 1:
-        raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
-    for s in names:
-        get_scheme(s, "--schemes")
     sc, workload, p = built
     Simulation(sc, quiet=True).compile()
     summaries = [run_over_seeds(sc, workload, name, seeds, progress=print) for name in names]
@@ -260,13 +265,7 @@ def _seeds_cli(args, names: list[str], built, seeds: int) -> int:
     print(seeds_table(summaries))
     print(f"\n{FCT_DEFINITION}; µs of virtual time; each figure averaged over the switches' "
           f"seeds 1..{seeds} (as htsim run with -seed 1..{seeds}), its range in brackets")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "topo_file": str(args.topo_file), "cm": str(args.cm), "preset": args.preset,
-            "fct_definition": FCT_DEFINITION, "percentiles": "nearest rank",
-            "parameters": {k: v for k, v in p.__dict__.items()},
-            "schemes": {s.scheme: s.as_dict() for s in summaries}}, indent=2) + "\n")
-        print(f"results written to {args.json}")
+    _write_json(args, p, {s.scheme: s.as_dict() for s in summaries})
     return 0
 
 
