@@ -2,7 +2,8 @@
 variants, handlers) to a ``Scenario``, a registry of them by name, and ``measure``, which runs
 one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and correctness.
 
-Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
+Host baselines: ``ring``, ``ring2d`` (two-dimensional rings over every port of a HammingMesh
+accelerator), ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
 handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``.
 In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``; floats
 added natively) and ``switch-quantized`` (SwitchML's own float mode: block-exponent int32).
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..registry import Registry
-from . import nic, rabenseifner, recursive_doubling, ring, switch
+from . import nic, rabenseifner, recursive_doubling, ring, ring2d, switch
 from .common import DTYPES, AllreducePlan, reliable_transport
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm"]
@@ -54,6 +55,8 @@ def _nic_variant(name: str, mode: str) -> Algorithm:
 ALGORITHMS: Registry[Algorithm] = Registry("allreduce algorithm", (
     Algorithm("ring", "ring (reduce-scatter + allgather)", ring.build, ring.plan_memory,
               recovery=reliable_transport),
+    Algorithm("ring2d", "two-dimensional rings (HammingMesh; streams over every port)",
+              ring2d.build, ring2d.plan_memory, recovery=reliable_transport),
     Algorithm("rd", "recursive doubling", recursive_doubling.build,
               recursive_doubling.plan_memory, recovery=reliable_transport),
     Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
