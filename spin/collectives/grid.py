@@ -54,6 +54,10 @@ class Grid:
         lines = self.rows if dim == "row" else self.columns
         return tuple(line[::sign] for line in lines)
 
+    def positions(self, dim: str, sign: int) -> dict[int, tuple[tuple[int, ...], int]]:
+        """rank -> (its ring along ``dim`` in direction ``sign``, its position there)."""
+        return {rank: (ring, i) for ring in self.rings(dim, sign) for i, rank in enumerate(ring)}
+
 
 def near_square(n: int) -> tuple[int, int]:
     """(q, p) with q * p = n, q <= p and q as large as possible: fewest ring steps."""

@@ -91,6 +91,9 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     if host.memory_bytes < need:
         host = HostConfig.make(**{**host.model_dump(), "memory_bytes": need})
     build_options: dict = {}
+    if recover_loss and alg.lossless_only:
+        raise ConfigError(f"allreduce {alg.name}: it has no loss recovery and runs on lossless "
+                          f"links only; drop the loss or pick another algorithm")
     if recover_loss and alg.recovery is not None:
         needed, build_options = alg.recovery(n_hosts, count * itemsize(dtype))
         for key, value in needed.items():

@@ -114,16 +114,12 @@ def _allgather(ring, pos, counts, addrs, qp, w, chunk):
     return steps
 
 
-def _positions(rings) -> dict[int, tuple[tuple[int, ...], int]]:
-    return {rank: (ring, i) for ring in rings for i, rank in enumerate(ring)}
-
-
 def _stream_steps(grid: Grid, lay: StreamLayout, qp: int, w: int, chunk: int):
     """rank -> its steps of this stream: reduce-scatter along the first dimension, then along
     the second on the owned block, allgather along the second, then along the first."""
     other = "column" if lay.first == "row" else "row"
-    first = _positions(grid.rings(lay.first, lay.sign))
-    second = _positions(grid.rings(other, lay.sign))
+    first = grid.positions(lay.first, lay.sign)
+    second = grid.positions(other, lay.sign)
     out = {}
     for rank, (ring1, pos1) in first.items():
         ring2, pos2 = second[rank]
