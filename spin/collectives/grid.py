@@ -7,7 +7,8 @@ accelerator by its east port (a board trace, or at the board's edge the row netw
 board) and the last accelerator's east port closes the ring through the row network to the
 first one's west port; columns likewise with the south and north ports. Elsewhere the grid is
 the ranks in id order cut into rows of p, with p x q = n as close to square as n allows (fewest
-ring steps, p + q), so a row's ranks are neighbours under one leaf or edge switch.
+ring steps, p + q), so a row's ranks are neighbours under one leaf or edge switch; on a
+rail-optimised fabric a row is a server's GPUs and a column one rail.
 """
 from __future__ import annotations
 
@@ -87,11 +88,15 @@ def hamming_mesh_grid(topo, hosts: tuple[int, ...]) -> Grid:
 
 
 def grid_for(topo, hosts: tuple[int, ...], shape: tuple[int, int] | None = None) -> Grid:
-    """The accelerator grid on a HammingMesh with every host a rank (unless ``shape`` is
-    given), else ``id_order_grid``."""
-    if shape is None and topo.kind == "hamming_mesh" \
-            and sorted(hosts) == list(range(len(topo.hosts))):
+    """With every host a rank and no ``shape``: the accelerator grid on a HammingMesh; on a
+    rail-optimised fabric rows of a server's GPUs (joined by NVLink) and columns of one rail
+    (``gpus_per_server`` per row), as NCCL's hierarchical allreduce; else ``id_order_grid``."""
+    every_host = sorted(hosts) == list(range(len(topo.hosts)))
+    if shape is None and every_host and topo.kind == "hamming_mesh":
         return hamming_mesh_grid(topo, hosts)
+    if shape is None and every_host and topo.kind == "rail_optimized":
+        per_server = int(topo.params["gpus_per_server"])
+        shape = (len(hosts) // per_server, per_server)
     return id_order_grid(len(hosts), shape)
 
 

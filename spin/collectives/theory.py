@@ -161,17 +161,16 @@ def injection_gbps(topo, host: int) -> float:
     return float(topo.links[link].config.rate_gbps)
 
 
-def injection_bound_ps(scenario, hosts, nbytes: int) -> float:
+def injection_bound_ps(topo, hosts, nbytes: int, *, mtu_bytes: int,
+                       pcie_gbytes_per_s: float) -> float:
     """A lower bound on the time of an allreduce of ``nbytes`` per rank on ``hosts`` that the
     ranks compute (no reduction in switches): every rank sends at least 2(n-1)/n * S bytes
     (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of workstations",
     JPDC 2009), here over all its ports at once at the payload rate R * MTU / (MTU + 82 B of
     headers and wire overhead) of the slowest rank; and its NIC reads S from host memory and
     writes S back (over PCIe, each direction at its own rate). Latency is left out."""
-    topo, n = scenario.topology, len(hosts)
-    mtu = scenario.engine.mtu_bytes
-    eta = mtu / (mtu + ROCE_HEADER_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
+    n = len(hosts)
+    eta = mtu_bytes / (mtu_bytes + ROCE_HEADER_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
     gbps = min(injection_gbps(topo, h) for h in hosts)
     network = 2 * (n - 1) / n * nbytes / (gbps / 8000 * eta)
-    pcie = nbytes * 1000 / scenario.nic.pcie_rate_gbytes_per_s
-    return max(network, pcie)
+    return max(network, nbytes * 1000 / pcie_gbytes_per_s)
