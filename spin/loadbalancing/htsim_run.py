@@ -138,7 +138,7 @@ def seeds_table(summaries: list[SeedSummary]) -> str:
 
 
 def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "htsim",
-                   mtu_bytes: int = 4096):
+                   mtu_bytes: int = 4096, payload: str = "generated"):
     """The scenario of ``topo_file`` and ``cm_file`` under ``preset``: (scenario, workload,
     preset figures)."""
     if preset not in PRESETS:
@@ -150,7 +150,7 @@ def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "ht
     sc.host = sc.host.make(**{**sc.host.model_dump(), "send_overhead_ns": 0.0,
                               "recv_overhead_ns": 0.0})    # htsim models no host software
     sc.nic = sc.nic.make(**{**sc.nic.model_dump(), "pcie_latency_ns": 0.0})   # nor PCIe
-    workload = add_workload(sc, "htsim_cm", file=str(cm_file), fill=False)
+    workload = add_workload(sc, "htsim_cm", file=str(cm_file), fill=False, payload=payload)
     return sc, workload, p
 
 
@@ -229,7 +229,8 @@ def run_preset_cli(args) -> int:
     seeds = getattr(args, "switch_seeds", None)
     if seeds is not None and seeds < 1:
         raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
-    built = htsim_scenario(args.topo_file, args.cm, args.preset)
+    built = htsim_scenario(args.topo_file, args.cm, args.preset,
+                           payload=getattr(args, "payload", "generated"))
     sc, _, p = built
     print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
           flush=True)

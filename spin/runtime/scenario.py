@@ -43,6 +43,9 @@ class Scenario:
     switch_load_balancing: dict[str, str] = field(default_factory=dict)
     # per switch port (switch, device it faces): SwitchConfig queue fields that differ there
     port_overrides: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # "stored": payload bytes live in host memory; "generated": no host memory is kept, sent
+    # bytes come from a fixed table by (node, address) (spin.wire.payload)
+    payload: str = "stored"
 
     def __repr__(self) -> str:
         """One line: the topology and counts (host programs and memory can be huge)."""
