@@ -9,6 +9,9 @@ Sizes (``--sizes``, default ``128,1024,8192``):
   ``fat_tree_1024.topo``, ``perm_1024n_1024c_0u_2000000b.cm``), same preset, spray.
 - ``8192``: ``spin lb --topology leaf_spine:leaves=128,hosts_per_leaf=64,spines=64 --size 256KiB
   --schemes spray`` (Ultra-Ethernet-style transport, trimming).
+- ``8193``: htsim's 8,192-host scenario (``examples/htsim``: three-tier fat tree of radix-32
+  switches ``fat_tree_8192_1os.topo``, 2 MB permutation ``perm_8192n_8192c_2MB.cm``), same
+  preset, spray; htsim runs it too.
 - ``65536``: ``fat_tree:k=64`` built with its routing tables, nothing run (build time and
   memory only).
 
@@ -38,6 +41,7 @@ HTSIM_DIR = ROOT / "examples" / "htsim"
 HTSIM_FILES = {
     128: ("fat_tree_128_1os.topo", "perm_128n_128c_2MB.cm"),
     1024: ("fat_tree_1024.topo", "perm_1024n_1024c_0u_2000000b.cm"),
+    8193: ("fat_tree_8192_1os.topo", "perm_8192n_8192c_2MB.cm"),   # htsim's 8,192-host files
 }
 LEAF_SPINE_8192 = {"leaves": 128, "hosts_per_leaf": 64, "spines": 64}
 
@@ -59,7 +63,7 @@ def _build(size: int, payload: str):
         workload = add_workload(sc, "permutation", message_bytes=256 * 1024, seed=0, fill=False,
                                 payload=payload)
     else:
-        raise SystemExit(f"--sizes: {size} is not one of 128, 1024, 8192, 65536")
+        raise SystemExit(f"--sizes: {size} is not one of 128, 1024, 8192, 8193, 65536")
     return with_scheme(sc, "spray"), workload
 
 

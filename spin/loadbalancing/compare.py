@@ -100,7 +100,7 @@ def run_schemes(scenario, workload, schemes: list[str], workers: int = 1,
     runs = []
     for name in schemes:
         sc = with_scheme(scenario, name)
-        result = run_scenario(sc, workers=workers)
+        result = run_scenario(sc, workers=workers, quiet=progress is None)   # a bar past 2 s
         done = len(flow_messages(workload, result))
         try:
             report = workload_report(workload, sc, result)

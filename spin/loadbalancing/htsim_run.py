@@ -161,12 +161,13 @@ def _fct_ps(m) -> int:
     return m.completion_ps if t is None else t
 
 
-def run_scheme(sc: Scenario, workload, name: str) -> HtsimSchemeRun:
-    """Run ``sc`` under scheme ``name`` in this process, timed."""
+def run_scheme(sc: Scenario, workload, name: str, quiet: bool = True) -> HtsimSchemeRun:
+    """Run ``sc`` under scheme ``name`` in this process, timed (``quiet=False``: a progress bar
+    over virtual time for runs longer than a couple of seconds)."""
     t0 = time.perf_counter()
     scheme_sc = with_scheme(sc, name)
     sim = Simulation(scheme_sc)
-    result = sim.run()
+    result = sim.run(quiet=quiet)
     run_s = time.perf_counter() - t0
     msgs = flow_messages(workload, result)
     fct = FctStats.of([_fct_ps(m) for m in msgs]) if msgs else None
@@ -193,7 +194,7 @@ def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "hts
     Simulation(sc, quiet=progress is None).compile()      # not part of any timed run
     runs = []
     for name in schemes:
-        runs.append(run_scheme(sc, workload, name))
+        runs.append(run_scheme(sc, workload, name, quiet=progress is None))
         if progress is not None:
             r = runs[-1]
             progress(f"  {name}: loop {r.wall_s:.3f} s, run {r.run_s:.3f} s")
