@@ -9,6 +9,9 @@ Sizes (``--sizes``, default ``128,1024,8192``):
   ``fat_tree_1024.topo``, ``perm_1024n_1024c_0u_2000000b.cm``), same preset, spray.
 - ``8192``: ``spin lb --topology leaf_spine:leaves=128,hosts_per_leaf=64,spines=64 --size 256KiB
   --schemes spray`` (Ultra-Ethernet-style transport, trimming).
+- ``8193``: htsim's 8,192-host scenario (``examples/htsim``: three-tier fat tree of radix-32
+  switches ``fat_tree_8192_1os.topo``, 2 MB permutation ``perm_8192n_8192c_2MB.cm``), same
+  preset, spray; htsim runs it too.
 - ``65536``: ``fat_tree:k=64`` built with its routing tables, nothing run (build time and
   memory only).
 
@@ -18,7 +21,7 @@ FCTs and the fabric's figures, as ``spin lb`` prints them), ``outside`` (everyth
 compile excluded), packet events per second of loop, and the process's peak resident memory.
 ``--htsim PATH`` runs ``htsim_uec`` beside the sizes whose htsim files exist, in the same hour.
 
-    python bench/bench_scale.py [--sizes 128,1024,8192] [--payload stored|generated]
+    python bench/bench_scale.py [--sizes 128,1024,8192] [--payload generated|stored]
                                 [--htsim /path/to/htsim_uec] [--json out.json]
 """
 from __future__ import annotations
@@ -38,6 +41,7 @@ HTSIM_DIR = ROOT / "examples" / "htsim"
 HTSIM_FILES = {
     128: ("fat_tree_128_1os.topo", "perm_128n_128c_2MB.cm"),
     1024: ("fat_tree_1024.topo", "perm_1024n_1024c_0u_2000000b.cm"),
+    8193: ("fat_tree_8192_1os.topo", "perm_8192n_8192c_2MB.cm"),   # htsim's 8,192-host files
 }
 LEAF_SPINE_8192 = {"leaves": 128, "hosts_per_leaf": 64, "spines": 64}
 
@@ -52,15 +56,14 @@ def _build(size: int, payload: str):
     if size in HTSIM_FILES:
         from spin.loadbalancing.htsim_run import htsim_scenario
         topo, cm = (HTSIM_DIR / f for f in HTSIM_FILES[size])
-        sc, workload, _ = htsim_scenario(topo, cm)
+        sc, workload, _ = htsim_scenario(topo, cm, payload=payload)
     elif size == 8192:
         from spin.loadbalancing.compare import add_workload, fabric_scenario
         sc = fabric_scenario("leaf_spine", dict(LEAF_SPINE_8192), transport="ue")
-        workload = add_workload(sc, "permutation", message_bytes=256 * 1024, seed=0, fill=False)
+        workload = add_workload(sc, "permutation", message_bytes=256 * 1024, seed=0, fill=False,
+                                payload=payload)
     else:
-        raise SystemExit(f"--sizes: {size} is not one of 128, 1024, 8192, 65536")
-    if payload != "stored":
-        sc.payload = payload
+        raise SystemExit(f"--sizes: {size} is not one of 128, 1024, 8192, 8193, 65536")
     return with_scheme(sc, "spray"), workload
 
 
@@ -135,7 +138,8 @@ def _row(size: int, r: dict, h: dict | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="128,1024,8192")
-    ap.add_argument("--payload", default="stored", choices=("stored", "generated"))
+    ap.add_argument("--payload", default="generated", choices=("generated", "stored"),
+                    help="generated (spin lb's default) or stored: every byte in host memory")
     ap.add_argument("--htsim", default=None, help="path of htsim_uec to run beside")
     ap.add_argument("--json", default=None)
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)

@@ -6,7 +6,9 @@ from spin.engine import state as S
 from spin.units import ns
 
 
-def configure_nic(st, d: int, nic, host, host_mem_offset: int) -> None:
+def configure_nic(st, d: int, nic, host, host_mem_offset: int, generated: bool = False) -> None:
+    """``generated``: the host keeps no memory (``Scenario.payload``); its address space is
+    still ``host.memory_bytes``, so the same sends and deliveries are accepted or refused."""
     dev = st.dev[d]
     dev[S.D_KIND] = S.DEV_NIC
     dev[S.D_NODE] = d
@@ -20,7 +22,9 @@ def configure_nic(st, d: int, nic, host, host_mem_offset: int) -> None:
     dev[S.D_NIC_TX_WINDOW] = nic.tx_window_frames
     dev[S.D_LOOPBACK_PS] = ns(nic.loopback_latency_ns)
     dev[S.D_HOST_MEM_OFF] = host_mem_offset
-    dev[S.D_HOST_MEM_SIZE] = host.memory_bytes
+    dev[S.D_HOST_MEM_SIZE] = 0 if generated else host.memory_bytes
+    dev[S.D_HOST_ADDR_SPACE] = host.memory_bytes
+    dev[S.D_PAYLOAD_GEN] = 1 if generated else 0
     dev[S.D_HOST_O_SEND_PS] = ns(host.send_overhead_ns)
     dev[S.D_HOST_O_RECV_PS] = ns(host.recv_overhead_ns)
     dev[S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))

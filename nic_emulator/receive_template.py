@@ -120,10 +120,11 @@ def _nic_frame(st, hmem, dev, slot, now, timer):
     if deliver:
         st.msg[m, S.M_FLAGS] |= S.MSG_FLAG_DELIVERED
         addr = st.msg[m, S.M_VA] + msg_off
-        if addr < 0 or addr + plen > st.dev[dev, S.D_HOST_MEM_SIZE]:
+        if addr < 0 or addr + plen > st.dev[dev, S.D_HOST_ADDR_SPACE]:
             st.drops[dev, D.BAD_HOST_ADDRESS] += 1
         else:
-            copy_bytes(st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + addr, frame, poff, plen)
+            if st.dev[dev, S.D_PAYLOAD_GEN] == 0:   # generated payload: timed, not stored
+                copy_bytes(st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + addr, frame, poff, plen)
             t = pcie_write(st, dev, t_deliver, plen)
             if t > st.msg[m, S.M_DMA_END]:
                 st.msg[m, S.M_DMA_END] = t

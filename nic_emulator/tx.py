@@ -18,7 +18,7 @@ from spin.jit import njit
 @njit(cache=True, _nrt=False)
 def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_post):
     """Queue an RDMA WRITE of ``nbytes`` host bytes at ``host_addr`` to ``dst_node``."""
-    if host_addr < 0 or nbytes < 0 or host_addr + nbytes > st.dev[dev, S.D_HOST_MEM_SIZE]:
+    if host_addr < 0 or nbytes < 0 or host_addr + nbytes > st.dev[dev, S.D_HOST_ADDR_SPACE]:
         raise IndexError("spin: send source range outside host memory")
     if dst_node < 0 or dst_node >= st.sc[S.SC_N_NODES]:
         raise ValueError("spin: send to an unknown node")

@@ -519,6 +519,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "recovered)")
     lb.add_argument("--workers", type=int, default=1, metavar="N",
                     help="worker processes per run (default 1; results are identical for any N)")
+    lb.add_argument("--payload", default="generated", choices=("generated", "stored"),
+                    help="generated (default): frames carry bytes generated from (host, "
+                    "address) and hosts keep no memory, since load balancing never reads the "
+                    "data; stored: every byte through host memory (the same results, more "
+                    "memory and time)")
     lb.add_argument("--plots", metavar="DIR",
                     help="write fct_cdf.png and link_utilisation_<scheme>.png to DIR "
                     "(needs matplotlib)")

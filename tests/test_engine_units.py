@@ -2,10 +2,11 @@
 import heapq
 
 import numpy as np
+import pytest
 
 from spin.engine import state as S
 from spin.engine.hashmap import map_delete, map_get, map_put
-from spin.engine.heap import free_event, pop_event, push_event
+from spin.engine.heap import free_event, pending_events, pop_event, push_event
 from spin.engine.state import StateSizes, allocate_state
 
 
@@ -26,8 +27,8 @@ def test_hashmap_matches_a_dict_under_random_churn():
             assert map_get(keys, vals, q) == ref.get(q, -1)
 
 
-def _small_state():
-    z = StateSizes(n_devs=4, n_ports=4, n_nodes=2, n_switches=1, n_ecs=0, n_progs=0,
+def _small_state(calendar_shift: int = 10):
+    z = StateSizes(calendar_shift=calendar_shift, n_devs=4, n_ports=4, n_nodes=2, n_switches=1, n_ecs=0, n_progs=0,
                    n_host_ops=1, host_mem_total=64, max_hpus=1, max_qp=1, n_marks=1,
                    slot_bytes=64, n_slots=8, queue_frames=4, max_events=4096,
                    max_rx_messages=16, max_tx_messages=16, txq_cap=4, msglog_cap=1,
@@ -50,7 +51,7 @@ def test_heap_pops_in_time_then_key_order():
         eid = pop_event(st)
         assert (st.ev[eid, S.E_TIME], st.ev[eid, S.E_KEY], st.ev[eid, S.E_A]) == (t, key, i)
         free_event(st, eid)
-    assert st.sc[S.SC_HEAP_N] == 0
+    assert pending_events(st) == 0
 
 
 def test_heap_interleaved_and_full():
@@ -72,7 +73,7 @@ def test_heap_interleaved_and_full():
             key = (dev << 40) | int(st.dev[dev, S.D_SEQ])
             push_event(st, t, dev, 1, dev, i, 0)
             heapq.heappush(ref, (t, key, i))
-        assert st.sc[S.SC_HEAP_N] == len(ref)
+        assert pending_events(st) == len(ref)
         if ref:
             assert st.heap[S.HP_TIME] == ref[0][0]
     while ref:
@@ -83,13 +84,54 @@ def test_heap_interleaved_and_full():
     times = rng.integers(0, 1 << 40, capacity)
     for i, t in enumerate(times):
         push_event(st, int(t), 0, 1, 0, i, 0)
-    assert st.sc[S.SC_HEAP_N] == capacity
+    assert pending_events(st) == capacity
     popped = []
     for _ in range(capacity):
         eid = pop_event(st)
         popped.append(st.ev[eid, S.E_TIME])
         free_event(st, eid)
     assert popped == sorted(times.tolist())
+
+
+@pytest.mark.parametrize("shift", [4, 9, 20])
+def test_calendar_matches_a_heap_across_buckets_and_horizon(shift):
+    """Times spread over the current bucket, the calendar's later buckets (wrapping around its
+    2^16 buckets) and far beyond its horizon, pushed and popped interleaved as a run does
+    (never into the past): the pop order is exactly (time, key), and the earliest pending event
+    is always at the top of the near heap."""
+    st = _small_state(shift)
+    rng = np.random.default_rng(shift)
+    width, horizon = 1 << shift, S.CAL_BUCKETS << shift
+    ref, now = [], 0
+    for i in range(30000):
+        if ref and rng.random() < 0.5:
+            t, key, j = heapq.heappop(ref)
+            eid = pop_event(st)
+            assert (st.ev[eid, S.E_TIME], st.ev[eid, S.E_KEY], st.ev[eid, S.E_A]) == (t, key, j)
+            now = t
+            free_event(st, eid)
+        else:
+            span = [width, 8 * width, horizon, 3 * horizon][int(rng.integers(0, 4))]
+            t = now + int(rng.integers(0, span))
+            dev = int(rng.integers(0, 4))
+            key = (dev << 40) | int(st.dev[dev, S.D_SEQ])
+            if len(ref) < st.ev.shape[0]:
+                push_event(st, t, dev, 1, dev, i, 0)
+                heapq.heappush(ref, (t, key, i))
+        assert pending_events(st) == len(ref)
+        if ref:
+            assert (st.heap[S.HP_TIME], st.heap[S.HP_KEY]) == ref[0][:2]
+    assert st.sc[S.SC_CAL_N] + st.sc[S.SC_FAR_N] > 0 or not ref
+
+
+def test_calendar_jumps_over_idle_time():
+    """One event far in the future and nothing else: it comes to the top at once, and the
+    calendar does not walk bucket by bucket to reach it."""
+    st = _small_state(4)
+    push_event(st, 10**15, 0, 1, 0, 7, 0)
+    assert st.heap[S.HP_TIME] == 10**15 and pending_events(st) == 1
+    eid = pop_event(st)
+    assert st.ev[eid, S.E_A] == 7 and pending_events(st) == 0
 
 
 def test_engine_state_stays_narrow():

@@ -7,7 +7,8 @@ and builds its headers; the bookkeeping around it lives here.
 from spin.engine import state as S
 from spin.engine.freelist import give_free
 from spin.engine.heap import push_event
-from spin.engine.pool import ICRC_PENDING, alloc_slot, copy_bytes
+from spin.engine.pool import ICRC_PENDING, alloc_slot
+from ..payload import read_payload
 from spin.wire.roce import finalize_roce_frame_no_icrc
 
 from ..loopback import emit_frame
@@ -81,8 +82,7 @@ def finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now):
     """Copy the payload behind the headers the transport wrote (``off`` bytes), close the
     frame and queue it; returns its length."""
     frame = st.pool[slot]
-    copy_bytes(frame, off, st.host_mem, st.dev[dev, S.D_HOST_MEM_OFF] + st.txm[m, S.T_HOST_ADDR]
-               + idx * st.sc[S.SC_MTU], chunk)
+    read_payload(st, dev, frame, off, st.txm[m, S.T_HOST_ADDR] + idx * st.sc[S.SC_MTU], chunk)
     length = finalize_roce_frame_no_icrc(frame, off, chunk)
     st.slot_len[slot] = length
     st.slot_trusted[slot] = ICRC_PENDING

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import state as S
+from ..engine.heap import calendar_shift
 from ..errors import ConfigError
 from ..handler import same_program
 from ..describe.limits import allocation_failed, check_fits_in_memory
 from ..units import ns
+from ..wire.payload import pattern_table
 
 HOST_MEM_ALIGN = 64
 
@@ -40,6 +42,20 @@ def context_order(scenario) -> list:
                                  key=lambda ic: (_device_index(scenario, ic[1].node), ic[0]))]
 
 
+def send_queue_capacity(sc) -> int:
+    """Entries of each NIC's send queue: the most messages one host program posts (sends
+    leave the queue when sent, so it never holds more), or ``max_tx_messages`` when handlers
+    may post more (puts from host memory). A row per NIC of the largest size would be touched
+    a page per NIC: 1 GB at 8,192 hosts for a handful of messages each."""
+    cap = sc.engine.max_tx_messages
+    if sc.contexts:
+        return cap
+    from ..engine import state as S
+    sends = [int((p.op_array()[:, 0] == S.OP_SEND).sum()) for p in sc.host_programs.values()
+             if p.ops]
+    return max(1, min(cap, max(sends, default=1)))
+
+
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     send_flows, transport_connections)
@@ -53,7 +69,10 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     ports = topo.ports()
     n_ports = sum(len(p) for p in ports.values())
     slot_bytes = ((eng.mtu_bytes + 128 + 63) // 64) * 64
-    host_stride = ((host.memory_bytes + HOST_MEM_ALIGN - 1) // HOST_MEM_ALIGN) * HOST_MEM_ALIGN
+    generated = sc.payload == "generated"
+    host_stride = 0 if generated else \
+        ((host.memory_bytes + HOST_MEM_ALIGN - 1) // HOST_MEM_ALIGN) * HOST_MEM_ALIGN
+    pattern = pattern_table(slot_bytes) if generated else np.zeros(0, np.uint8)
     n_ops = sum(len(p.ops) for p in sc.host_programs.values())
     controls, epochs = _fault_plan(sc)
     mcast_ports = sum(len(p) for _, p in sc.multicast_groups)
@@ -64,11 +83,11 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     sizes = S.StateSizes(
         n_devs=n_devs, n_ports=n_ports, n_nodes=n_hosts, n_switches=n_sw,
         n_ecs=len(sc.contexts), n_progs=len(programs), n_host_ops=n_ops,
-        host_mem_total=host_stride * n_hosts, max_hpus=max([nic.hpus] + [sw.hpus_for(len(ports[s])) for s in topo.switches]), max_qp=host.qps,
+        host_mem_total=host_stride * n_hosts + len(pattern), max_hpus=max([nic.hpus] + [sw.hpus_for(len(ports[s])) for s in topo.switches]), max_qp=host.qps,
         n_marks=max(len(sc.mark_index), 1), slot_bytes=slot_bytes, n_slots=eng.buffer_slots,
         queue_frames=eng.queue_frames, max_events=eng.max_events_pending,
         max_rx_messages=eng.max_rx_messages, max_tx_messages=eng.max_tx_messages,
-        txq_cap=eng.max_tx_messages, msglog_cap=max(eng.log_messages, 1),
+        txq_cap=send_queue_capacity(sc), msglog_cap=max(eng.log_messages, 1),
         txlog_cap=max(eng.log_messages, 1),
         capture_frames=eng.capture_frames if sc.capture_links else 16, outbox_frames=4096,
         n_route_epochs=len(epochs) + 1, n_mcast_groups=max(len(sc.multicast_groups), 1),
@@ -76,7 +95,9 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         n_route_groups=1, n_route_ports=1,
         trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1,
         n_qsamples=max(4096, 4 * n_ports) if eng.queue_sample_ns > 0 else 16,
-        n_conns=transport_connections(sc), n_send_flows=send_flows(sc))
+        n_conns=transport_connections(sc), n_send_flows=send_flows(sc),
+        calendar_shift=calendar_shift(n_ports, eng.mtu_bytes + 128,
+                                      max((l.config.rate_gbps for l in topo.links), default=100)))
     # routing first: its group table sizes the arrays
     gp_of = topo.global_ports()
     port_dev = np.zeros(n_ports, np.int64)
@@ -140,7 +161,9 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
     st.port[:, S.PT_BLOCKED_SINCE] = -1
     for d in range(n_hosts):
-        configure_nic(st, d, nic, host, d * host_stride)
+        configure_nic(st, d, nic, host, d * host_stride, generated)
+    st.sc[S.SC_PATTERN_OFF] = host_stride * n_hosts
+    st.host_mem[host_stride * n_hosts:host_stride * n_hosts + len(pattern)] = pattern
     host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in range(n_hosts)]
     configure_transport(st, n_hosts, nic, max(host_rates, default=100), eng.mtu_bytes)
     latency = getattr(topo, "switch_latency_ns", None)

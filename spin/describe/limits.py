@@ -102,9 +102,10 @@ def state_bytes(sc) -> dict[str, int]:
     eng, host = sc.engine, sc.host
     hosts, links = len(sc.topology.hosts), len(sc.topology.links)
     slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
-    stride = ((host.memory_bytes + 63) // 64) * 64
+    stride = 0 if sc.payload == "generated" else ((host.memory_bytes + 63) // 64) * 64
     return {
-        f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes})": hosts * stride,
+        f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes}, payload "
+        f"{sc.payload})": hosts * stride,
         f"frame pool (engine.buffer_slots = {eng.buffer_slots})": eng.buffer_slots * slot,
         f"capture (engine.capture_frames = {eng.capture_frames})":
             (eng.capture_frames if sc.capture_links else 16) * slot,

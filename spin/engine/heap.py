@@ -1,16 +1,28 @@
-"""Min-heap of pending events ordered by (time_ps, key), in preallocated arrays.
+"""Pending events ordered by (time_ps, key): a calendar of buckets in front of two 4-ary heaps.
 
 The key is unique per event (creator device and its own sequence number), so the pop order is a
 total order that does not depend on how devices are partitioned among workers.
 
-Why it is shaped this way (a perf profile of the 8-host star had ``pop_event`` at about 28 % of
-the loop with a binary heap of event ids that compared times through ``st.ev``): most runs keep
-a few dozen events pending, so a sift-down is a chain of dependent loads and compares, one per
-level. The heap is 4-ary (half the levels), each entry carries its event's time and key next to
-its id in four words of a flat vector (``st.heap[4 i + HP_*]``: an index is a shift, and the four
-children of an entry are two cache lines), and the ``HEAP_SPARE`` entries past the last one
-always hold the sentinel time 2^63 - 1, so a sift-down compares all four children without asking
-which exist and picks the smallest with selects, not branches.
+Why a calendar (a perf profile of htsim's 1,024-host scenario had ``pop_event`` first among
+engine functions, and the loop 2.3x slower per event than at 128 hosts): a large fabric keeps
+one pending event per packet in flight, 10^5 to 10^6 of them, and a heap of that size is 9-10
+levels of mostly cache-missing loads per pop and per push. Almost every event is scheduled a
+link latency or a serialisation time ahead, so events are bucketed by time instead: bucket
+``(t >> CAL_SHIFT) % CAL_BUCKETS`` holds a linked list (``E_NEXT``) of the events of one
+``2^CAL_SHIFT`` ps interval within the calendar's horizon (``CAL_BUCKETS`` buckets ahead of
+``CAL_BASE``). Only the current bucket's events are in the near heap ``st.heap``, a few dozen
+entries that stay in cache; a bucket is moved into it when the heap runs dry, found through a
+bitmap of non-empty buckets. Events beyond the horizon (timers) wait in the far heap
+``st.far`` and move into the calendar as it reaches them. Invariant: whenever any event is
+pending, the earliest one is at the top of ``st.heap``, so ``next_time`` and ``SC_HEAP_N > 0``
+mean what they meant with one heap. The bucket width is chosen per fabric from its expected
+event density (``calendar_shift``) so that a bucket holds tens of events.
+
+The heaps are shaped for the same reason as before (a profile of the 8-host star): 4-ary (half
+the levels), each entry carries its event's time and key next to its id in four words of a flat
+vector (``h[4 i + HP_*]``: an index is a shift, four children are two cache lines), and the
+``HEAP_SPARE`` entries past the last one always hold the sentinel time 2^63 - 1, so a
+sift-down compares all four children without asking which exist, with selects, not branches.
 """
 import numpy as np
 
@@ -19,6 +31,7 @@ from .freelist import give_free, take_free
 from spin.jit import njit
 
 _SENTINEL = np.iinfo(np.int64).max
+_MASK = S.CAL_BUCKETS - 1
 
 
 @njit(cache=True, _nrt=False)
@@ -43,9 +56,163 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     ev[S.E_A] = a
     ev[S.E_B] = b
     sc = st.sc
-    h = st.heap
-    i = sc[S.SC_HEAP_N]
-    sc[S.SC_HEAP_N] = i + 1
+    shift = sc[S.SC_CAL_SHIFT]
+    base = sc[S.SC_CAL_BASE]
+    if time_ps < base + (np.int64(1) << shift):
+        _heap_push(st.heap, sc, S.SC_HEAP_N, time_ps, key, eid)
+        return
+    if time_ps < base + (np.int64(S.CAL_BUCKETS) << shift):
+        _bucket_add(st, (time_ps >> shift) & _MASK, eid)
+        sc[S.SC_CAL_N] += 1
+    else:
+        _heap_push(st.far, sc, S.SC_FAR_N, time_ps, key, eid)
+    if sc[S.SC_HEAP_N] == 0:
+        _refill(st)   # it was the only pending event: bring it to the top
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def next_time(st):
+    """Time of the earliest pending event (the heap must not be empty)."""
+    return st.heap[S.HP_TIME]
+
+
+@njit(cache=True, _nrt=False)
+def pop_event(st):
+    """Remove the earliest event and return its id; the caller frees it with free_event."""
+    sc = st.sc
+    eid = _heap_pop(st.heap, sc, S.SC_HEAP_N)
+    if sc[S.SC_HEAP_N] == 0 and (sc[S.SC_CAL_N] > 0 or sc[S.SC_FAR_N] > 0):
+        _refill(st)
+    return eid
+
+
+@njit(cache=True, _nrt=False)
+def free_event(st, eid):
+    give_free(st.sc, S.SC_EV_FREE_TOP, st.ev_free, eid)
+
+
+# --- the calendar ------------------------------------------------------------------------------
+@njit(cache=True, inline="always", _nrt=False)
+def _bucket_add(st, idx, eid):
+    cal = st.cal
+    st.ev[eid, S.E_NEXT] = cal[idx]
+    cal[idx] = eid
+    cal[S.CAL_BUCKETS + (idx >> 6)] |= np.int64(1) << (idx & 63)
+
+
+@njit(cache=True, _nrt=False)
+def _refill(st):
+    """The near heap is empty and events are pending: move the calendar on to the next
+    non-empty bucket (jumping straight to the far heap's earliest event when no bucket holds
+    one) and load that bucket into the near heap, until the heap holds the earliest event."""
+    sc = st.sc
+    shift = sc[S.SC_CAL_SHIFT]
+    while sc[S.SC_HEAP_N] == 0 and (sc[S.SC_CAL_N] > 0 or sc[S.SC_FAR_N] > 0):
+        if sc[S.SC_CAL_N] == 0:
+            sc[S.SC_CAL_BASE] = (st.far[S.HP_TIME] >> shift) << shift
+        else:
+            cur = (sc[S.SC_CAL_BASE] >> shift) & _MASK
+            nxt = _next_bucket(st.cal, cur)
+            sc[S.SC_CAL_BASE] += ((nxt - cur) & _MASK) << shift
+            _load_bucket(st, nxt)
+        _admit_far(st)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _next_bucket(cal, cur):
+    """The first non-empty bucket after ``cur``, cyclically (the caller knows one exists)."""
+    words = S.CAL_WORDS
+    start = (cur + 1) & _MASK
+    w = start >> 6
+    bits = cal[S.CAL_BUCKETS + w] & (np.int64(-1) << (start & 63))
+    for _ in range(words + 1):
+        if bits != 0:
+            return (w << 6) + _lowest_bit(bits)
+        w = (w + 1) % words
+        bits = cal[S.CAL_BUCKETS + w]
+    raise RuntimeError("spin engine: event calendar bitmap lost an event")
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _lowest_bit(x):
+    """Index of the lowest set bit of a non-zero int64."""
+    low = x & -x
+    i = 0
+    if low & 0xFFFFFFFF == 0:
+        i += 32
+        low >>= 32
+    if low & 0xFFFF == 0:
+        i += 16
+        low >>= 16
+    if low & 0xFF == 0:
+        i += 8
+        low >>= 8
+    if low & 0xF == 0:
+        i += 4
+        low >>= 4
+    if low & 0x3 == 0:
+        i += 2
+        low >>= 2
+    if low & 0x1 == 0:
+        i += 1
+    return i
+
+
+@njit(cache=True, _nrt=False)
+def _load_bucket(st, idx):
+    """Move every event of bucket ``idx`` (the current one now) into the near heap."""
+    cal = st.cal
+    sc = st.sc
+    eid = cal[idx]
+    cal[idx] = -1
+    cal[S.CAL_BUCKETS + (idx >> 6)] &= ~(np.int64(1) << (idx & 63))
+    n = 0
+    while eid >= 0:
+        ev = st.ev[eid]
+        _heap_push(st.heap, sc, S.SC_HEAP_N, ev[S.E_TIME], ev[S.E_KEY], eid)
+        eid = ev[S.E_NEXT]
+        n += 1
+    sc[S.SC_CAL_N] -= n
+
+
+@njit(cache=True, _nrt=False)
+def _admit_far(st):
+    """Move far events that the calendar's horizon now reaches into their buckets (or into the
+    near heap, for the current bucket)."""
+    sc = st.sc
+    shift = sc[S.SC_CAL_SHIFT]
+    base = sc[S.SC_CAL_BASE]
+    near_end = base + (np.int64(1) << shift)
+    horizon = base + (np.int64(S.CAL_BUCKETS) << shift)
+    while sc[S.SC_FAR_N] > 0 and st.far[S.HP_TIME] < horizon:
+        t = st.far[S.HP_TIME]
+        key = st.far[S.HP_KEY]
+        eid = _heap_pop(st.far, sc, S.SC_FAR_N)
+        if t < near_end:
+            _heap_push(st.heap, sc, S.SC_HEAP_N, t, key, eid)
+        else:
+            _bucket_add(st, (t >> shift) & _MASK, eid)
+            sc[S.SC_CAL_N] += 1
+
+
+# --- 4-ary heaps ---------------------------------------------------------------------------------
+@njit(cache=True, inline="always", _nrt=False)
+def _at(i):
+    """Word offset of entry ``i`` (the mask tells LLVM it is not negative, which drops Numba's
+    negative-index wraparound from every access)."""
+    return (i << 2) & 0x7FFFFFFFFFFFFFFC   # HEAP_COLS = 4 words per entry
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _before(t0, k0, t1, k1):
+    """Entry (t1, k1) comes before (t0, k0), without a branch."""
+    return (t1 < t0) | ((t1 == t0) & (k1 < k0))
+
+
+@njit(cache=True, _nrt=False)
+def _heap_push(h, sc, n_slot, time_ps, key, eid):
+    i = sc[n_slot]
+    sc[n_slot] = i + 1
     h[_at(i + S.HEAP_SPARE)] = _SENTINEL   # entries n .. n + SPARE - 1 stay sentinels
     while i > 0:
         p = (i - 1) >> 2
@@ -64,33 +231,12 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     h[d + S.HP_EVENT] = eid
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def _at(i):
-    """Word offset of entry ``i`` (the mask tells LLVM it is not negative, which drops Numba's
-    negative-index wraparound from every access)."""
-    return (i << 2) & 0x7FFFFFFFFFFFFFFC   # HEAP_COLS = 4 words per entry
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _before(t0, k0, t1, k1):
-    """Entry (t1, k1) comes before (t0, k0), without a branch."""
-    return (t1 < t0) | ((t1 == t0) & (k1 < k0))
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def next_time(st):
-    """Time of the earliest pending event (the heap must not be empty)."""
-    return st.heap[S.HP_TIME]
-
-
 @njit(cache=True, _nrt=False)
-def pop_event(st):
-    """Remove the earliest event and return its id; the caller frees it with free_event."""
-    sc = st.sc
-    h = st.heap
+def _heap_pop(h, sc, n_slot):
+    """Remove the top entry of heap ``h`` (``sc[n_slot]`` entries) and return its event id."""
     top = h[S.HP_EVENT]
-    n = sc[S.SC_HEAP_N] - 1
-    sc[S.SC_HEAP_N] = n
+    n = sc[n_slot] - 1
+    sc[n_slot] = n
     o = _at(n)
     t = h[o]
     k = h[o + S.HP_KEY]
@@ -140,6 +286,18 @@ def pop_event(st):
     return top
 
 
-@njit(cache=True, _nrt=False)
-def free_event(st, eid):
-    give_free(st.sc, S.SC_EV_FREE_TOP, st.ev_free, eid)
+def calendar_shift(n_ports: int, frame_bytes: int, rate_gbps: float,
+                   events_per_bucket: int = 32) -> int:
+    """log2 of the bucket width, ps, for a fabric of ``n_ports`` directed ports: with every port
+    busy, each frame that crosses a hop makes about three events (enqueue, transmit done,
+    arrival) per serialisation time, so a bucket of this width holds about
+    ``events_per_bucket``; a fabric with less traffic just skips empty buckets. Clamped to
+    16 ps .. 16 us."""
+    ser_ps = max(frame_bytes * 8000.0 / max(rate_gbps, 1e-3), 1.0)
+    width_ps = events_per_bucket * ser_ps / (3.0 * max(n_ports, 1))
+    return int(min(max(np.floor(np.log2(max(width_ps, 1.0))), 4), 24))
+
+
+def pending_events(st) -> int:
+    """Events pending anywhere: the near heap, the calendar's buckets and the far heap."""
+    return int(st.sc[S.SC_HEAP_N] + st.sc[S.SC_CAL_N] + st.sc[S.SC_FAR_N])

@@ -73,6 +73,15 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("SAMPLE_PENDING", "a sampling event is scheduled"),
         ("QS_N", "rows used in st.qsamples"),
     ]),
+    Columns("spin.engine.heap", [
+        ("CAL_SHIFT", "log2 of a calendar bucket's width in ps"),
+        ("CAL_BASE", "start time of the current bucket (its events are in the heap)"),
+        ("CAL_N", "events in the calendar's later buckets"),
+        ("FAR_N", "events beyond the calendar's horizon, in st.far"),
+    ]),
+    Columns("nic_emulator.payload", [
+        ("PATTERN_OFF", "offset in st.host_mem of the generated-payload pattern"),
+    ]),
     Columns("spin.describe.host_program", [
         ("CALL_DEV", "device whose host program asked for a Python callback"),
         ("CALL_ID", "that callback's id"),
@@ -161,7 +170,10 @@ DEV_NIC = Columns("nic_emulator", [
 ])
 DEV_HOST = Columns("nic_emulator.host", [
     ("HOST_MEM_OFF", "offset of the host's memory in st.host_mem"),
-    ("HOST_MEM_SIZE", "its size in bytes"),
+    ("HOST_MEM_SIZE", "bytes of it stored in st.host_mem (0: generated payload)"),
+    ("HOST_ADDR_SPACE", "bytes a send or a delivery may address (HostConfig.memory_bytes)"),
+    ("PAYLOAD_GEN", "1: sent payload is generated from (node, address) and delivered payload "
+     "is not stored (Scenario.payload = 'generated')"),
     ("HOST_O_SEND_PS", "software overhead of a send"),
     ("HOST_O_RECV_PS", "software overhead of a receive"),
     ("HOST_REDUCE_MPS_PER_BYTE", "host reduce time, milli-ps per byte"),
@@ -203,55 +215,59 @@ DEV = Table("dev", "D_", "DEV_COLS",
 
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [
+    # the columns that every frame's enqueue, transmission and arrival touch come first, in
+    # four 64-byte lines; the row is padded to six whole lines and rows start on a line
+    # (spin.engine.state.aligned_zeros), so a hop misses on as few lines as it can
     Columns("spin.engine.ports", [
         ("DEV", "device"),
+        ("BUSY", "a frame is serialising"),
+        ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),
         ("PEER", "global index of the port at the other end (-1: none)"),
         ("RATE_GBPS", "link rate"),
         ("LAT_PS", "link latency"),
         ("REMOTE", "1: the peer is on another worker"),
-        ("CAPTURE", "1: frames sent on it are captured"),
+        ("UP", "0: the link is down (frames to it are dropped)"),
         ("Q_HEAD", "output queue: ring head in st.port_q"),
         ("Q_N", "output queue: frames"),
         ("Q_BYTES", "output queue: bytes"),
         ("Q_LIMIT_BYTES", "output queue: capacity"),
-        ("BUSY", "a frame is serialising"),
-        ("TX_FRAMES", "frames sent"),
-        ("TX_BYTES", "bytes sent"),
-        ("DROPS", "frames dropped at its queue"),
-        ("MAX_Q_BYTES", "largest queue"),
-        ("BUSY_PS", "time spent serialising"),
-        ("UP", "0: the link is down (frames to it are dropped)"),
+        ("HDR_PRIO", "1: header-only frames (ACK/NACK, CNP, trimmed headers) take the priority "
+         "queue"),
+        ("PQ_N", "priority queue: frames"),
+        ("LOSS_THRESHOLD", "random loss: a draw below this (of 2^32) loses the frame (0: off)"),
+        ("CAPTURE", "1: frames sent on it are captured"),
+        ("ECN_DEQUEUE", "ECN: 1 decides when a frame starts transmission (queue behind it), "
+         "0 at enqueue (queue ahead of it)"),
         ("ECN_THRESH", "ECN: lower threshold in queue bytes; step marking at it when ECN_HIGH "
          "is not above it (0: never mark)"),
         ("ECN_HIGH", "ECN: upper threshold in queue bytes (RED-like marking between the two)"),
-        ("ECN_DEQUEUE", "ECN: 1 decides when a frame starts transmission (queue behind it), "
-         "0 at enqueue (queue ahead of it)"),
         ("ECN_RNG", "ECN: the port's xorshift32 state for RED-like marking (never 0)"),
-        ("HDR_PRIO", "1: header-only frames (ACK/NACK, CNP, trimmed headers) take the priority "
-         "queue"),
-        ("ECN_MARKS", "frames marked CE"),
-        ("TRIMS", "frames trimmed"),
-        ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
-        ("PQ_N", "priority queue: frames"),
-        ("PQ_BYTES", "priority queue: bytes"),
         ("PAUSED_UNTIL", "PFC: no data frame starts before this time"),
-        ("PAUSES_TX", "PFC frames sent from this port"),
-        ("PAUSES_RX", "PFC frames received on this port"),
+        ("BLOCKED_SINCE", "PFC: since when data has waited here behind a pause (-1: not "
+         "blocked)"),
         ("Q_AREA", "integral of queue bytes over time, in byte*ns (mean occupancy)"),
         ("Q_LAST_T", "when PT_Q_AREA was last brought up to date"),
+        ("MAX_Q_BYTES", "largest queue"),
+        ("BUSY_PS", "time spent serialising"),
+        ("TX_FRAMES", "frames sent"),
+        ("TX_BYTES", "bytes sent"),
         ("IN_BYTES", "PFC: bytes that entered on this port and still wait in the switch"),
+        ("RESUME_SCHED", "a resume event is pending"),
+        ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
+        ("PQ_BYTES", "priority queue: bytes"),
+        ("DROPS", "frames dropped at its queue"),
+        ("ECN_MARKS", "frames marked CE"),
+        ("TRIMS", "frames trimmed"),
+        ("PAUSES_TX", "PFC frames sent from this port"),
+        ("PAUSES_RX", "PFC frames received on this port"),
         ("XOFF", "PFC: 1 while this port has paused its peer"),
         ("XOFF_SENT_AT", "PFC: when this port last sent a pause (its refresh is due halfway "
          "through)"),
-        ("BLOCKED_SINCE", "PFC: since when data has waited here behind a pause (-1: not "
-         "blocked)"),
         ("IGNORE_PAUSE_UNTIL", "PFC watchdog: pauses received before this time are ignored"),
         ("LOCAL_IDX", "index of the port on its device"),
-        ("RESUME_SCHED", "a resume event is pending"),
-        ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),
         ("SAMPLED_BUSY_PS", "PT_BUSY_PS at the last queue sample (utilisation over time)"),
-        ("LOSS_THRESHOLD", "random loss: a draw below this (of 2^32) loses the frame (0: off)"),
         ("LOSS_STATE", "random loss: the port's xorshift32 state"),
+        ("PAD", 5, "unused: a row is six 64-byte lines"),
     ]),
 ])
 
@@ -375,6 +391,8 @@ CTL = Table("ctl", "CTL_", "CTL_COLS", [Columns("spin.engine.control", [
 EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("TIME", "time, ps"), ("KEY", "deterministic tie-breaking key"), ("KIND", "EV_*"),
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
+    ("NEXT", "next event of the same calendar bucket (-1: last)"),
+    ("PAD", "unused: eight words make a row one cache line"),
 ])])
 
 # --- st.heap: pending events as a 4-ary min-heap, each entry its event's order and id ---------

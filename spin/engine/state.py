@@ -67,6 +67,8 @@ ARRIVE_LOOPBACK = -1
 ARRIVE_TIMER = -2
 
 HEAP_SPARE = 4   # sentinel entries past a 4-ary heap's last one (spin.engine.heap)
+CAL_BUCKETS = 1 << 16   # buckets of the event calendar (spin.engine.heap); a power of two
+CAL_WORDS = CAL_BUCKETS // 64   # its bitmap of non-empty buckets, after the bucket heads
 
 # --- device kinds (codes: the order of spin.engine.device_kinds.DEVICE_KINDS) -----------------
 DEV_NIC = DEVICE_KINDS.names().index("nic")
@@ -117,7 +119,7 @@ LB_WORDS = 4
 
 FIELDS = (
     "sc", "cur", "drops", "parsed",
-    "ev", "ev_free", "heap",                      # events: table + free list + heap
+    "ev", "ev_free", "heap", "cal", "far",        # events: table + free list + queue
     "dev", "hpu_free", "host_recv_count", "marks", "txq", "host_ops", "host_mem",
     "port", "port_q",                             # ports: table + FIFO rings of slot ids
     "pool", "slot_len", "slot_free", "slot_trusted",  # frame buffer pool
@@ -184,6 +186,7 @@ class StateSizes:
     n_send_flows: int = 0    # open loop: (source, destination, QP) PSN counters (st.tx_keys)
     lb_rows: int = 1        # switches (rows of lb_table) when a scheme keeps per-switch memory
     lb_entries: int = 1
+    calendar_shift: int = 10   # log2 of the event calendar's bucket width, ps (heap.py)
 
 
 def _hash_cap(n: int) -> int:
@@ -191,6 +194,17 @@ def _hash_cap(n: int) -> int:
     while cap < 4 * n:
         cap *= 2
     return cap
+
+
+def aligned_zeros(shape, dtype) -> np.ndarray:
+    """Zeros whose first element starts a 64-byte cache line (numpy's own buffers start 16
+    bytes into one): a table whose rows are whole lines then reads one row from one line, or
+    from as few as its width allows."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.zeros(nbytes + 64, np.uint8)
+    off = (-raw.ctypes.data) % 64
+    return raw[off:off + nbytes].view(dtype).reshape(shape)
 
 
 def allocate_state(z: StateSizes) -> EngineState:
@@ -201,29 +215,32 @@ def allocate_state(z: StateSizes) -> EngineState:
     arrays = dict(
         sc=np.zeros(_C["NUM_SC"], i64), cur=np.zeros(_C["NUM_CUR"], i64),
         drops=np.zeros((d, NUM_DROP_REASONS), i64), parsed=np.zeros(32, i64),
-        ev=np.zeros((z.max_events, _C["EV_COLS"]), i64),
+        ev=aligned_zeros((z.max_events, _C["EV_COLS"]), i64),
         ev_free=np.arange(z.max_events, dtype=i32)[::-1].copy(),
         # spare entries past the last event always hold the sentinel (spin.engine.heap)
         heap=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
-        dev=np.zeros((d, _C["DEV_COLS"]), i64),
+        # calendar: the head event of each bucket (-1: empty), then the non-empty bitmap
+        cal=np.concatenate([np.full(CAL_BUCKETS, -1, i64), np.zeros(CAL_WORDS, i64)]),
+        far=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
+        dev=aligned_zeros((d, _C["DEV_COLS"]), i64),
         hpu_free=np.zeros((d, max(z.max_hpus, 1)), i64),
         host_recv_count=np.zeros((d, z.max_qp), i64),
         marks=np.full((d, max(z.n_marks, 1)), -1, i64),
-        txq=np.zeros((d, z.txq_cap), i32),
+        txq=np.zeros((max(z.n_nodes, 1), z.txq_cap), i32),   # NICs only: node = device
         host_ops=np.zeros((max(z.n_host_ops, 1), HOST_OP_WIDTH), i64),
         # every host's memory, then the bytes a handler invocation sends (handler_context)
         host_mem=np.zeros(max(z.host_mem_total, 8) + MAX_PENDING_ACTIONS * z.slot_bytes, u8),
-        port=np.zeros((p, _C["PORT_COLS"]), i64),
+        port=aligned_zeros((p, _C["PORT_COLS"]), i64),
         port_q=np.zeros((p, z.queue_frames), i32),
         pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_len=np.zeros(z.n_slots, i32),
         slot_free=np.arange(z.n_slots, dtype=i32)[::-1].copy(),
         slot_trusted=np.zeros(z.n_slots, i8),
-        msg=np.zeros((z.max_rx_messages, _C["MSG_COLS"]), i64),
+        msg=aligned_zeros((z.max_rx_messages, _C["MSG_COLS"]), i64),
         msg_state=np.zeros((z.max_rx_messages, MSG_STATE_WORDS), i64),
         msg_free=np.arange(z.max_rx_messages, dtype=i32)[::-1].copy(),
         rx_keys=np.full(_hash_cap(z.max_rx_messages), -1, i64),
         rx_vals=np.zeros(_hash_cap(z.max_rx_messages), i64),
-        txm=np.zeros((z.max_tx_messages, _C["TXM_COLS"]), i64),
+        txm=aligned_zeros((z.max_tx_messages, _C["TXM_COLS"]), i64),
         txm_free=np.arange(z.max_tx_messages, dtype=i32)[::-1].copy(),
         tx_keys=np.full(_hash_cap(max(z.n_send_flows, z.n_nodes * 4 + 64)), -1, i64),
         tx_vals=np.zeros(_hash_cap(max(z.n_send_flows, z.n_nodes * 4 + 64)), i64),
@@ -238,7 +255,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         ctl=np.zeros((max(z.n_control, 1), _C["CTL_COLS"]), i64),
         slot_in_port=np.full(z.n_slots, -1, i32),
         port_pq=np.zeros((p, z.queue_frames), i32),
-        conn=np.zeros((max(z.n_conns, 1), _C["CONN_COLS"]), i64),
+        conn=aligned_zeros((max(z.n_conns, 1), _C["CONN_COLS"]), i64),
         conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
         conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
         conn_vals=np.zeros(_hash_cap(max(z.n_conns, 1)), i64),
@@ -259,6 +276,7 @@ def allocate_state(z: StateSizes) -> EngineState:
     )
     st = EngineState(**arrays)
     st.sc[_C["SC_EV_FREE_TOP"]] = z.max_events
+    st.sc[_C["SC_CAL_SHIFT"]] = z.calendar_shift
     st.sc[_C["SC_SLOT_FREE_TOP"]] = z.n_slots
     st.sc[_C["SC_MSG_FREE_TOP"]] = z.max_rx_messages
     st.sc[_C["SC_TXM_FREE_TOP"]] = z.max_tx_messages

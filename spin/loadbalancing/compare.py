@@ -100,7 +100,7 @@ def run_schemes(scenario, workload, schemes: list[str], workers: int = 1,
     runs = []
     for name in schemes:
         sc = with_scheme(scenario, name)
-        result = run_scenario(sc, workers=workers)
+        result = run_scenario(sc, workers=workers, quiet=progress is None)   # a bar past 2 s
         done = len(flow_messages(workload, result))
         try:
             report = workload_report(workload, sc, result)
@@ -196,6 +196,7 @@ def run_lb_cli(args) -> int:
     sc = fabric_scenario(topo_name, topo_params, rate_gbps=args.rate_gbps, mtu_bytes=args.mtu,
                          lossless=lossless, queue_sample_ns=plots_ns, transport=args.transport)
     params = {"message_bytes": size, "seed": args.seed, "fill": False,
+              "payload": getattr(args, "payload", "stored"),
               **parse_params(args.param or [], "--param")}
     check_worker_count(args.workers, len(sc.topology.device_names()), "--workers")
     workload = add_workload(sc, args.workload, **params)
@@ -204,7 +205,7 @@ def run_lb_cli(args) -> int:
              f"({', '.join(f'{k}={v}' for k, v in topo_params.items()) or 'defaults'}): {n} hosts, "
              f"{args.rate_gbps} Gb/s, MTU {args.mtu} B, transport {args.transport}, "
              f"{'lossless (PFC)' if lossless else 'lossy' + (' (trimming)' if sc.switch.trim else '')}"
-             f", {args.workers} worker{'s' if args.workers > 1 else ''}")
+             f", {args.workers} worker{'s' if args.workers > 1 else ''}, payload {sc.payload}")
     print(title, flush=True)
     runs = run_schemes(sc, workload, names, args.workers, progress=print)
     print()

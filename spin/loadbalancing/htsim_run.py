@@ -138,7 +138,7 @@ def seeds_table(summaries: list[SeedSummary]) -> str:
 
 
 def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "htsim",
-                   mtu_bytes: int = 4096):
+                   mtu_bytes: int = 4096, payload: str = "generated"):
     """The scenario of ``topo_file`` and ``cm_file`` under ``preset``: (scenario, workload,
     preset figures)."""
     if preset not in PRESETS:
@@ -150,7 +150,7 @@ def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "ht
     sc.host = sc.host.make(**{**sc.host.model_dump(), "send_overhead_ns": 0.0,
                               "recv_overhead_ns": 0.0})    # htsim models no host software
     sc.nic = sc.nic.make(**{**sc.nic.model_dump(), "pcie_latency_ns": 0.0})   # nor PCIe
-    workload = add_workload(sc, "htsim_cm", file=str(cm_file), fill=False)
+    workload = add_workload(sc, "htsim_cm", file=str(cm_file), fill=False, payload=payload)
     return sc, workload, p
 
 
@@ -161,12 +161,13 @@ def _fct_ps(m) -> int:
     return m.completion_ps if t is None else t
 
 
-def run_scheme(sc: Scenario, workload, name: str) -> HtsimSchemeRun:
-    """Run ``sc`` under scheme ``name`` in this process, timed."""
+def run_scheme(sc: Scenario, workload, name: str, quiet: bool = True) -> HtsimSchemeRun:
+    """Run ``sc`` under scheme ``name`` in this process, timed (``quiet=False``: a progress bar
+    over virtual time for runs longer than a couple of seconds)."""
     t0 = time.perf_counter()
     scheme_sc = with_scheme(sc, name)
     sim = Simulation(scheme_sc)
-    result = sim.run()
+    result = sim.run(quiet=quiet)
     run_s = time.perf_counter() - t0
     msgs = flow_messages(workload, result)
     fct = FctStats.of([_fct_ps(m) for m in msgs]) if msgs else None
@@ -193,7 +194,7 @@ def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "hts
     Simulation(sc, quiet=progress is None).compile()      # not part of any timed run
     runs = []
     for name in schemes:
-        runs.append(run_scheme(sc, workload, name))
+        runs.append(run_scheme(sc, workload, name, quiet=progress is None))
         if progress is not None:
             r = runs[-1]
             progress(f"  {name}: loop {r.wall_s:.3f} s, run {r.run_s:.3f} s")
@@ -229,7 +230,8 @@ def run_preset_cli(args) -> int:
     seeds = getattr(args, "switch_seeds", None)
     if seeds is not None and seeds < 1:
         raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
-    built = htsim_scenario(args.topo_file, args.cm, args.preset)
+    built = htsim_scenario(args.topo_file, args.cm, args.preset,
+                           payload=getattr(args, "payload", "generated"))
     sc, _, p = built
     print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
           flush=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..describe.payload_mode import check_payload_mode
 from ..handler import ExecutionContext
 from ..results import RunResult
 from .scenario import Scenario
@@ -64,6 +65,7 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     """
     check_worker_count(workers, len(scenario.topology.device_names()),
                        remote_workers=remote_workers)
+    check_payload_mode(scenario, regions)   # before any process starts or any event runs
     from ..endpoint.spec import attach_endpoints
     attached = attach_endpoints(scenario, endpoints)
     if until_ps is not None and (workers != 1 or remote_workers):

@@ -43,6 +43,9 @@ class Scenario:
     switch_load_balancing: dict[str, str] = field(default_factory=dict)
     # per switch port (switch, device it faces): SwitchConfig queue fields that differ there
     port_overrides: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # "stored": payload bytes live in host memory; "generated": no host memory is kept, sent
+    # bytes come from a fixed table by (node, address) (spin.wire.payload)
+    payload: str = "stored"
 
     def __repr__(self) -> str:
         """One line: the topology and counts (host programs and memory can be huge)."""
@@ -154,9 +157,13 @@ class Scenario:
         """The program of host ``node`` (node id or host name), created empty on first use."""
         node = self._check_node(node, "host program")
         if node not in self.host_programs:
+            # one tuple of host names shared by every program (a copy each was 512 MiB at
+            # 8,192 hosts)
+            names = self.__dict__.get("_host_names")
+            if names is None or len(names) != self.n_hosts:
+                names = self.__dict__["_host_names"] = tuple(self.topology.hosts)
             self.host_programs[node] = HostProgram(node, self.host.qps, _mark_index=self.mark_index,
-                                                   _callbacks=self.callbacks,
-                                                   _hosts=tuple(self.topology.hosts))
+                                                   _callbacks=self.callbacks, _hosts=names)
         return self.host_programs[node]
 
     def write_host_memory(self, node: int | str, addr: int, data) -> None:

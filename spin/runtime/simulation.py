@@ -24,6 +24,7 @@ from ..errors import ConfigError, HandlerError, SpinError
 from ..handler import ExecutionContext
 from ..results import RunResult
 from ..describe.limits import check_host_op_addresses, check_reordering
+from ..describe.payload_mode import check_payload_mode
 from ..topology import Topology
 from .watchdog import EngineCall
 
@@ -107,6 +108,7 @@ class Simulation:
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
+        check_payload_mode(scenario)
         check_reordering(scenario)
         check_cache_root()
         self.engine = load_engine(scenario.engine.boundscheck)
@@ -364,6 +366,9 @@ class Simulation:
 
     # --- results ------------------------------------------------------------------------
     def host_memory(self, node: int) -> np.ndarray:
+        if self.scenario.payload == "generated":
+            raise ConfigError("payload = 'generated' keeps no host memory to read: use "
+                              "payload = 'stored'")
         st = self.st
         off = int(st.dev[node, S.D_HOST_MEM_OFF])
         return st.host_mem[off:off + int(st.dev[node, S.D_HOST_MEM_SIZE])].copy()

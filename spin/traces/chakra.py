@@ -8,9 +8,13 @@ then one typed value in fields 3..32). Collective size, type, peers and tags are
 as ASTRA-sim's feeder reads them: ``comm_type``, ``comm_size``, ``comm_src``, ``comm_dst``,
 ``comm_tag``, ``pg_name``, ``involved_dim``, ``is_cpu_op``, ``num_ops``, ``tensor_size``.
 
-Process groups: a ``pg_name`` attribute names a group whose ranks come from a JSON file
-``{"name": [ranks...]}`` (ASTRA-sim's comm-group file), by default ``<prefix>.groups.json``
-when it exists; collectives without ``pg_name`` run on every rank."""
+Process groups: a ``pg_name`` attribute names a group whose ranks come from the trace's
+``## process_group:init ##`` node (converted PyTorch traces) or a JSON file
+``{"name": [ranks...]}`` (ASTRA-sim's comm-group file, which wins), by default
+``<prefix>.groups.json`` when it exists; collectives without ``pg_name`` run on every rank.
+
+Converted PyTorch traces name collectives by op instead of ``comm_type`` (``pytorch_ops``):
+GPU-side NCCL kernels are the collectives, CPU-side c10d ops their launches."""
 from __future__ import annotations
 
 import gzip
@@ -21,6 +25,7 @@ import zlib
 from pathlib import Path
 
 from . import protowire as pw
+from . import pytorch_ops as torch_ops
 from .model import (
     COLLECTIVE,
     COMPUTE,
@@ -47,14 +52,20 @@ REPLAYED_COMM = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "br
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_chakra(prefix: str | Path, groups_file: str | Path | None = None) -> StepTrace:
-    """The trace set ``<prefix>.<rank>.et`` (ranks 0..n-1, none missing), validated."""
+def read_chakra(prefix: str | Path, groups_file: str | Path | None = None,
+                strict: bool = False) -> StepTrace:
+    """The trace set ``<prefix>.<rank>.et`` (ranks 0..n-1, none missing), validated.
+    ``strict``: a CPU-side collective that would be skipped is an error."""
     prefix = Path(prefix)
     files = rank_files(prefix)
     groups = _read_groups(Path(groups_file) if groups_file else
                           prefix.with_name(prefix.name + ".groups.json"), groups_file is not None)
-    ranks = tuple(read_rank(rank, path) for rank, path in enumerate(files))
-    return validate(StepTrace(prefix.name, "chakra", ranks, groups))
+    meta: dict[str, tuple[int, ...]] = {}
+    ranks = tuple(read_rank(rank, path, meta, len(files)) for rank, path in enumerate(files))
+    ranks, skipped = torch_ops.settle_cpu_collectives(ranks, strict)
+    device = "gpu" if any(not op.cpu_op for r in ranks for op in r.ops) else "cpu"
+    return validate(StepTrace(prefix.name, "chakra", ranks, {**meta, **groups}, device,
+                              skipped))
 
 
 def rank_files(prefix: Path) -> list[Path]:
@@ -100,8 +111,10 @@ def file_bytes(path: Path) -> bytes:
         raise fail(str(path), None, f"gzip stream is corrupt or truncated ({exc})") from None
 
 
-def read_rank(rank: int, path: Path) -> RankTrace:
-    """One rank's nodes (the leading GlobalMetadata is checked for shape and skipped)."""
+def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 0
+              ) -> RankTrace:
+    """One rank's nodes (the leading GlobalMetadata is checked for shape and skipped); the
+    process groups of a ``## process_group:init ##`` node go to ``groups``."""
     data = file_bytes(path)
     ops: list[TraceOp] = []
     last_id = None
@@ -110,7 +123,7 @@ def read_rank(rank: int, path: Path) -> RankTrace:
             if index == 0:
                 _metadata(msg, offset)
                 continue
-            op = _node(msg, offset, str(path))
+            op = _node(msg, offset, str(path), groups, n_ranks)
             last_id = op.node_id
             ops.append(op)
     except pw.WireFormatError as exc:
@@ -128,8 +141,10 @@ def _metadata(msg: bytes, offset: int) -> None:
             raise pw.WireFormatError("GlobalMetadata.version is not a string", offset)
 
 
-def _node(msg: bytes, offset: int, source: str) -> TraceOp:
+def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
+          n_ranks: int = 0) -> TraceOp:
     node_id, name, ntype, deps, duration_us, attrs = 0, "", 0, [], 0, {}
+    inputs: dict[int, str] = {}
     for number, wire, value in pw.fields(msg, offset):
         if number == 1 and wire == pw.VARINT:
             node_id = value
@@ -141,6 +156,9 @@ def _node(msg: bytes, offset: int, source: str) -> TraceOp:
             deps.extend(pw.packed_varints(wire, value))
         elif number == 7 and wire == pw.VARINT:
             duration_us = value
+        elif number == 8 and wire == pw.LENGTH:       # IOInfo: values 1, shapes 2, types 3
+            inputs = {n: v.decode("utf-8", "replace") for n, w, v in pw.fields(value, offset)
+                      if w == pw.LENGTH}
         elif number == 10 and wire == pw.LENGTH:
             key, val = attribute(value, offset)
             attrs[key] = val
@@ -150,6 +168,12 @@ def _node(msg: bytes, offset: int, source: str) -> TraceOp:
                    f"{', '.join(REPLAYED_TYPES)}")
     base = {"node_id": node_id, "name": name, "deps": tuple(dict.fromkeys(deps)),
                 "cpu_op": bool(attrs.get("is_cpu_op", False))}
+    if name == torch_ops.PG_INIT and groups is not None:
+        try:
+            groups.update(torch_ops.process_groups(torch_ops.literal(inputs.get(1, "")),
+                                                   n_ranks))
+        except ValueError as exc:
+            raise fail(source, node_id, str(exc)) from None
     if kind in ("COMP_NODE", "METADATA_NODE"):
         return TraceOp(kind=COMPUTE,
                        duration_ns=duration_us * 1000.0 if duration_us else
@@ -164,16 +188,39 @@ def _node(msg: bytes, offset: int, source: str) -> TraceOp:
     if kind == "COMM_RECV_NODE":
         return TraceOp(kind=RECV, nbytes=size, peer=_int_attr(attrs, "comm_src", source,
                                                                node_id), tag=tag, **base)
+    dims = attrs.get("involved_dim", [])
+    coll = {"group": str(attrs.get("pg_name", WORLD)),
+            "involved_dim": tuple(bool(d) for d in (dims if isinstance(dims, list)
+                                                     else [dims]))}
+    if "comm_type" not in attrs:
+        return _named_collective(name, attrs, inputs, duration_us, source, base, coll)
     code = _int_attr(attrs, "comm_type", source, node_id)
     comm = COMM_TYPES.get(code, f"code {code}")
     if comm not in REPLAYED_COMM:
         raise fail(source, node_id, f"collective type {comm} is not replayable; valid types: "
                    f"{', '.join(REPLAYED_COMM)}")
-    dims = attrs.get("involved_dim", [])
-    return TraceOp(kind=COLLECTIVE, collective=comm, nbytes=size,
-                   group=str(attrs.get("pg_name", WORLD)),
-                   involved_dim=tuple(bool(d) for d in (dims if isinstance(dims, list)
-                                                         else [dims])), **base)
+    return TraceOp(kind=COLLECTIVE, collective=comm, nbytes=size, **coll, **base)
+
+
+def _named_collective(name: str, attrs: dict, inputs: dict, duration_us: int, source: str,
+                      base: dict, coll: dict) -> TraceOp:
+    """A collective without ``comm_type`` (converted PyTorch traces): its type from its op
+    (node name, else ``op_schema``), its size from ``comm_size``, else its tensor arguments.
+    A GPU-side op spin cannot name is an error here; a CPU-side one is settled later (see
+    ``pytorch_ops.settle_cpu_collectives``)."""
+    schema = str(attrs.get("op_schema", ""))
+    op = name or schema.split("(", 1)[0]
+    comm = torch_ops.collective_of(name) or torch_ops.collective_of(schema)
+    if comm is None and not base["cpu_op"]:
+        raise fail(source, base["node_id"], f"collective op {op!r} has no comm_type and spin "
+                   f"cannot name it; known ops: {torch_ops.known_ops()}")
+    size = int(attrs.get("comm_size", 0))
+    if not size and comm:
+        size = torch_ops.tensor_bytes(torch_ops.literal(inputs.get(2, "")) or [],
+                                      torch_ops.literal(inputs.get(3, "")) or [],
+                                      torch_ops.SIZE_ARGUMENT[comm])
+    return TraceOp(kind=COLLECTIVE, collective=comm or "", nbytes=size, op=op,
+                   duration_ns=duration_us * 1000.0, **coll, **base)
 
 
 def _int_attr(attrs: dict, key: str, source: str, node_id: int) -> int:

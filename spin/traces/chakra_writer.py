@@ -55,7 +55,8 @@ def attr(name: str, value) -> bytes:
 @dataclass
 class ChakraNode:
     """A Node to write: ``type`` a NODE_TYPES name, ``attrs`` written in order (a collective's
-    ``comm_type`` may be given by name)."""
+    ``comm_type`` may be given by name); ``inputs`` the IOInfo strings (values, shapes,
+    types) as Chakra's PyTorch converter writes them, ``str()`` of each list."""
 
     node_id: int
     type: str
@@ -64,6 +65,7 @@ class ChakraNode:
     ctrl_deps: tuple[int, ...] = ()
     duration_micros: int = 0
     attrs: dict = field(default_factory=dict)
+    inputs: tuple[str, str, str] | None = None
 
     def encode(self) -> bytes:
         """The Node message's bytes."""
@@ -77,6 +79,9 @@ class ChakraNode:
             out += length_field(5, b"".join(varint(d) for d in self.data_deps))
         if self.duration_micros:
             out += key(7, 0) + varint(self.duration_micros)
+        if self.inputs is not None:
+            out += length_field(8, b"".join(length_field(i, text.encode())
+                                            for i, text in enumerate(self.inputs, 1)))
         for name, value in self.attrs.items():
             if name == "comm_type" and isinstance(value, str):
                 value = _COMM_CODES[value]

@@ -89,7 +89,8 @@ def read_goal(path: str | Path) -> StepTrace:
     missing = [r for r in range(num_ranks) if r not in ranks]
     if missing:
         raise fail(src, None, f"num_ranks {num_ranks} but rank {missing[0]} has no block")
-    return validate(StepTrace(path.stem, "goal", tuple(ranks[r] for r in range(num_ranks))))
+    return validate(StepTrace(path.stem, "goal", tuple(ranks[r] for r in range(num_ranks)),
+                               device="cpu"))
 
 
 def _op(body: str, node_id: int, label: str, where: str) -> TraceOp:

@@ -45,6 +45,7 @@ class TraceOp:
     tag: int = 0
     group: str = WORLD
     involved_dim: tuple[bool, ...] = ()
+    op: str = ""                # the framework op a collective was named from (PyTorch)
 
     @property
     def is_comm(self) -> bool:
@@ -76,12 +77,17 @@ class RankTrace:
 @dataclass(frozen=True)
 class StepTrace:
     """A training step: one ``RankTrace`` per rank (rank i at index i), the process groups
-    (name -> ranks) and the format it was read from."""
+    (name -> ranks) and the format it was read from. ``device``: where the ranks ran, ``gpu``
+    (accelerators: Chakra, PyTorch with NCCL kernels) or ``cpu`` (MPI ranks: GOAL; PyTorch
+    with CPU ops only), which picks the host model by default. ``skipped``: one line per
+    node the readers replay as no collective (a CPU-side launch of a GPU collective)."""
 
     name: str
     fmt: str
     ranks: tuple[RankTrace, ...]
     groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    device: str = "gpu"
+    skipped: tuple[str, ...] = ()
 
     @property
     def n_ranks(self) -> int:

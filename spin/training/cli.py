@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import HOST_PRESETS
 from ..errors import ConfigError
 from ..topologies import build_topology
 from ..topologies.report import label, parse_spec
@@ -48,6 +49,16 @@ def add_parser(sub) -> None:
     t.add_argument("--cpu-ops", choices=CPU_OP_POLICIES, default="skip",
                    help="cost of CPU-side nodes (is_cpu_op) of converted PyTorch traces: skip "
                    "(default, as ASTRA-sim's separate CPU queue) or serial")
+    t.add_argument("--host-preset", choices=tuple(HOST_PRESETS), default=None,
+                   help="host model, as spin allreduce --host-preset: gpu (reduction at HBM "
+                   "bandwidth, ring steps pipelined in 512 KiB chunks as NCCL does) or cpu (an "
+                   "MPI rank on a server core: 5 GB/s reduction); default: gpu for accelerator "
+                   "traces (Chakra, PyTorch with NCCL kernels), cpu for GOAL and CPU-only "
+                   "PyTorch traces")
+    t.add_argument("--strict", action="store_true",
+                   help="refuse to skip: a CPU-side collective of a converted PyTorch trace "
+                   "that would be replayed as a CPU op (its NCCL kernel is the collective) is "
+                   "an error")
     t.add_argument("--max-memory-mb", type=float, default=DEFAULT_MAX_MEMORY_BYTES / 2**20,
                    help="host memory a rank may use (MiB, default %(default)g); larger "
                    "collectives are refused")
@@ -88,9 +99,17 @@ def algorithms(spec: str) -> tuple[str, dict[str, str], dict[int, str]]:
     return default, per_kind, per_node
 
 
+def host_line(trace, chosen: str | None) -> str:
+    """Which host preset the replay uses, and why."""
+    if chosen:
+        return f"host preset: {chosen} (--host-preset)"
+    why = "an accelerator trace" if trace.device == "gpu" else "a CPU trace"
+    return f"host preset: {trace.device} (default for {why}; --host-preset cpu|gpu to change)"
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
-    trace = read_trace(args.trace, args.groups)
+    trace = read_trace(args.trace, args.groups, args.strict)
     name, params = parse_spec(args.topology)
     if name == "star":
         params.setdefault("hosts", max(trace.n_ranks, 2))
@@ -103,9 +122,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.max_memory_mb > 0:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
     config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
-                          args.workers)
+                          args.workers, args.host_preset)
     report = replay(trace, topo, config)
     print(f"topology: {label(name, params)}")
+    print(host_line(trace, args.host_preset))
+    if trace.skipped:
+        print(f"skipped {len(trace.skipped)} CPU-side collective launch(es), replayed as CPU "
+              f"ops (their NCCL kernels are the collectives; --strict refuses), first: "
+              f"{trace.skipped[0]}")
     print(report.text())
     if args.json:
         report.write_json(args.json)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..collectives import algorithm
 from ..collectives.measure import lossless
-from ..config import HostConfig
+from ..config import HOST_PRESETS, HostConfig
 from ..engine import state as S
 from ..errors import ConfigError, TraceError
 from ..runs import run
@@ -36,8 +36,11 @@ EXACT_FLOAT32 = 1 << 24          # integers up to this add exactly in float32
 class ReplayConfig:
     """How to replay: the all-reduce algorithm (``algo``; ``per_kind`` overrides it for a
     collective type, ``per_node`` for one call, named by its node id on its group's first
-    rank), the ranks' compute speed, the host memory a rank may use, and how many
-    worker processes run the fabric."""
+    rank), the ranks' compute speed, the host memory a rank may use, how many worker
+    processes run the fabric, and the host model (``host_preset``, a ``HOST_PRESETS`` name:
+    ``gpu`` reduces at HBM bandwidth and pipelines ring steps as NCCL does, ``cpu`` is an MPI
+    rank on a server core; None: the trace's own device, so an accelerator trace is not
+    priced as a CPU)."""
 
     algo: str = "ring"
     per_kind: dict[str, str] = field(default_factory=dict)
@@ -45,14 +48,27 @@ class ReplayConfig:
     compute: ComputeModel = field(default_factory=ComputeModel)
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
     workers: int = 1
+    host_preset: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.host_preset is not None and self.host_preset not in HOST_PRESETS:
+            raise ConfigError(f"host_preset={self.host_preset!r}; valid choices: "
+                              f"{', '.join(HOST_PRESETS)} (or None: the trace's device)")
+
+    def host_for(self, trace: StepTrace) -> str:
+        """The host preset a replay of ``trace`` uses."""
+        return self.host_preset or trace.device
 
 
 def replay(trace: StepTrace, topology: Topology | None = None,
            config: ReplayConfig | None = None, **scenario_configs) -> StepReport:
     """Run ``trace`` on ``topology`` (default: a star of as many hosts as ranks) and report
     per rank and per collective. ``scenario_configs`` are Scenario fields (nic, host, switch,
-    engine)."""
+    engine); a ``host`` given there replaces the host preset."""
     config = config or ReplayConfig()
+    host = "custom" if "host" in scenario_configs else config.host_for(trace)
+    if host != "custom":
+        scenario_configs = {**scenario_configs, "host": HostConfig.preset(host)}
     config.compute.check_ranks(trace.n_ranks)
     topo = topology if topology is not None else Topology.star(max(trace.n_ranks, 2))
     if len(topo.hosts) < trace.n_ranks:
@@ -68,7 +84,7 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     result = run(sc, config.workers, read=check.reads() if check else ())
     result.require_finished()
     correct = check.verify(result) if check else None
-    return build_report(trace, plan, result, config, correct)
+    return build_report(trace, plan, result, config, correct, host)
 
 
 def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenario:

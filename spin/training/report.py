@@ -70,11 +70,12 @@ class StepReport:
     spans: list[NodeSpan]
     allreduce_correct: bool | None     # None: the step mixes collectives, not checked
     packet_events: int
+    host: str = "cpu"                  # the host preset (HOST_PRESETS), or "custom"
 
     def to_dict(self) -> dict:
         """``ranks`` and ``collectives`` as JSON-ready lists (spans are in the trace file)."""
         return {"trace": self.trace, "format": self.format, "algo": self.algo,
-                "step_us": self.step_us, "allreduce_correct": self.allreduce_correct,
+                "host": self.host, "step_us": self.step_us, "allreduce_correct": self.allreduce_correct,
                 "packet_events": self.packet_events,
                 "ranks": [asdict(r) for r in self.ranks],
                 "collectives": [asdict(c) for c in self.collectives]}
@@ -125,7 +126,8 @@ class StepReport:
         return "\n".join(lines)
 
 
-def build_report(trace: StepTrace, plan, result, config, correct: bool | None) -> StepReport:
+def build_report(trace: StepTrace, plan, result, config, correct: bool | None,
+                 host: str = "cpu") -> StepReport:
     """Read every node's marks from the run and sum them per rank and per collective."""
     spans: list[NodeSpan] = []
     ranks: list[RankStep] = []
@@ -155,4 +157,4 @@ def build_report(trace: StepTrace, plan, result, config, correct: bool | None) -
     spans.sort(key=lambda s: (s.rank, s.start_ps, s.node_id))
     return StepReport(trace.name, trace.fmt, config.algo,
                       max((r.step_us for r in ranks), default=0.0), ranks, calls, spans,
-                      correct, int(result.packet_events))
+                      correct, int(result.packet_events), host)

@@ -10,7 +10,7 @@ parameter, the value and the valid range or choices.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,6 +33,9 @@ class WorkloadParams(BaseModel):
     qp: int = Field(1, ge=0)
     fill: bool = True
     label: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$")
+    # "generated": the scenario keeps no host memory; frames carry bytes generated from
+    # (node, address) (spin.wire.payload); implies fill = false
+    payload: Literal["stored", "generated"] = "stored"
 
 
 Builder = Callable[[Any, Any], Workload]
@@ -72,10 +75,19 @@ class WorkloadKind:
     def add(self, scenario, *, where: str = "workload", **params: Any) -> Workload:
         """Add this workload to ``scenario`` and return what was added."""
         p = self.validated(params, where)
+        if p.payload == "generated":
+            if p.fill and "fill" in p.model_fields_set:
+                raise ConfigError(f"{where}.fill = true with payload = 'generated': a generated "
+                                  f"payload keeps no send buffers to fill; drop fill or use "
+                                  f"payload = 'stored'")
+            p = p.model_copy(update={"fill": False})
         try:
-            return self.build(scenario, p)
+            workload = self.build(scenario, p)
         except ConfigError as exc:
             raise ConfigError(f"{where} (kind = {self.name!r}): {exc}") from None
+        if p.payload == "generated":
+            scenario.payload = "generated"
+        return workload
 
 
 def builder(name: str, params: type[WorkloadParams]) -> Callable[[Builder], WorkloadKind]:
