@@ -260,7 +260,8 @@ def cmd_topo(args: argparse.Namespace) -> int:
     from .topologies.cost import load_cost_model
     model = load_cost_model(args.cost)
     nbytes = None if args.no_measure else parse_size(args.measure_bytes)
-    rows, bounds = compare_rows(specs, model, nbytes)
+    a2a_bytes = parse_size(args.all_to_all_bytes) if args.all_to_all_bytes else None
+    rows, bounds = compare_rows(specs, model, nbytes, a2a_bytes=a2a_bytes)
     print(compare_table(rows, bounds))
     if args.sensitivity and len(rows) > 1:
         print("\n" + sensitivity_section(rows, bounds, model))
@@ -433,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "GB/s of allreduce over the first one")
     t.add_argument("--measure-bytes", default="1MiB", metavar="S",
                    help="bytes per host of the measured runs (default 1MiB)")
+    t.add_argument("--all-to-all-bytes", metavar="S",
+                   help="bytes per host of the measured all-to-all (default: --measure-bytes; "
+                   "from 1,024 hosts its payload is generated, not stored, so it can be larger)")
     t.add_argument("--no-measure", action="store_true",
                    help="--compare without the measured runs (cost and bisection only)")
     t.add_argument("--cost", metavar="FILE",

@@ -45,8 +45,9 @@ SHIFTS = 64
 @dataclass(frozen=True)
 class FabricBandwidth:
     """Per host, in GB/s (1e9 B/s): allreduce algbw and its injection bound, all-to-all send
-    bandwidth and the peers each host sent to, with the bytes per host each run moved and
-    their virtual times (ps)."""
+    bandwidth and the peers each host sent to, with the bytes per host each run moved
+    (``nbytes`` the allreduce's, ``all_to_all_bytes`` the all-to-all's) and their virtual
+    times (ps)."""
 
     hosts: int
     nbytes: int
@@ -57,6 +58,7 @@ class FabricBandwidth:
     allreduce_bound_gbytes_per_s: float = 0.0
     allreduce_algorithm: str = ALLREDUCE_ALGORITHM
     all_to_all_peers: int = 0
+    all_to_all_bytes: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,13 +108,20 @@ def measure_all_to_all(topo_factory, nbytes: int) -> tuple[float, int, int]:
     switch_ports = sum(len(ports) for name, ports in topo.ports().items() if name in switches)
     frames = n * peers * -(-chunk // engine.mtu_bytes)           # every data frame of the run
     queued = min(switch_ports * (switch.port_buffer_bytes // engine.mtu_bytes + 1), frames)
+    messages = n * peers + n                         # every message of the run at once
+    base = EngineConfig.for_fabric(n)                # and an event or two pending for each
     sc = Scenario(topo_factory(), host=HostConfig(memory_bytes=memory),
                   nic=NicConfig.make(transport={"kind": "ue"}), switch=switch,
-                  engine=EngineConfig.for_fabric(n, queued_frames=queued))
+                  engine=EngineConfig.for_fabric(
+                      n, queued_frames=queued,
+                      max_tx_messages=max(base.max_tx_messages, messages),
+                      max_rx_messages=max(base.max_rx_messages, messages),
+                      max_events_pending=max(base.max_events_pending, 4 * messages)))
     if peers == n - 1:
         wl = build_workload(sc, "all_to_all", message_bytes=chunk, phases="dispatch")
-    else:
-        wl = build_workload(sc, "shifts", message_bytes=chunk, shifts=peers, fill=False)
+    else:     # thousands of hosts: payload generated from (node, address), not stored
+        wl = build_workload(sc, "shifts", message_bytes=chunk, shifts=peers,
+                            payload="generated")
     result = run(sc, 1)
     if result.unfinished_hosts():
         raise RunIncompleteError(
@@ -123,19 +132,22 @@ def measure_all_to_all(topo_factory, nbytes: int) -> tuple[float, int, int]:
     return peers * chunk / t * 1000, t, peers
 
 
-def measure_fabric(topo_factory, nbytes: int) -> FabricBandwidth:
+def measure_fabric(topo_factory, nbytes: int, a2a_bytes: int | None = None) -> FabricBandwidth:
     """Run both collectives on fresh copies of the topology ``topo_factory()`` builds, with
-    ``nbytes`` per host (rounded down to whole int32 elements and whole all-to-all chunks)."""
+    ``nbytes`` per host for the allreduce (rounded down to whole int32 elements) and
+    ``a2a_bytes`` (default ``nbytes``, rounded down to whole chunks) for the all-to-all."""
     topo: Topology = topo_factory()
     n = len(topo.hosts)
+    a2a_bytes = nbytes if a2a_bytes is None else a2a_bytes
     if n < 2:
         raise ConfigError(f"fabric bandwidth: {n} host(s); need at least 2")
-    if nbytes < 4 * n:
-        raise ConfigError(f"fabric bandwidth: {nbytes} B per host is less than 4 B for each "
-                          f"of {n} hosts")
+    if min(nbytes, a2a_bytes) < 4 * n:
+        raise ConfigError(f"fabric bandwidth: {min(nbytes, a2a_bytes)} B per host is less "
+                          f"than 4 B for each of {n} hosts")
     ar_bw, ar_t, bound = measure_allreduce(topo, nbytes - nbytes % 4)
-    a2a_bw, a2a_t, peers = measure_all_to_all(topo_factory, nbytes)
+    a2a_bw, a2a_t, peers = measure_all_to_all(topo_factory, a2a_bytes)
     return FabricBandwidth(
         hosts=n, nbytes=nbytes, allreduce_gbytes_per_s=ar_bw, allreduce_time_ps=ar_t,
         all_to_all_gbytes_per_s=a2a_bw, all_to_all_time_ps=a2a_t,
-        allreduce_bound_gbytes_per_s=bound, all_to_all_peers=peers)
+        allreduce_bound_gbytes_per_s=bound, all_to_all_peers=peers,
+        all_to_all_bytes=a2a_bytes)

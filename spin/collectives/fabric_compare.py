@@ -21,11 +21,11 @@ def _stderr(text: str) -> None:
 
 
 def compare_rows(specs: list[tuple[str, dict[str, Any]]], model: CostModel,
-                 nbytes: int | None, progress: Callable[[str], None] | None = _stderr
-                 ) -> tuple[list[tuple], dict[str, float]]:
+                 nbytes: int | None, progress: Callable[[str], None] | None = _stderr,
+                 a2a_bytes: int | None = None) -> tuple[list[tuple], dict[str, float]]:
     """(rows of (title, inventory, cost, measured bandwidth or None), the allreduce's
     injection bound per host by title, GB/s); ``nbytes`` per host for the measured runs (None:
-    cost and bounds only)."""
+    cost and bounds only), ``a2a_bytes`` for the all-to-all if it differs."""
     rows, bounds = [], {}
     for name, params in specs:
         title = label(name, params)
@@ -38,7 +38,8 @@ def compare_rows(specs: list[tuple[str, dict[str, Any]]], model: CostModel,
             start = time.perf_counter()
             if progress:
                 progress(f"measuring {title} ({inv.hosts:,} hosts, {nbytes:,} B per host) ...")
-            bw = measure_fabric(functools.partial(build_topology, name, **params), nbytes)
+            bw = measure_fabric(functools.partial(build_topology, name, **params), nbytes,
+                                a2a_bytes)
             if progress:
                 progress(f"  done in {time.perf_counter() - start:,.0f} s")
         rows.append((title, inv, cost, bw))
