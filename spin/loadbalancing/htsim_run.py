@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..runtime.fabric import compile_engine
 from ..runtime.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..units import US
@@ -191,7 +192,8 @@ def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "hts
     for s in schemes:
         get_scheme(s, "--schemes")
     sc, workload, p = built or htsim_scenario(topo_file, cm_file, preset)
-    Simulation(sc, quiet=progress is None).compile()      # not part of any timed run
+    compile_engine(sc, quiet=progress is None)   # not part of any timed run; on a stand-in,
+                                                 # not the whole fabric's state
     runs = []
     for name in schemes:
         runs.append(run_scheme(sc, workload, name, quiet=progress is None))
