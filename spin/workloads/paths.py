@@ -4,9 +4,9 @@ entered); hosts do not forward.
 
 Why not one search per flow: at 8,192 hosts a Python Dijkstra per flow took minutes. Hosts
 hang off few switches, so the switch graph is searched once per source switch, breadth first
-by layers: every layer relaxes all switch-to-switch edges at once in numpy, for a batch of
-source switches, which gives the fewest hops and the least latency along them exactly
-(integer picoseconds). A pair's path is then its source host's link into a switch, the
+by layers: each layer relaxes the switch-to-switch edges leaving it at once in numpy, for a
+batch of source switches, which gives the fewest hops and the least latency along them
+exactly (integer picoseconds). A pair's path is then its source host's link into a switch, the
 searched path to a switch of the destination, and that switch's link to the destination: the
 best over the hosts' links (a host may have several), or a direct host-to-host link when one
 exists (one hop beats any path through a switch).
@@ -35,7 +35,7 @@ class HostPaths:
         n_sw = len(topology.switches)
         self._switch_ps = np.array([switch_ps[s] for s in topology.switches], np.int64)
         eu, ev, ew = [], [], []
-        ports: list[list[tuple[int, int]]] = [[] for _ in topology.hosts]  # (switch, link ps)
+        ph, psw, pps = [], [], []           # host links: host, switch, link ps
         self._direct: dict[tuple[int, int], int] = {}
         for link in topology.links:
             lat = _ps(link.config.latency_ns)
@@ -46,7 +46,9 @@ class HostPaths:
                 ew += [lat + switch_ps[link.b], lat + switch_ps[link.a]]
             elif ia is not None or ib is not None:
                 host, sw = (link.b, ia) if ia is not None else (link.a, ib)
-                ports[node_of[host]].append((sw, lat))
+                ph.append(node_of[host])
+                psw.append(sw)
+                pps.append(lat)
             else:
                 ha, hb = node_of[link.a], node_of[link.b]
                 for key in ((ha, hb), (hb, ha)):
@@ -55,14 +57,18 @@ class HostPaths:
         self._eu = np.asarray(eu, np.int64)[order]
         self._ev = np.asarray(ev, np.int64)[order]
         self._ew = np.asarray(ew, np.int64)[order]
-        self._targets, self._starts = np.unique(self._ev, return_index=True)
-        # a host's ports, padded with switch n_sw: a sentinel with no path to or from it
-        width = max([1] + [len(p) for p in ports])
-        self._port_sw = np.full((len(ports), width), n_sw, np.int64)
-        self._port_ps = np.zeros((len(ports), width), np.int64)
-        for h, plist in enumerate(ports):
-            for k, (sw, lat) in enumerate(plist):
-                self._port_sw[h, k], self._port_ps[h, k] = sw, lat
+        # a host's ports in link order, padded with switch n_sw: a sentinel with no path to
+        # or from it
+        ph = np.asarray(ph, np.int64)
+        by_host = np.argsort(ph, kind="stable")
+        ph = ph[by_host]
+        count = np.bincount(ph, minlength=len(topology.hosts))
+        rank = np.arange(len(ph)) - (np.cumsum(count) - count)[ph]
+        self._port_sw = np.full((len(topology.hosts), max(1, int(count.max(initial=0)))), n_sw,
+                                np.int64)
+        self._port_ps = np.zeros(self._port_sw.shape, np.int64)
+        self._port_sw[ph, rank] = np.asarray(psw, np.int64)[by_host]
+        self._port_ps[ph, rank] = np.asarray(pps, np.int64)[by_host]
         self._switch_ps = np.append(self._switch_ps, 0)
         # searched rows, one per switch with hosts on it (filled on first need), then the
         # sentinel's row; the sentinel's column is unreachable from every row
@@ -126,10 +132,15 @@ class HostPaths:
         lat = np.full((len(roots), self._n_sw), _FAR, np.int64)
         hops[np.arange(len(roots)), roots] = 0
         lat[np.arange(len(roots)), roots] = 0
-        eu, ew, targets, starts = self._eu, self._ew, self._targets, self._starts
         k = 0
-        while len(eu):
-            cand = np.where(hops[:, eu] == k, lat[:, eu] + ew, _FAR)
+        while True:
+            front = hops == k                         # (roots, switches) in layer k
+            live = front.any(axis=0)[self._eu]        # edges out of layer k, for some root
+            if not live.any():
+                break
+            u, v, w = self._eu[live], self._ev[live], self._ew[live]
+            targets, starts = np.unique(v, return_index=True)     # edges are sorted by v
+            cand = np.where(front[:, u], lat[:, u] + w, _FAR)
             best = np.minimum.reduceat(cand, starts, axis=1)
             new = (best < _FAR) & (hops[:, targets] < 0)
             if not new.any():
