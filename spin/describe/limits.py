@@ -176,7 +176,30 @@ def check_host_op_addresses(sc) -> None:
     """Refuse, before a run, host ops whose host-memory ranges fall outside
     ``HostConfig.memory_bytes`` (scenarios built in Python; files are checked when loaded, naming
     the field). A send's remote range is the destination's business when an execution context
-    there may claim the message."""
+    there may claim the message. Programs are checked a batch at a time with array arithmetic
+    (8,192 four-op programs one by one made a few hundred thousand small numpy calls); errors
+    name the first offending host in node order, as one by one would."""
+    batch: list = []
+    rows = 0
+    for node, prog in sorted(sc.host_programs.items()):
+        ops = prog.op_array()
+        if not len(ops):
+            continue
+        batch.append((node, prog, ops))
+        rows += len(ops)
+        if rows >= _CHECK_BATCH_OPS:
+            _check_programs(sc, batch)
+            batch, rows = [], 0
+    _check_programs(sc, batch)
+
+
+_CHECK_BATCH_OPS = 1 << 20    # ops per batch: a 1024-rank ring has six million
+
+
+def _check_programs(sc, batch: list) -> None:
+    """``check_host_op_addresses`` for ``batch`` [(node, program, op array)], in node order."""
+    if not batch:
+        return
     import numpy as np
 
     from ..engine import state as S
@@ -184,15 +207,21 @@ def check_host_op_addresses(sc) -> None:
     widths = {code: 4 if name.endswith("32") else 8 for name, code in S.DTYPE_CODES.items()}
     handled = {c.node for c in sc.contexts}
     topo = sc.topology
-    for node, prog in sorted(sc.host_programs.items()):
-        ops = prog.op_array()
-        if len(ops):   # a send to no host would stop the engine mid-run: refuse it now
-            dst = ops[:, S.HO_SEND_DST]
-            bad = (ops[:, 0] == S.OP_SEND) & ((dst < 0) | (dst >= len(topo.hosts)))
-            for i in np.flatnonzero(bad)[:1].tolist():
-                raise ConfigError(f"host {topo.host_label(node)} op {i} (send): dst="
-                                  f"{int(dst[i])} is not a host; hosts: {topo.hosts_text()}")
-        for i in _suspect_ops(ops, size, handled, S):
+    ops = np.concatenate([a for _, _, a in batch])
+    first = np.cumsum([0] + [len(a) for _, _, a in batch])
+    dst = ops[:, S.HO_SEND_DST]
+    bad_dst = (ops[:, 0] == S.OP_SEND) & ((dst < 0) | (dst >= len(topo.hosts)))
+    suspect = np.zeros(len(ops), bool)
+    suspect[_suspect_ops(ops, size, handled, S)] = True
+    owners = np.searchsorted(first, np.flatnonzero(bad_dst | suspect), side="right") - 1
+    for b in np.unique(owners).tolist():
+        node, prog, _ = batch[b]
+        lo, hi = first[b], first[b + 1]
+        # a send to no host would stop the engine mid-run: refuse it now
+        for i in np.flatnonzero(bad_dst[lo:hi])[:1].tolist():
+            raise ConfigError(f"host {topo.host_label(node)} op {i} (send): dst="
+                              f"{int(dst[lo + i])} is not a host; hosts: {topo.hosts_text()}")
+        for i in np.flatnonzero(suspect[lo:hi]).tolist():
             op = prog.ops[i]
             where = f"host {topo.host_label(node)} op {i}"
             try:
