@@ -1,16 +1,8 @@
-"""Switch columns of the engine state and equal-cost routing tables.
-
-Routes are computed on the port-level wiring (which global port faces which), so the same code
-serves the initial topology and every re-shaped or degraded one: for each switch that has
-hosts attached, one breadth-first search over the switch graph gives every switch's distance to
-it; a switch's next hops towards those hosts are all its ports to neighbours one hop closer.
-"""
+"""Switch columns of the engine state: pipeline, handlers, load balancing, PFC and port queues.
+The routing tables are ``switch_emulator.route_tables``."""
 from __future__ import annotations
 
 import zlib
-from collections import deque
-
-import numpy as np
 
 from spin.engine import state as S
 from spin.units import ns
@@ -56,80 +48,3 @@ def configure_port(st, gp: int, cfg) -> None:
     st.port[gp, S.PT_HDR_PRIO] = 1 if cfg.header_priority else 0
     # RED draws: one generator per port, never 0
     st.port[gp, S.PT_ECN_RNG] = zlib.crc32(f"ecn:{cfg.ecmp_seed}:{gp}".encode()) | 1
-
-
-def equal_cost_groups(port_dev: np.ndarray, port_local: np.ndarray, peer: np.ndarray,
-                      up: np.ndarray, dev_is_switch: np.ndarray, n_hosts: int
-                      ) -> dict[int, dict[int, tuple[int, ...]]]:
-    """For each switch device: host node -> tuple of local ports on a shortest path (through
-    switches only) to that host, over the links that are up."""
-    n_devs = len(dev_is_switch)
-    adj: list[list[tuple[int, int]]] = [[] for _ in range(n_devs)]   # (local port, neighbour)
-    for gp in range(len(port_dev)):
-        q = peer[gp]
-        if q >= 0 and up[gp] and up[q]:
-            adj[port_dev[gp]].append((int(port_local[gp]), int(port_dev[q])))
-    hosts_at: dict[int, list[tuple[int, int]]] = {}   # switch -> [(host, local port)]
-    for h in range(n_hosts):
-        for lp, nb in adj[h]:
-            if dev_is_switch[nb]:
-                back = [p for p, x in adj[nb] if x == h]
-                hosts_at.setdefault(nb, []).append((h, back[0]))
-    groups: dict[int, dict[int, tuple[int, ...]]] = {d: {} for d in range(n_devs)
-                                                       if dev_is_switch[d]}
-    for attach, hosts in hosts_at.items():
-        dist = {attach: 0}
-        frontier = deque([attach])
-        while frontier:
-            u = frontier.popleft()
-            for _, v in adj[u]:
-                if dev_is_switch[v] and v not in dist:
-                    dist[v] = dist[u] + 1
-                    frontier.append(v)
-        for h, lp in hosts:
-            groups[attach][h] = (lp,)
-        for sw, dsw in dist.items():
-            if sw == attach:
-                continue
-            ports = tuple(sorted(lp for lp, v in adj[sw] if dist.get(v, -1) == dsw - 1
-                                 and dev_is_switch[v]))
-            for h, _ in hosts:
-                groups[sw][h] = ports
-    return groups
-
-
-class RouteTables:
-    """Routing epochs packed for the engine: ``route[epoch, switch, node]`` -> group id, groups
-    as (first, count) into a flat port list, identical groups shared."""
-
-    def __init__(self, n_switches: int, n_hosts: int):
-        self.n_switches, self.n_hosts = n_switches, n_hosts
-        self.epochs: list[np.ndarray] = []
-        self._group_ids: dict[tuple[int, ...], int] = {}
-        self.groups: list[tuple[int, int]] = []
-        self.ports: list[int] = []
-
-    def _group(self, ports: tuple[int, ...]) -> int:
-        g = self._group_ids.get(ports)
-        if g is None:
-            g = self._group_ids[ports] = len(self.groups)
-            self.groups.append((len(self.ports), len(ports)))
-            self.ports.extend(ports)
-        return g
-
-    def add_epoch(self, groups: dict[int, dict[int, tuple[int, ...]]], switch_index) -> int:
-        table = np.full((max(self.n_switches, 1), max(self.n_hosts, 1)), -1, np.int32)
-        for dev, per_host in groups.items():
-            s = switch_index(dev)
-            for h, ports in per_host.items():
-                if ports:
-                    table[s, h] = self._group(ports)
-        self.epochs.append(table)
-        return len(self.epochs) - 1
-
-    def write(self, st) -> None:
-        for e, table in enumerate(self.epochs):
-            st.route[e] = table
-        if self.groups:
-            st.rgroup[:len(self.groups)] = np.asarray(self.groups, np.int32)
-            st.rport[:len(self.ports)] = np.asarray(self.ports, np.int32)

@@ -43,8 +43,8 @@ def context_order(scenario) -> list:
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     send_flows, transport_connections)
-    from switch_emulator.build import (RouteTables, configure_port, configure_switch,
-                                       equal_cost_groups)
+    from switch_emulator.build import configure_port, configure_switch
+    from switch_emulator.route_tables import RouteTables
     from switch_emulator.lb.registry import table_entries
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
@@ -77,32 +77,24 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         trace_records=_tracing(sc).buffer_records if _tracing(sc) is not None else 1,
         n_qsamples=max(4096, 4 * n_ports) if eng.queue_sample_ns > 0 else 16,
         n_conns=transport_connections(sc), n_send_flows=send_flows(sc))
+    # the estimate (routing tables and topology included) before anything large is built;
+    # Python-built scenarios too: refused with the estimate
+    check_fits_in_memory(sc)
     # routing first: its group table sizes the arrays
-    gp_of = topo.global_ports()
-    port_dev = np.zeros(n_ports, np.int64)
-    port_local = np.zeros(n_ports, np.int64)
-    for d, name in enumerate(names):
-        for k, (link_idx, _) in enumerate(ports[name]):
-            g = gp_of[(name, link_idx)]
-            port_dev[g], port_local[g] = d, k
-    port_of_link = topo.link_ports()
-    peer = np.full(n_ports, -1, np.int64)
-    for i, (pa, pb) in port_of_link.items():
-        peer[pa], peer[pb] = pb, pa
-    is_switch = np.array([d >= n_hosts for d in range(n_devs)])
+    wiring = topo.port_arrays()
+    port_of_link = {i: (a, b) for i, (a, b) in enumerate(wiring.link_ports.tolist())}
     tables = RouteTables(n_sw, n_hosts)
-    up = np.ones(n_ports, bool)
-    tables.add_epoch(equal_cost_groups(port_dev, port_local, peer, up, is_switch, n_hosts),
-                     lambda d: d - n_hosts)
+    tables.add_epoch(wiring.port_dev, wiring.port_local, wiring.peer, np.ones(n_ports, bool),
+                     wiring.transit)
     for epoch_peer, epoch_up in epochs:
-        tables.add_epoch(equal_cost_groups(port_dev, port_local, epoch_peer, epoch_up, is_switch,
-                                           n_hosts), lambda d: d - n_hosts)
+        tables.add_epoch(wiring.port_dev, wiring.port_local, epoch_peer, epoch_up,
+                         wiring.transit)
     lb_entries = table_entries({sw.load_balancing, *sc.switch_load_balancing.values()},
-                               len(tables.groups))
-    sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(len(tables.groups), 1),
-                            "n_route_ports": max(len(tables.ports), 1),
+                               tables.n_groups)
+    sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(tables.n_groups, 1),
+                            "n_route_ports": max(tables.n_ports, 1),
+                            "n_route_blocks": max(tables.n_blocks, 1),
                             "lb_rows": n_sw if lb_entries > 1 else 1, "lb_entries": lb_entries})
-    check_fits_in_memory(sc)  # Python-built scenarios too: refused with the estimate
     try:
         st = S.allocate_state(sizes)
     except MemoryError as exc:
@@ -152,8 +144,8 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     for (name, toward), fields in sc.port_overrides.items():
         cfg = sc.port_switch_config(name, toward, fields)
         for i, link in enumerate(topo.links):
-            if {link.a, link.b} == {name, toward} and (name, i) in gp_of:
-                configure_port(st, gp_of[(name, i)], cfg)
+            if {link.a, link.b} == {name, toward}:
+                configure_port(st, port_of_link[i][0 if link.a == name else 1], cfg)
     for node, addr, raw in sc.host_memory:
         off = node * host_stride + addr
         st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)
