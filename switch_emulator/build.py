@@ -33,18 +33,19 @@ def configure_switch(st, d: int, s: int, address: int, cfg, latency_ns: float,
     dev[S.D_SW_PFC_XON] = cfg.pfc_xon_bytes
     dev[S.D_SW_PFC_QUANTA] = cfg.pfc_pause_quanta
     dev[S.D_SW_PFC_WATCHDOG_PS] = ns(cfg.pfc_watchdog_ns) if cfg.pfc else 0
-    p0, n = int(dev[S.D_PORT0]), int(dev[S.D_NPORTS])
-    for gp in range(p0, p0 + n):
-        configure_port(st, gp, cfg)
+    configure_port(st, int(dev[S.D_PORT0]), cfg, int(dev[S.D_NPORTS]))
 
 
-def configure_port(st, gp: int, cfg) -> None:
-    """Queue of switch port ``gp``: buffer, ECN marking and header priority from ``cfg`` (the
-    switch's SwitchConfig, or it with a port's overrides: ``Scenario.configure_port``)."""
-    st.port[gp, S.PT_Q_LIMIT_BYTES] = cfg.port_buffer_bytes
-    st.port[gp, S.PT_ECN_THRESH] = cfg.ecn_threshold_bytes
-    st.port[gp, S.PT_ECN_HIGH] = cfg.ecn_high_bytes
-    st.port[gp, S.PT_ECN_DEQUEUE] = 1 if cfg.ecn_at == "dequeue" else 0
-    st.port[gp, S.PT_HDR_PRIO] = 1 if cfg.header_priority else 0
+def configure_port(st, gp: int, cfg, count: int = 1) -> None:
+    """Queues of switch ports ``gp .. gp + count - 1``: buffer, ECN marking and header priority
+    from ``cfg`` (the switch's SwitchConfig, or it with a port's overrides:
+    ``Scenario.configure_port``)."""
+    rows = st.port[gp:gp + count]
+    rows[:, S.PT_Q_LIMIT_BYTES] = cfg.port_buffer_bytes
+    rows[:, S.PT_ECN_THRESH] = cfg.ecn_threshold_bytes
+    rows[:, S.PT_ECN_HIGH] = cfg.ecn_high_bytes
+    rows[:, S.PT_ECN_DEQUEUE] = 1 if cfg.ecn_at == "dequeue" else 0
+    rows[:, S.PT_HDR_PRIO] = 1 if cfg.header_priority else 0
     # RED draws: one generator per port, never 0
-    st.port[gp, S.PT_ECN_RNG] = zlib.crc32(f"ecn:{cfg.ecmp_seed}:{gp}".encode()) | 1
+    rows[:, S.PT_ECN_RNG] = [zlib.crc32(f"ecn:{cfg.ecmp_seed}:{p}".encode()) | 1
+                             for p in range(gp, gp + count)]

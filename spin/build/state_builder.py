@@ -107,28 +107,30 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     st.sc[S.SC_MSG_TIMEOUT_PS] = ns(eng.message_timeout_ns)
     st.sc[S.SC_SAMPLE_PS] = ns(eng.queue_sample_ns)
     tables.write(st)
-    # devices and ports
-    gp = 0
-    for d, name in enumerate(names):
-        st.dev[d, S.D_PORT0] = gp
-        st.dev[d, S.D_NPORTS] = len(ports[name])
-        st.dev[d, S.D_LOCAL] = 1 if d in local else 0
-        st.port[gp:gp + len(ports[name]), S.PT_DEV] = d
-        st.port[gp:gp + len(ports[name]), S.PT_LOCAL_IDX] = np.arange(len(ports[name]))
-        gp += len(ports[name])
-    for i, link in enumerate(topo.links):
-        pa, pb = port_of_link[i]
-        for src, dst in ((pa, pb), (pb, pa)):
-            st.port[src, S.PT_PEER] = dst
-            st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
-            st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
-            st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
-            if link.config.loss_rate > 0:
-                st.port[src, S.PT_LOSS_THRESHOLD] = max(1, int(link.config.loss_rate * 2**32))
-                st.port[src, S.PT_LOSS_STATE] = loss_prng_seed(link.config.loss_seed, i, int(src == pb))
-        if i in sc.capture_links:
-            st.port[pa, S.PT_CAPTURE] = 1
-            st.port[pb, S.PT_CAPTURE] = 1
+    # devices and ports, and both directions of every link, as whole columns
+    nports = np.diff(wiring.first)
+    st.dev[:, S.D_PORT0] = wiring.first[:-1]
+    st.dev[:, S.D_NPORTS] = nports
+    st.dev[:, S.D_LOCAL] = 0
+    st.dev[sorted(local), S.D_LOCAL] = 1
+    st.port[:, S.PT_DEV] = wiring.port_dev
+    st.port[:, S.PT_LOCAL_IDX] = wiring.port_local
+    ends = wiring.link_ports
+    configs = [link.config for link in topo.links]
+    for col, values in ((S.PT_RATE_GBPS, [c.rate_gbps for c in configs]),
+                        (S.PT_LAT_PS, [ns(c.latency_ns) for c in configs])):
+        values = np.asarray(values, np.int64)
+        st.port[ends[:, 0], col] = values
+        st.port[ends[:, 1], col] = values
+    st.port[:, S.PT_PEER] = wiring.peer
+    st.port[:, S.PT_REMOTE] = 1 - st.dev[wiring.port_dev[wiring.peer], S.D_LOCAL]
+    for i, c in enumerate(configs):
+        if c.loss_rate > 0:
+            for src, direction in ((ends[i, 0], 0), (ends[i, 1], 1)):
+                st.port[src, S.PT_LOSS_THRESHOLD] = max(1, int(c.loss_rate * 2**32))
+                st.port[src, S.PT_LOSS_STATE] = loss_prng_seed(c.loss_seed, i, direction)
+    for i in sc.capture_links:
+        st.port[ends[i], S.PT_CAPTURE] = 1
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
     st.port[:, S.PT_BLOCKED_SINCE] = -1
     for d in range(n_hosts):
@@ -136,10 +138,13 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in range(n_hosts)]
     configure_transport(st, n_hosts, nic, max(host_rates, default=100), eng.mtu_bytes)
     latency = getattr(topo, "switch_latency_ns", None)
+    by_ports: dict[int, object] = {}     # one SwitchConfig per port count (HPUs follow ports)
     for s, name in enumerate(topo.switches):
         lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-        configure_switch(st, n_hosts + s, s, n_hosts + s,
-                         sw.model_copy(update={"hpus": sw.hpus_for(len(ports[name]))}), lat,
+        n = int(nports[n_hosts + s])
+        if n not in by_ports:
+            by_ports[n] = sw.model_copy(update={"hpus": sw.hpus_for(n)})
+        configure_switch(st, n_hosts + s, s, n_hosts + s, by_ports[n], lat,
                          sc.switch_load_balancing.get(name, sw.load_balancing))
     for (name, toward), fields in sc.port_overrides.items():
         cfg = sc.port_switch_config(name, toward, fields)
