@@ -6,11 +6,11 @@ closer to the host on a shortest path that transits switches only (hosts never f
 switch built with ``transit=False`` (a GPU's own router in a rail-optimised fabric) forwards only
 its own hosts' traffic: its routes are computed, but no other device's shortest path crosses it.
 
-How: a breadth-first search from the destinations, 256 at a time, one bit per destination in
-four 64-bit words per device (bit-parallel BFS): each level ORs a device's newly reached bits
+How: a breadth-first search from the destinations, 512 at a time, one bit per destination in
+eight 64-bit words per device (bit-parallel BFS): each level ORs a device's newly reached bits
 into its neighbours, and a switch's port is a next hop for exactly the bits that arrived through
 it at the level before the switch's own. One search costs a few passes over the links, so the
-whole computation is (hosts / 256) x links word operations, not switches x hosts searches.
+whole computation is (hosts / 512) x links word operations, not switches x hosts searches.
 
 How it is stored (what the engine reads, ``switch_emulator.routing.route_group``):
 ``route[epoch, switch, host >> 6]`` is a block id, ``rblock[block, host & 63]`` a group id (-1: no
@@ -27,7 +27,7 @@ import numpy as np
 from spin.engine.state import ROUTE_BLOCK, ROUTE_BLOCK_SHIFT
 from spin.jit import njit
 
-WORDS = 4                       # 64-destination words per search: 256 destinations at a time
+WORDS = 8                       # 64-destination words per search: 512 destinations at a time
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
@@ -100,6 +100,14 @@ def _group_id(ports, n, rgroup, rport, counts, g_slots):
 
 
 @njit(cache=True)
+def _any(row, nw):
+    for w in range(nw):
+        if row[w]:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _search(t0, nw, n_hosts, adj_start, adj_nbr, adj_port, transit, nh_off, nh,
             F, cand, newm, reach, own, frontier, touched, flag):
     """Bit-parallel BFS from destinations t0 .. t0 + 64*nw - 1: afterwards ``nh[nh_off[s] + p,
@@ -121,6 +129,8 @@ def _search(t0, nw, n_hosts, adj_start, adj_nbr, adj_port, transit, nh_off, nh,
         for i in range(n_front):
             u = frontier[i]
             pass_all = u < n_hosts or transit[u - n_hosts]
+            if not pass_all and not _any(own[u], nw):
+                continue                          # reached, but forwards none of these
             for e in range(adj_start[u], adj_start[u + 1]):
                 v = adj_nbr[e]
                 got = False
@@ -142,6 +152,8 @@ def _search(t0, nw, n_hosts, adj_start, adj_nbr, adj_port, transit, nh_off, nh,
         for i in range(n_front):
             u = frontier[i]
             pass_all = u < n_hosts or transit[u - n_hosts]
+            if not pass_all and not _any(own[u], nw):
+                continue                          # reached, but forwards none of these
             for e in range(adj_start[u], adj_start[u + 1]):
                 v = adj_nbr[e]
                 row = nh_off[v - n_hosts] + adj_port[e]
@@ -169,6 +181,47 @@ def _search(t0, nw, n_hosts, adj_start, adj_nbr, adj_port, transit, nh_off, nh,
     for h in range(t0, min(n_hosts, t0 + 64 * nw)):
         for e in range(adj_start[h], adj_start[h + 1]):
             own[adj_nbr[e], :] = 0
+
+
+@njit(cache=True)
+def _block_id(key, n, ports, rblock, b_keys, b_key_off, b_key_len, b_slots, rgroup, rport,
+              g_slots, counts):
+    """Id of the block whose key (a switch's next-hop masks per port, trailing zeros left out)
+    is ``key[:n]``, added with its 64 groups when new; returns it and the tables, possibly
+    grown."""
+    mask = b_slots.shape[0] - 1
+    i = np.int64(_hash(key, 0, n) & np.uint64(mask))
+    while b_slots[i] >= 0:
+        c = b_slots[i]
+        if _same(b_keys, b_key_off[c], b_key_len[c], key, n):
+            return c, rblock, b_keys, b_key_off, b_key_len, b_slots, rgroup, rport, g_slots
+        i = (i + 1) & mask
+    b = counts[2]
+    rblock = _grow(rblock, b + 1)
+    b_key_off = _grow(b_key_off, b + 1)
+    b_key_len = _grow(b_key_len, b + 1)
+    b_keys = _grow(b_keys, counts[3] + n)
+    b_key_off[b] = counts[3]
+    b_key_len[b] = n
+    b_keys[counts[3]:counts[3] + n] = key[:n]
+    counts[2] += 1
+    counts[3] += n
+    for j in range(64):
+        bit = np.uint64(1) << np.uint64(j)
+        m = 0
+        for p in range(n):
+            if key[p] & bit:
+                ports[m] = p
+                m += 1
+        if m == 0:
+            rblock[b, j] = -1
+        else:
+            g, rgroup, rport, g_slots = _group_id(ports, m, rgroup, rport, counts, g_slots)
+            rblock[b, j] = g
+    b_slots[i] = b
+    if 2 * counts[2] > b_slots.shape[0]:
+        b_slots = _rehash(b_slots, counts[2], b_key_off, b_key_len, b_keys)
+    return b, rblock, b_keys, b_key_off, b_key_len, b_slots, rgroup, rport, g_slots
 
 
 @njit(cache=True)
@@ -202,50 +255,25 @@ def _epoch(n_hosts, n_devs, adj_start, adj_nbr, adj_port, transit, sw_deg, route
         for s in range(n_sw):
             base = nh_off[s]
             for w in range(nw):
+                b = last[s]                       # the previous block again: the usual case
+                if b >= 0:
+                    off, m = b_key_off[b], b_key_len[b]
+                    for p in range(sw_deg[s]):
+                        if nh[base + p, w] != (b_keys[off + p] if p < m else np.uint64(0)):
+                            b = -1
+                            break
+                    if b >= 0:
+                        route[s, (t0 >> 6) + w] = b
+                        continue
                 n = 0
                 for p in range(sw_deg[s]):
                     key[p] = nh[base + p, w]
                     if key[p]:
                         n = p + 1
-                b = last[s]
-                if b < 0 or not _same(b_keys, b_key_off[b], b_key_len[b], key, n):
-                    b = -1
-                    mask = b_slots.shape[0] - 1
-                    i = np.int64(_hash(key, 0, n) & np.uint64(mask))
-                    while b_slots[i] >= 0:
-                        c = b_slots[i]
-                        if _same(b_keys, b_key_off[c], b_key_len[c], key, n):
-                            b = c
-                            break
-                        i = (i + 1) & mask
-                    if b < 0:
-                        b = counts[2]
-                        rblock = _grow(rblock, b + 1)
-                        b_key_off = _grow(b_key_off, b + 1)
-                        b_key_len = _grow(b_key_len, b + 1)
-                        b_keys = _grow(b_keys, counts[3] + n)
-                        b_key_off[b] = counts[3]
-                        b_key_len[b] = n
-                        b_keys[counts[3]:counts[3] + n] = key[:n]
-                        counts[2] += 1
-                        counts[3] += n
-                        for j in range(64):
-                            bit = np.uint64(1) << np.uint64(j)
-                            m = 0
-                            for p in range(n):
-                                if key[p] & bit:
-                                    ports[m] = p
-                                    m += 1
-                            if m == 0:
-                                rblock[b, j] = -1
-                            else:
-                                g, rgroup, rport, g_slots = _group_id(ports, m, rgroup, rport,
-                                                                      counts, g_slots)
-                                rblock[b, j] = g
-                        b_slots[i] = b
-                        if 2 * counts[2] > b_slots.shape[0]:
-                            b_slots = _rehash(b_slots, counts[2], b_key_off, b_key_len, b_keys)
-                    last[s] = b
+                (b, rblock, b_keys, b_key_off, b_key_len, b_slots, rgroup, rport,
+                 g_slots) = _block_id(key, n, ports, rblock, b_keys, b_key_off, b_key_len,
+                                      b_slots, rgroup, rport, g_slots, counts)
+                last[s] = b
                 route[s, (t0 >> 6) + w] = b
             for p in range(sw_deg[s]):
                 nh[base + p, :] = 0

@@ -43,7 +43,7 @@ def context_order(scenario) -> list:
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     send_flows, transport_connections)
-    from switch_emulator.build import configure_port, configure_switch
+    from switch_emulator.build import configure_port, configure_switches
     from switch_emulator.route_tables import RouteTables
     from switch_emulator.lb.registry import table_entries
     sc, topo = scenario, scenario.topology
@@ -139,13 +139,13 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     configure_transport(st, n_hosts, nic, max(host_rates, default=100), eng.mtu_bytes)
     latency = getattr(topo, "switch_latency_ns", None)
     by_ports: dict[int, object] = {}     # one SwitchConfig per port count (HPUs follow ports)
-    for s, name in enumerate(topo.switches):
-        lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-        n = int(nports[n_hosts + s])
-        if n not in by_ports:
-            by_ports[n] = sw.model_copy(update={"hpus": sw.hpus_for(n)})
-        configure_switch(st, n_hosts + s, s, n_hosts + s, by_ports[n], lat,
-                         sc.switch_load_balancing.get(name, sw.load_balancing))
+    for n in set(nports[n_hosts:].tolist()):
+        by_ports[n] = sw.model_copy(update={"hpus": sw.hpus_for(n)})
+    configure_switches(
+        st, n_hosts, [by_ports[n] for n in nports[n_hosts:].tolist()],
+        [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
+         for name in topo.switches],
+        [sc.switch_load_balancing.get(name, sw.load_balancing) for name in topo.switches])
     for (name, toward), fields in sc.port_overrides.items():
         cfg = sc.port_switch_config(name, toward, fields)
         for i, link in enumerate(topo.links):
