@@ -120,12 +120,12 @@ class Topology:
         self._linked.update(end for end in (a, b) if end in self._node_of)
 
     def _check_size(self) -> None:
-        """Every 1024 devices: stop a build whose routing tables alone would exceed the memory
-        limit (spin.describe.limits), before the rest of it is built."""
+        """Every 1024 devices: stop a build whose description and routing tables alone would
+        exceed the memory limit (spin.describe.limits), before the rest of it is built."""
         if (len(self.hosts) + len(self.switches)) % 1024 == 1023:
             from .describe.limits import check_topology_size
             try:
-                check_topology_size(len(self.hosts), len(self.switches))
+                check_topology_size(len(self.hosts), len(self.switches), len(self.links))
             except ConfigError as exc:
                 raise TopologyError(str(exc)) from None
 

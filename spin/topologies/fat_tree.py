@@ -41,7 +41,14 @@ def _bisection(p: FatTreeParams, link: LinkConfig) -> float:
     return float(half * per_pod)
 
 
-@builder("fat_tree", FatTreeParams, _bisection)
+def _counts(p: FatTreeParams, link: LinkConfig) -> tuple[int, int, int]:
+    """(hosts, switches, links)."""
+    half = p.k // 2
+    hosts = p.k * half * p.oversubscription * half
+    return hosts, 5 * p.k * p.k // 4, hosts + 2 * p.k * half * half
+
+
+@builder("fat_tree", FatTreeParams, _bisection, _counts)
 def fat_tree(p: FatTreeParams, link: LinkConfig) -> Topology:
     """Three-tier k-ary fat tree. Pods ``p0..`` of edge switches ``p0e0..`` (with their hosts)
     and aggregation switches ``p0a0..``, then core switches ``c0..``. Hosts are numbered pod by
