@@ -139,7 +139,7 @@ def state_bytes(sc) -> dict[str, int]:
     slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
     stride = ((host.memory_bytes + 63) // 64) * 64
     hpus = max(sc.nic.hpus, sc.switch.hpus_for(_max_ports(topo)))
-    per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + hpus + host.qps
+    per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + host.qps
                   + max(len(sc.mark_index), 1)) * 8 + eng.max_tx_messages * 4
     return {
         f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes})": hosts * stride,
@@ -153,6 +153,8 @@ def state_bytes(sc) -> dict[str, int]:
         f"port table ({2 * links:,} ports)": 2 * links * S.PORT_COLS * 8,
         f"device tables ({devices:,} devices, a transmit queue of engine.max_tx_messages = "
         f"{eng.max_tx_messages} each)": devices * per_device,
+        # one row per device as wide as the most HPUs of any device (a wide switch's)
+        f"HPU table ({devices:,} devices x {hpus:,} HPUs)": devices * hpus * 8,
         **fabric_bytes(hosts, len(topo.switches), links, len(sc.faults) + 1),
         f"messages (engine.max_rx_messages = {eng.max_rx_messages})":
             eng.max_rx_messages * (S.MSG_COLS + S.MSG_STATE_WORDS + 4) * 8,
