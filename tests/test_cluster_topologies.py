@@ -252,6 +252,28 @@ def test_bad_parameters_name_field_value_and_valid_range(kind, params, needles):
 
 
 # --- memory: refused before anything large is built -----------------------------------------
+COUNTED = CASES + [("hamming_mesh", {"board_rows": 1, "board_cols": 2, "rows": 4, "cols": 2,
+                                     "switch_radix": 4}),
+                   ("hamming_mesh", {"board_rows": 2, "board_cols": 2, "rows": 2, "cols": 3,
+                                     "share_networks": True}),
+                   ("supernode", {"gpus": 8, "planes": 2, "layers": 2, "gpus_per_leaf": 2}),
+                   ("leaf_spine", {"leaves": 4, "hosts_per_leaf": 8, "oversubscription": 4}),
+                   ("pair", {})]
+
+
+@pytest.mark.parametrize("kind,params", COUNTED, ids=ids(COUNTED))
+def test_counts_from_parameters_are_the_built_ones(kind, params):
+    """What a builder declares it will build, for the refusal before building, is what it
+    builds."""
+    from spin.config import LinkConfig
+    from spin.topologies import TOPOLOGIES
+    spec = TOPOLOGIES.get(kind, "kind")
+    topo = build_topology(kind, **params)
+    assert spec.counts(spec.params(**params), LinkConfig()) == (
+        len(topo.hosts), len(topo.switches), len(topo.links))
+
+
+
 def test_a_topology_too_large_is_refused_before_it_is_built(monkeypatch):
     monkeypatch.setenv("SPIN_MEMORY_LIMIT", "64MiB")
 

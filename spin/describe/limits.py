@@ -5,10 +5,10 @@ fails at once with one line naming the field, instead of a traceback minutes lat
   from the configs (host memory dominates), and a scenario needing more than the memory limit
   is refused when loaded, with the estimate. The limit is ``$SPIN_MEMORY_LIMIT`` (bytes, or
   with a KiB/MiB/GiB/TiB suffix) or by default 3/4 of this machine's RAM and swap. The estimate
-  includes the topology's description and its routing tables (``fabric_bytes``). A builder
-  that knows its counts from its parameters is refused before it builds anything; others are
-  watched while they build: once the description and routing tables alone would exceed the
-  limit, the build stops. An allocation that still fails becomes a ``ConfigError``.
+  includes the topology's description and its routing tables (``fabric_bytes``). Every
+  registered builder but ``custom`` knows its counts from its parameters and is refused before
+  it builds anything; topologies built by hand are watched while they build: once the
+  description and routing tables alone would exceed the limit, the build stops. An allocation that still fails becomes a ``ConfigError``.
 * Host programs are unrolled into an op table (``repeat`` included): the op count is computed
   from the counts before unrolling, and refused above ``MAX_HOST_OPS`` per host.
 * Addresses: a host-memory range outside ``HostConfig.memory_bytes`` is refused at load time.
