@@ -269,6 +269,7 @@ class Coordinator:
                 for m in members:
                     self._send(m, MSG_BYE, b"", required=False)
                 self._reap(members, graceful=True)
+                self._await_departure(members)
             except RunStopped as exc:
                 # quick, and said before cleaning up: mpirun's SIGKILL follows its SIGTERM in 20 ms
                 self._watch.read(members)  # disconnects zmq's I/O thread has seen already
@@ -398,8 +399,9 @@ class Coordinator:
                                          f"({m.doing(started)}): its process ended "
                                          f"(killed or crashed) or its host went down")
                 m.lost_at = 0.0
-            if m.state in ("setup", "ready") and m.hb_identity:
-                if now - m.last_beat > self.config.silence_timeout_s:
+            if m.state in ("setup", "ready", "done") and m.hb_identity:
+                # a worker done early waits, beaten, for its bye while the others finish
+                if m.state != "done" and now - m.last_beat > self.config.silence_timeout_s:
                     raise self._error(m, self._silence(m, started))
                 if now - m.beat.get("sent", 0.0) >= self.config.heartbeat_interval_s:
                     self._beat(m, MSG_BEAT, b"")
@@ -522,6 +524,15 @@ class Coordinator:
             if m.state != "spawned":
                 self._beat(m, MSG_ABORT, reason.encode()[:2000])
         self._reap(members, graceful=True)
+
+    def _await_departure(self, members: list[Member]) -> None:
+        """Keep the control socket open until the remote workers have their bye and close their
+        connections (closing it at once may drop the bye: zmq's linger is 0 here)."""
+        deadline = time.monotonic() + self.config.shutdown_grace_s
+        remote = [m for m in members if m.proc is None and not m.local]
+        while any(self._watch.connected(m) for m in remote) and time.monotonic() < deadline:
+            if self._watch.socket.poll(_POLL_MS, zmq.POLLIN):
+                self._watch.read(members)
 
     def _reap(self, members: list[Member], graceful: bool) -> None:
         """Wait for local workers (grace), then SIGTERM, then SIGKILL; never leaves a child behind."""

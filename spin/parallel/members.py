@@ -114,6 +114,10 @@ class ConnectionWatch:
             self._fds[fd] = m.worker_id
         m.lost_at = 0.0
 
+    def connected(self, m: Member) -> bool:
+        """Whether a connection ``m``'s messages arrived on is still open."""
+        return m.worker_id in self._fds.values()
+
     def read(self, members: list[Member]) -> None:
         """Mark the workers whose connections closed since the last read (never blocks)."""
         while True:

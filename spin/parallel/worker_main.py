@@ -47,6 +47,7 @@ from spin.parallel.control import (
     Setup,
 )
 from spin.parallel.mesh import Mesh, MeshConfig, tune_socket
+from spin.parallel.procs import EXIT_ORPHANED
 from spin.parallel.program import describe, load_factory
 from spin.parallel.sync import run_rounds
 
@@ -54,7 +55,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_JOIN = 2
 EXIT_ABORTED = 3
-EXIT_ORPHANED = 75
 PR_SET_PDEATHSIG = 1
 
 
@@ -321,7 +321,9 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
                           "round_trip_cpu_ns": int(rtt_cpu_s * 1e9), "loop_cpu_ns": int(out.cpu_s * 1e9)},
             },
         )
-        _wait(ctl, setup.heartbeat_timeout_s, watchdog.check)  # bye: our result was received
+        # bye: our result was received (it may wait for slower workers; the watchdog ends the
+        # wait if the coordinator goes silent)
+        _wait(ctl, 365 * 86400.0, watchdog.check)
         return EXIT_OK
     except Aborted:
         return EXIT_ABORTED
