@@ -84,17 +84,22 @@ class Cluster:
             raise ConfigError(f"--workers {args.workers} with {self.rank.size_from} = "
                               f"{self.rank.size}: a launched job runs {workers} workers (every "
                               f"rank but rank 0); drop --workers or launch {args.workers + 1} ranks")
-        options = options.with_workers(workers)
+        try:
+            options = options.with_workers(workers)
+        except ConfigError as exc:  # [workers] assign names workers this job does not have
+            raise ConfigError(f"{self.rank.size_from} = {self.rank.size} ({workers} workers): "
+                              f"{exc}") from None
         launched = Launched(first_rank=1, advertise=args.advertise or self.rank.host,
                             notify=self.notify)
         bind = args.bind or "0.0.0.0"
         if self.rank.launcher == "hosts":
             launched = Launched(first_rank=1, commands=self._commands(args),
-                                hosts=self.hosts[1:], advertise=args.advertise or self.hosts[0],
-                                notify=self.notify)
+                                hosts=self.hosts[1:], advertise=self.hosts[0], notify=self.notify)
             bind = args.bind or _local_address(self.hosts[0], args.hosts)
         transport = dict(remote_workers=workers, bind=bind, port=args.port,
                          key_file=self.key_file, launched=launched)
+        if args.join_timeout_s is not None:
+            transport["join_timeout_s"] = args.join_timeout_s
         return options, transport
 
     def _commands(self, args: argparse.Namespace) -> tuple[tuple[str, ...], ...]:
@@ -104,15 +109,16 @@ class Cluster:
             if shlex.quote(word) != word:
                 raise ConfigError(f"{what} {word!r}: --launcher hosts passes it through --ssh to a "
                                   f"remote shell; use a path without spaces or shell characters")
+        ssh = args.ssh or DEFAULT_SSH
         out = []
         for rank, host in enumerate(self.hosts[1:], 1):
             try:
-                words = shlex.split(args.ssh.format(host=host, rank=rank))
+                words = shlex.split(ssh.format(host=host, rank=rank))
             except (KeyError, IndexError, ValueError) as exc:
-                raise ConfigError(f"--ssh {args.ssh!r}: {exc}; it may use {{host}} and {{rank}}, "
+                raise ConfigError(f"--ssh {ssh!r}: {exc!r}; it may name {{host}} and {{rank}}, "
                                   f"e.g. {DEFAULT_SSH!r}") from None
             if not words:
-                raise ConfigError(f"--ssh {args.ssh!r}: empty command; e.g. {DEFAULT_SSH!r}")
+                raise ConfigError(f"--ssh {ssh!r}: an empty command; e.g. {DEFAULT_SSH!r}")
             out.append(tuple(words))
         return tuple(out)
 
@@ -140,14 +146,22 @@ def run_rank(args: argparse.Namespace, body: Callable[[argparse.Namespace, Clust
         raise ConfigError(f"--launcher {args.launcher} needs --key-file: the workers join over tcp "
                           f"and must hold the run's key; create it with `spin keys DIR` on a "
                           f"directory every rank shares")
+    if args.join_timeout_s is not None and not 0 < args.join_timeout_s < float("inf"):
+        raise ConfigError(f"--join-timeout-s {args.join_timeout_s}: must be a time > 0 s")
     if args.launcher == "hosts":
         if not args.hosts:
             raise ConfigError("--launcher hosts needs --hosts FILE: one host per line, rank 0 "
                               "(this machine) first")
+        for flag in ("rendezvous_dir", "job_id", "advertise"):  # rank 0 tells the ranks it starts
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag.replace('_', '-')} applies to --launcher slurm and "
+                                  f"mpi; with --launcher hosts the workers join the host file's "
+                                  f"first host")
         rank, hosts = hosts_rank(args.hosts)
         return _coordinate(args, body, Cluster(rank, "", hosts, args.quiet))
-    if args.hosts:
-        raise ConfigError(f"--hosts applies to --launcher hosts, not --launcher {args.launcher}")
+    for flag in ("hosts", "ssh"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag} applies to --launcher hosts, not --launcher {args.launcher}")
     rank = from_environment(args.launcher, job_id=args.job_id)
     path = rendezvous_path(args.rendezvous_dir or Path(args.key_file).parent, rank.launcher,
                            rank.job)
