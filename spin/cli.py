@@ -52,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.launcher:  # a rank of a Slurm, MPI or host-file job: rank 0 runs _run
         from .tools.launched_run import run_rank
         return run_rank(args, _run)
-    for flag in ("hosts", "job_id", "rendezvous_dir", "advertise", "join_timeout_s"):
+    for flag in ("hosts", "ssh", "job_id", "rendezvous_dir", "advertise", "join_timeout_s"):
         if getattr(args, flag) is not None:
             raise SpinError(f"--{flag.replace('_', '-')} applies to a launched job: give "
                             f"--launcher slurm, mpi or hosts too")
@@ -433,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hosts", metavar="FILE",
                    help="with --launcher hosts: one host per line, in rank order; line 1 is this "
                    "machine (rank 0, the coordinator)")
-    r.add_argument("--ssh", default="ssh -o BatchMode=yes {host}", metavar="CMD",
+    r.add_argument("--ssh", metavar="CMD",
                    help="with --launcher hosts: the command that runs a worker on a host, "
                    "{host} and {rank} filled in (default: ssh -o BatchMode=yes {host})")
     r.add_argument("--rendezvous-dir", metavar="DIR",
@@ -444,13 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "launcher exports no job id (PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid); the "
                    "same on every rank, new for every launch")
     r.add_argument("--advertise", metavar="HOST",
-                   help="with --launcher: the name or address of rank 0's host the workers join "
-                   "(default SLURMD_NODENAME under Slurm, the host name under MPI, the host "
-                   "file's first line); the workers' data sockets use the interface that "
-                   "routes to it")
+                   help="with --launcher slurm or mpi: the name or address of rank 0's host the "
+                   "workers join (default SLURMD_NODENAME under Slurm, the host name under "
+                   "MPI); the workers' data sockets use the interface that routes to it")
     r.add_argument("--join-timeout-s", type=float, metavar="S",
                    help="with --launcher: how long the workers wait for rank 0 to listen and "
-                   "accept them (default 300 s: rank 0 may compile the engine first)")
+                   "accept them (default 300 s: rank 0 may compile the engine first), and rank "
+                   "0 for every worker to join once it listens (default 60 s)")
     r.add_argument("--endpoint-mode", choices=ENDPOINT_MODES,
                    help="for --endpoint: lockstep (deterministic, the default) or realtime "
                    "(virtual time paced to the wall clock)")

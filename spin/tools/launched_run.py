@@ -11,6 +11,8 @@ ZeroMQ between the workers; the launcher only starts processes and tells them wh
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import shlex
 import signal
 import socket
@@ -30,6 +32,8 @@ from ..parallel.worker_main import EXIT_JOIN, serve
 DEFAULT_SSH = "ssh -o BatchMode=yes {host}"
 # rank 0 may compile the engine before it listens: workers wait this long for it by default
 DEFAULT_JOIN_TIMEOUT_S = 300.0
+# a worker whose key file is refused waits this long for rank 0's verdict on the same file
+RANK0_VERDICT_S = 20.0
 EXIT_FAILED = 2  # as any error of spin run (spin.cli.EXIT_ERROR)
 STOPPED = ("stopped by SIGTERM (scancel, the job's time limit, or the launcher ending the job "
            "after one of its tasks died)")
@@ -46,6 +50,7 @@ class Cluster:
     quiet: bool
     rendezvous: Path | None = None  # --launcher slurm, mpi: where rank 0 publishes its address
     reported: bool = False  # the run's error is printed: ending now is all that is left
+    running: bool = False  # every worker joined: none needs the rendezvous file any more
 
     def notify(self, phase: str, details: dict) -> None:
         """The coordinator's phases: publish the address, say who joined from where (the job's
@@ -53,6 +58,7 @@ class Cluster:
         rank = self.rank
         if phase == "listening" and self.rendezvous is not None:
             publish(self.rendezvous, size=rank.size, host=rank.host, endpoint=details["endpoint"])
+        self.running = self.running or phase == "running"
         if phase == "failed":
             print(f"spin: error: {one_line(details['message'])}", file=sys.stderr, flush=True)
             self.reported = True
@@ -78,17 +84,22 @@ class Cluster:
             raise ConfigError(f"--workers {args.workers} with {self.rank.size_from} = "
                               f"{self.rank.size}: a launched job runs {workers} workers (every "
                               f"rank but rank 0); drop --workers or launch {args.workers + 1} ranks")
-        options = options.with_workers(workers)
+        try:
+            options = options.with_workers(workers)
+        except ConfigError as exc:  # [workers] assign names workers this job does not have
+            raise ConfigError(f"{self.rank.size_from} = {self.rank.size} ({workers} workers): "
+                              f"{exc}") from None
         launched = Launched(first_rank=1, advertise=args.advertise or self.rank.host,
                             notify=self.notify)
         bind = args.bind or "0.0.0.0"
         if self.rank.launcher == "hosts":
             launched = Launched(first_rank=1, commands=self._commands(args),
-                                hosts=self.hosts[1:], advertise=args.advertise or self.hosts[0],
-                                notify=self.notify)
+                                hosts=self.hosts[1:], advertise=self.hosts[0], notify=self.notify)
             bind = args.bind or _local_address(self.hosts[0], args.hosts)
         transport = dict(remote_workers=workers, bind=bind, port=args.port,
                          key_file=self.key_file, launched=launched)
+        if args.join_timeout_s is not None:
+            transport["join_timeout_s"] = args.join_timeout_s
         return options, transport
 
     def _commands(self, args: argparse.Namespace) -> tuple[tuple[str, ...], ...]:
@@ -98,15 +109,16 @@ class Cluster:
             if shlex.quote(word) != word:
                 raise ConfigError(f"{what} {word!r}: --launcher hosts passes it through --ssh to a "
                                   f"remote shell; use a path without spaces or shell characters")
+        ssh = args.ssh or DEFAULT_SSH
         out = []
         for rank, host in enumerate(self.hosts[1:], 1):
             try:
-                words = shlex.split(args.ssh.format(host=host, rank=rank))
+                words = shlex.split(ssh.format(host=host, rank=rank))
             except (KeyError, IndexError, ValueError) as exc:
-                raise ConfigError(f"--ssh {args.ssh!r}: {exc}; it may use {{host}} and {{rank}}, "
+                raise ConfigError(f"--ssh {ssh!r}: {exc!r}; it may name {{host}} and {{rank}}, "
                                   f"e.g. {DEFAULT_SSH!r}") from None
             if not words:
-                raise ConfigError(f"--ssh {args.ssh!r}: empty command; e.g. {DEFAULT_SSH!r}")
+                raise ConfigError(f"--ssh {ssh!r}: an empty command; e.g. {DEFAULT_SSH!r}")
             out.append(tuple(words))
         return tuple(out)
 
@@ -134,28 +146,56 @@ def run_rank(args: argparse.Namespace, body: Callable[[argparse.Namespace, Clust
         raise ConfigError(f"--launcher {args.launcher} needs --key-file: the workers join over tcp "
                           f"and must hold the run's key; create it with `spin keys DIR` on a "
                           f"directory every rank shares")
-    key = check_key_file(args.key_file)
+    if args.join_timeout_s is not None and not 0 < args.join_timeout_s < float("inf"):
+        raise ConfigError(f"--join-timeout-s {args.join_timeout_s}: must be a time > 0 s")
     if args.launcher == "hosts":
         if not args.hosts:
             raise ConfigError("--launcher hosts needs --hosts FILE: one host per line, rank 0 "
                               "(this machine) first")
+        for flag in ("rendezvous_dir", "job_id", "advertise"):  # rank 0 tells the ranks it starts
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag.replace('_', '-')} applies to --launcher slurm and "
+                                  f"mpi; with --launcher hosts the workers join the host file's "
+                                  f"first host")
         rank, hosts = hosts_rank(args.hosts)
-        return _coordinate(args, body, Cluster(rank, key, hosts, args.quiet))
-    if args.hosts:
-        raise ConfigError(f"--hosts applies to --launcher hosts, not --launcher {args.launcher}")
+        return _coordinate(args, body, Cluster(rank, "", hosts, args.quiet))
+    for flag in ("hosts", "ssh"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag} applies to --launcher hosts, not --launcher {args.launcher}")
     rank = from_environment(args.launcher, job_id=args.job_id)
-    path = rendezvous_path(args.rendezvous_dir or Path(key).parent, rank.launcher, rank.job)
+    path = rendezvous_path(args.rendezvous_dir or Path(args.key_file).parent, rank.launcher,
+                           rank.job)
+    if rank.rank == 0:
+        return _coordinate(args, body, Cluster(rank, "", (), args.quiet, path))
+    code = _serve(args, rank, path)
+    # as spin.parallel.worker_main does: everything is sent and every socket closed, so skip the
+    # interpreter's teardown of a whole engine (and numba's colour reset, see below)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _serve(args: argparse.Namespace, rank: Rank, path: Path) -> int:
+    """A worker rank: find rank 0 and serve the run. What rank 0 also sees (the shared key
+    file's mode, a scenario that does not fit) rank 0 says, once for the job; a worker speaks
+    for itself, its rank and host named, only about what is its own."""
     timeout_s = args.join_timeout_s or DEFAULT_JOIN_TIMEOUT_S
-    if rank.rank > 0:
+    try:
         try:
-            keys = load_keys(key)
-            published = wait_for(path, rank.size, timeout_s)
-        except SpinError as exc:  # which rank, where: the job's log mixes every rank's lines
-            raise type(exc)(f"rank {rank.rank} on {rank.host}: {exc}") from None
-        if published.error:
-            return EXIT_JOIN  # rank 0 printed it; one line for the job, not one per rank
-        return serve(published.endpoint, keys, rank.rank - 1, "", timeout_s, rank=rank.rank)
-    return _coordinate(args, body, Cluster(rank, key, (), args.quiet, path))
+            keys = load_keys(check_key_file(args.key_file))
+        except SpinError:
+            try:
+                if wait_for(path, rank.size, RANK0_VERDICT_S).error:
+                    return EXIT_JOIN  # rank 0 failed too, and said why
+            except SpinError:
+                pass
+            raise
+        published = wait_for(path, rank.size, timeout_s)
+    except SpinError as exc:  # which rank, where: the job's log mixes every rank's lines
+        raise type(exc)(f"rank {rank.rank} on {rank.host}: {exc}") from None
+    if published.error:
+        return EXIT_JOIN
+    return serve(published.endpoint, keys, rank.rank - 1, "", timeout_s, rank=rank.rank)
 
 
 def _coordinate(args: argparse.Namespace, body: Callable[[argparse.Namespace, Cluster], int],
@@ -171,19 +211,29 @@ def _coordinate(args: argparse.Namespace, body: Callable[[argparse.Namespace, Cl
     path = cluster.rendezvous
     ok = False
     try:
+        cluster.key_file = check_key_file(args.key_file)
         code = body(args, cluster)
         ok = True
         return code
     except SpinError as exc:
-        if path is not None:  # kept for ranks still looking (a later launch has another name)
+        if path is not None and not cluster.running:  # kept for ranks still looking for rank 0
             publish(path, size=cluster.rank.size, host=cluster.rank.host, error=one_line(str(exc)))
         if cluster.reported:  # printed when it happened
             return EXIT_FAILED
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if ok and path is not None:
+        if path is not None and (ok or cluster.running):
             remove(path)
+        _no_colour_reset_at_exit()
+
+
+def _no_colour_reset_at_exit() -> None:
+    """numba colours its messages with colorama, which then writes a colour reset at exit to a
+    terminal; mpirun gives its ranks one, so it would end every job log with '[0m'."""
+    initialise = sys.modules.get("colorama.initialise")
+    if initialise is not None:
+        atexit.unregister(initialise.reset_all)
 
 
 def one_line(text: str) -> str:
