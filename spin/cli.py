@@ -49,6 +49,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.launcher:  # a rank of a Slurm, MPI or host-file job: rank 0 runs _run
+        from .tools.launched_run import run_rank
+        return run_rank(args, _run)
+    for flag in ("hosts", "ssh", "job_id", "rendezvous_dir", "advertise", "join_timeout_s"):
+        if getattr(args, flag) is not None:
+            raise SpinError(f"--{flag.replace('_', '-')} applies to a launched job: give "
+                            f"--launcher slurm, mpi or hosts too")
+    return _run(args, None)
+
+
+def _run(args: argparse.Namespace, cluster) -> int:
+    """``spin run``'s body; ``cluster`` (spin.tools.launched_run.Cluster) when this process is
+    rank 0 of a launched job."""
     from .report import run_summary
     from .tools.scenario_file import load_scenario, run_loaded
     from .describe.limits import check_writable
@@ -78,21 +91,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SpinError(f"--port {args.port}: must be 0..65535 (0: a random free port)")
     if args.remote_workers < 0:
         raise SpinError(f"--remote-workers {args.remote_workers}: must be >= 0")
-    if args.remote_workers:
+    bind = args.bind or "127.0.0.1"
+    if cluster is not None:
+        options, transport = cluster.apply(args, options, len(scenario.topology.device_names()))
+    elif args.remote_workers:
         if not args.key_file:
             raise SpinError(f"--remote-workers {args.remote_workers} needs --key-file: workers that "
                             f"join over tcp (loopback included) must hold the run's key, or any "
                             f"local process could take their slot; create one with `spin keys DIR`")
-        transport = dict(remote_workers=args.remote_workers, bind=args.bind, port=args.port,
+        transport = dict(remote_workers=args.remote_workers, bind=bind, port=args.port,
                          key_file=args.key_file)
         if options.workers <= args.remote_workers:
             options = options.with_workers(args.remote_workers + 1)
         if not args.quiet:
             print(f"waiting for {args.remote_workers} worker(s) to join: spin worker --join "
-                  f"tcp://{args.bind}:{args.port or '<port>'}"
+                  f"tcp://{bind}:{args.port or '<port>'}"
                   + (f" --key-file {args.key_file}" if args.key_file else ""), flush=True)
-    elif args.bind != "127.0.0.1" or args.key_file:
-        transport = dict(bind=args.bind, port=args.port, key_file=args.key_file)
+    elif bind != "127.0.0.1" or args.key_file:
+        transport = dict(bind=bind, port=args.port, key_file=args.key_file)
     if args.silence_timeout_s is not None:
         if not 0 < args.silence_timeout_s < float("inf"):
             raise SpinError(f"--silence-timeout-s {args.silence_timeout_s}: must be a time > 0 s")
@@ -397,8 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--remote-workers", type=int, default=0, metavar="K",
                    help="of the workers, K are started elsewhere with 'spin worker --join' "
                    "(needs --key-file, on loopback too: see docs/security.md)")
-    r.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
-                   help="address the coordinator listens on (beyond loopback needs --key-file)")
+    r.add_argument("--bind", default=None, metavar="ADDR",
+                   help="address the coordinator listens on (default 127.0.0.1; with --launcher "
+                   "0.0.0.0, or the host file's first host; beyond loopback needs --key-file)")
     r.add_argument("--port", type=int, default=0, help="coordinator port (default: random)")
     r.add_argument("--key-file", metavar="F", help="CurveZMQ secret key file from 'spin keys'")
     r.add_argument("--silence-timeout-s", type=float, metavar="S",
@@ -407,6 +424,35 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--endpoint", action="append", metavar="HOST=tcp://ADDR:PORT",
                    help="serve HOST to an external program that attaches at that address "
                    "(spin.endpoint.Endpoint, or a scapy script); repeatable")
+    r.add_argument("--launcher", choices=("slurm", "mpi", "hosts"),
+                   help="run as one rank of a launched job (every rank runs the same command): "
+                   "rank 0 coordinates, ranks 1..N-1 are the N-1 workers. slurm: srun -n N (rank, "
+                   "size and job from SLURM_PROCID, SLURM_NTASKS, SLURM_JOB_ID, SLURM_STEP_ID); "
+                   "mpi: mpirun -n N (OMPI_COMM_WORLD_RANK/_SIZE, or PMI_RANK/PMI_SIZE); hosts: "
+                   "this process is rank 0 and starts one worker per further line of --hosts "
+                   "through --ssh. Needs --key-file (mode 0600, on a directory every rank "
+                   "shares); see docs/tutorials/cluster.md")
+    r.add_argument("--hosts", metavar="FILE",
+                   help="with --launcher hosts: one host per line, in rank order; line 1 is this "
+                   "machine (rank 0, the coordinator)")
+    r.add_argument("--ssh", metavar="CMD",
+                   help="with --launcher hosts: the command that runs a worker on a host, "
+                   "{host} and {rank} filled in (default: ssh -o BatchMode=yes {host})")
+    r.add_argument("--rendezvous-dir", metavar="DIR",
+                   help="with --launcher slurm or mpi: the shared directory where rank 0 "
+                   "publishes its address for the other ranks (default: the key file's)")
+    r.add_argument("--job-id", metavar="ID",
+                   help="with --launcher mpi: names this launch's rendezvous file when the "
+                   "launcher exports no job id (PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid); the "
+                   "same on every rank, new for every launch")
+    r.add_argument("--advertise", metavar="HOST",
+                   help="with --launcher slurm or mpi: the name or address of rank 0's host the "
+                   "workers join (default SLURMD_NODENAME under Slurm, the host name under "
+                   "MPI); the workers' data sockets use the interface that routes to it")
+    r.add_argument("--join-timeout-s", type=float, metavar="S",
+                   help="with --launcher: how long the workers wait for rank 0 to listen and "
+                   "accept them (default 300 s: rank 0 may compile the engine first), and rank "
+                   "0 for every worker to join once it listens (default 60 s)")
     r.add_argument("--endpoint-mode", choices=ENDPOINT_MODES,
                    help="for --endpoint: lockstep (deterministic, the default) or realtime "
                    "(virtual time paced to the wall clock)")

@@ -44,6 +44,11 @@ class WorkerError(SpinError):
     """A worker process of a multi-process run failed; names the worker and its devices."""
 
 
+class RunStopped(SpinError):
+    """A run was stopped from outside (SIGTERM: ``scancel``, a job's time limit, or a launcher
+    ending the job after one of its tasks died); names what the run was waiting for."""
+
+
 class OffloadAssertionError(SpinError, AssertionError):
     """An offload-benefit assertion failed; the message holds the side-by-side table."""
 

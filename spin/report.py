@@ -223,8 +223,9 @@ def run_summary(result, name: str = "") -> str:
     else:
         parts.append("drops: none")
     if result.marks:
-        rows = [[label, result.host_name(node), us(t)] for label, per in result.marks.items()
-                for node, t in sorted(per.items())]
+        names = _host_names(result)     # once: host_name per row searched every host
+        rows = [[label, names.get(node, f"node {node}"), us(t)]
+                for label, per in result.marks.items() for node, t in sorted(per.items())]
         parts.append(table(["mark", "host", "time (µs)"], rows, "marks"))
     return "\n\n".join(parts)
 

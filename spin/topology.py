@@ -31,6 +31,20 @@ class Link:
     kind: str = HOST_LINK
 
 
+@dataclass(frozen=True)
+class PortArrays:
+    """Every engine port as arrays (``Topology.port_arrays``): its device, its index among the
+    device's ports, the port it faces; both ports of every link (``link_ports[i]``), each
+    device's first port (``first[d]``, and ``first[-1]`` = ports) and which switches transit."""
+
+    port_dev: Any
+    port_local: Any
+    peer: Any
+    link_ports: Any
+    first: Any
+    transit: Any
+
+
 @dataclass
 class Topology:
     """Describe first: names, roles and links only. ``spin.simulation`` builds devices from it.
@@ -45,6 +59,8 @@ class Topology:
     latencies_ns: dict[str, float] = field(default_factory=dict)
     kind: str = "custom"
     params: dict[str, Any] = field(default_factory=dict)
+    # switches that forward only their own hosts' traffic (``add_switch(transit=False)``)
+    no_transit: set[str] = field(default_factory=set)
     # lookup indexes, rebuilt from the lists above (large fabrics add thousands of links)
     _node_of: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     _linked: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
@@ -64,9 +80,11 @@ class Topology:
         return name
 
     def add_switch(self, name: str | None = None, *, role: str = "switch",
-                   latency_ns: float | None = None) -> str:
+                   latency_ns: float | None = None, transit: bool = True) -> str:
         """Add a switch; ``latency_ns`` overrides the pipeline latency of ``[switch]`` for this
-        one (an accelerator's on-chip router is far faster than a datacentre switch)."""
+        one (an accelerator's on-chip router is far faster than a datacentre switch). With
+        ``transit=False`` routing sends through it only traffic from or to its own hosts: a
+        GPU's router in a server, which a network switch never uses to reach another GPU."""
         name = name or f"s{len(self.switches)}"
         self._check_new(name)
         self._check_size()
@@ -78,6 +96,8 @@ class Topology:
         self.roles[name] = role
         if latency_ns is not None:
             self.latencies_ns[name] = float(latency_ns)
+        if not transit:
+            self.no_transit.add(name)
         return name
 
     def add_link(self, a: str, b: str, config: LinkConfig | None = None, *,
@@ -100,12 +120,12 @@ class Topology:
         self._linked.update(end for end in (a, b) if end in self._node_of)
 
     def _check_size(self) -> None:
-        """Every 1024 devices: stop a build whose routing tables alone would exceed the memory
-        limit (spin.describe.limits), before the rest of it is built."""
+        """Every 1024 devices: stop a build whose description and routing tables alone would
+        exceed the memory limit (spin.describe.limits), before the rest of it is built."""
         if (len(self.hosts) + len(self.switches)) % 1024 == 1023:
             from .describe.limits import check_topology_size
             try:
-                check_topology_size(len(self.hosts), len(self.switches))
+                check_topology_size(len(self.hosts), len(self.switches), len(self.links))
             except ConfigError as exc:
                 raise TopologyError(str(exc)) from None
 
@@ -204,6 +224,30 @@ class Topology:
                 numbering[(name, link_idx)] = len(numbering)
         return numbering
 
+    def port_arrays(self) -> PortArrays:
+        """The numbering of ``global_ports`` as arrays, computed without a dict per port (a
+        65,536-host fabric has over a million ports)."""
+        import numpy as np
+        index = {n: i for i, n in enumerate(self.device_names())}
+        n_links = len(self.links)
+        ends = np.empty((n_links, 2), np.int64)
+        ends[:, 0] = [index[l.a] for l in self.links]
+        ends[:, 1] = [index[l.b] for l in self.links]
+        dev = ends.ravel()                                  # link i's ends at 2i, 2i + 1
+        order = np.lexsort((np.repeat(np.arange(n_links), 2), dev))
+        gp = np.empty(2 * n_links, np.int64)
+        gp[order] = np.arange(2 * n_links)
+        port_dev = dev[order]
+        starts = np.zeros(len(index) + 1, np.int64)
+        np.cumsum(np.bincount(port_dev, minlength=len(index)), out=starts[1:])
+        port_local = np.arange(2 * n_links) - starts[port_dev]
+        link_ports = gp.reshape(n_links, 2)
+        peer = np.empty(2 * n_links, np.int64)
+        peer[link_ports[:, 0]] = link_ports[:, 1]
+        peer[link_ports[:, 1]] = link_ports[:, 0]
+        transit = np.array([s not in self.no_transit for s in self.switches], bool)
+        return PortArrays(port_dev, port_local, peer, link_ports, starts, transit)
+
     def link_ports(self) -> dict[int, tuple[int, int]]:
         """Engine port numbers of both ends of every link."""
         gp = self.global_ports()
@@ -248,20 +292,29 @@ class Topology:
             raise TopologyError(f"the topology is disconnected: {pair}host {lonely[0]!r} has "
                                 f"no link")
         start = self.hosts[0]
-        seen = {start}
-        queue = deque([start])
-        while queue:
-            u = queue.popleft()
-            if u in self.roles or u == start:       # switches forward; hosts only originate
-                for _, v in ports[u]:
-                    if v not in seen:
-                        seen.add(v)
-                        queue.append(v)
+        physical = self._reached(ports, start, respect_transit=False)
+        routed = self._reached(ports, start, respect_transit=True) if self.no_transit else physical
         for name in self.device_names():
-            if name not in seen:
+            if name not in (physical if name in self.roles else routed):
                 what = "host" if name not in self.roles else "switch"
                 raise TopologyError(f"the topology is disconnected: host {start!r} cannot reach "
                                     f"{what} {name!r} through switches")
+
+    def _reached(self, ports, start: str, respect_transit: bool) -> set[str]:
+        """Devices ``start`` reaches when hosts do not forward (and, with ``respect_transit``,
+        a no-transit switch passes on only what is for its own hosts, or from them)."""
+        seen = {start}
+        queue = deque([start])
+        first_hop = {v for _, v in ports[start]}
+        while queue:
+            u = queue.popleft()
+            if u in self.roles or u == start:       # switches forward; hosts only originate
+                down_only = respect_transit and u in self.no_transit and u not in first_hop
+                for _, v in ports[u]:
+                    if v not in seen and not (down_only and v in self.roles):
+                        seen.add(v)
+                        queue.append(v)
+        return seen
 
 
 def _count(n: int, noun: str) -> str:
@@ -298,6 +351,7 @@ def _equal_cost_ports(topo: Topology, down: frozenset[int]
         elif ib is not None and l.a in host_index:
             attached[ib].append((host_index[l.a], pb))
     tables: list[dict[int, tuple[int, ...]]] = [{} for _ in range(n_sw)]
+    passes = [s not in topo.no_transit for s in topo.switches]
     for root in range(n_sw):
         if not attached[root]:
             continue
@@ -305,6 +359,8 @@ def _equal_cost_ports(topo: Topology, down: frozenset[int]
         dist[root] = 0
         order = [root]
         for u in order:                                  # BFS; `order` grows as we go
+            if u != root and not passes[u]:              # reached, but forwards for no one
+                continue
             du = dist[u] + 1
             for _, v in sw_nbrs[u]:
                 if dist[v] < 0:
@@ -316,7 +372,8 @@ def _equal_cost_ports(topo: Topology, down: frozenset[int]
         tables[root].update((node, tuple(sorted(p))) for node, p in hosts_here.items())
         for s in order[1:]:                              # sw_nbrs lists ports in order
             want = dist[s] - 1
-            group = tuple([p for p, v in sw_nbrs[s] if dist[v] == want])
+            group = tuple([p for p, v in sw_nbrs[s] if dist[v] == want
+                           and (passes[v] or v == root)])
             tab = tables[s]
             for node in hosts_here:
                 tab[node] = group

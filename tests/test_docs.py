@@ -164,8 +164,9 @@ def test_tests_named_in_the_docs_exist():
                 cited.append((page.relative_to(ROOT), last, m.group("name")))
     assert len(cited) > 20
     missing = []
+    tests = {p.name: p for p in (ROOT / "tests").rglob("test_*.py")}
     for page, file, name in cited:
-        path = ROOT / "tests" / file if file else None
+        path = tests.get(file) if file else None
         if path is None or not path.is_file():
             missing.append(f"{page}: {file}")
         elif name and not re.search(rf"^def {name}\(", path.read_text(), re.MULTILINE):
@@ -210,7 +211,7 @@ def test_shell_block(block, tmp_path):
         if command in SETUP_COMMANDS:
             assert command.split(" && ")[0].startswith("pip install")
             continue
-        if command.startswith(("ssh ", "srun ")):       # remote launchers around `spin worker`
+        if command.startswith(("ssh ", "srun ", "mpirun ")):   # launchers around `spin ...`
             command = command[command.index(" spin ") + 1:]
         argv = shlex.split(command)
         if argv[0] == "spin":

@@ -63,6 +63,7 @@ def test_nav_has_the_tutorials_and_references():
     for page in ("tutorials/first-nic-handler.md", "tutorials/first-switch-handler.md",
                  "tutorials/offload-benefit-test.md", "tutorials/allreduce-study.md",
                  "tutorials/load-balancing-study.md", "tutorials/multi-worker.md",
+                 "tutorials/cluster.md",
                  "tutorials/external-endpoint.md", "tutorials/htsim-import.md",
                  "reference/cli.md", "reference/configuration.md", "reference/cost-model.md",
                  "reference/api/index.md", "engine.md", "security.md", "benchmarks.md",

@@ -46,9 +46,9 @@ def test_the_limit_is_configurable(monkeypatch):
     assert parse_bytes("16 GB", "x") == 16 * 10**9 and parse_bytes("2KiB", "x") == 2048
 
 
-def test_hamming_mesh_at_its_largest_stops_while_being_built(monkeypatch):
-    """262,144 hosts: the build stops once its routing tables alone pass the limit, having
-    allocated a small fraction of what the whole topology would take."""
+def test_hamming_mesh_at_its_largest_is_refused_before_building(monkeypatch):
+    """262,144 hosts: refused from its parameters alone, with the estimate (routing tables and
+    topology objects) and the limit, having allocated next to nothing."""
     monkeypatch.setenv("SPIN_MEMORY_LIMIT", "1GiB")
     text = ('[topology]\nkind = "hamming_mesh"\nboard_rows = 16\nboard_cols = 16\nrows = 32\n'
             'cols = 32\n')
@@ -60,9 +60,9 @@ def test_hamming_mesh_at_its_largest_stops_while_being_built(monkeypatch):
     finally:
         tracemalloc.stop()
     msg = str(info.value)
-    assert msg.startswith("hm.toml: topology (kind = 'hamming_mesh'): the topology reached"), msg
-    assert "GiB (routing tables" in msg and "memory limit is 1.0 GiB" in msg
-    assert peak < 200 * 2**20, peak
+    assert msg.startswith("hm.toml: topology.kind = 'hamming_mesh' (board_rows = 16"), msg
+    assert "262,144 hosts" in msg and "routing tables" in msg and "memory limit is 1.0 GiB" in msg
+    assert peak < 20 * 2**20, peak
 
 
 def test_an_endpoint_message_above_the_cap_is_refused():

@@ -37,6 +37,9 @@ SMALL = [
     ("hamming_mesh", {"board_rows": 1, "board_cols": 2, "rows": 4, "cols": 2, "switch_radix": 4}),
     ("hamming_mesh", {"board_rows": 2, "board_cols": 2, "rows": 2, "cols": 3,
                       "share_networks": True}),
+    ("leaf_spine_superspine", {}),
+    ("leaf_spine_superspine", {"pods": 2, "leaves_per_pod": 3, "hosts_per_leaf": 2,
+                               "spines_per_pod": 1}),
     ("supernode", {}),
     ("supernode", {"gpus": 8, "planes": 2, "supernodes": 2, "scale_out_gpus_per_leaf": 4}),
     ("supernode", {"gpus": 8, "planes": 2, "layers": 2, "gpus_per_leaf": 2}),
@@ -309,7 +312,7 @@ def test_disconnected_topologies_are_named():
 # --- parameter errors ----------------------------------------------------------------------
 @pytest.mark.parametrize("kind,params,needles", [
     ("fat_tree", {"k": 5}, ["topology.k = 5", "even", "4, 6, 8"]),
-    ("fat_tree", {"k": 18}, ["topology.k = 18", "4..16"]),
+    ("fat_tree", {"k": 66}, ["topology.k = 66", "4..64"]),
     ("fat_tree", {"kk": 4}, ["topology.kk = 4", "unknown parameter", "valid parameters: k,"]),
     ("ring", {}, ["topology.kind = 'ring'", "valid choices: custom, fat_tree, hamming_mesh"]),
     ("star", {}, ["topology.hosts = None", "required"]),
@@ -332,8 +335,9 @@ def test_bad_parameters_name_field_value_and_valid_range(kind, params, needles):
 
 
 def test_kinds_listed():
-    assert topology_kinds() == ["custom", "fat_tree", "hamming_mesh", "leaf_spine", "pair",
-                                "star", "supernode"]
+    assert topology_kinds() == ["custom", "fat_tree", "hamming_mesh", "leaf_spine",
+                                "leaf_spine_superspine", "pair", "rail_optimized", "star",
+                                "supernode"]
 
 
 # --- scenario files, CLI, examples ---------------------------------------------------------
@@ -380,4 +384,6 @@ def test_examples_load_and_route(path):
     topo = sc.topology
     assert sc.host_programs and opts.checks
     ecp = topo.equal_cost_ports()
-    assert all(set(t) == set(range(len(topo.hosts))) for t in ecp.values())
+    ports = topo.ports()
+    first_hops = {ports[h][0][1] for h in topo.hosts}      # a host's own switch reaches all
+    assert all(set(ecp[s]) == set(range(len(topo.hosts))) for s in first_hops)

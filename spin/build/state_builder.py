@@ -59,8 +59,8 @@ def send_queue_capacity(sc) -> int:
 def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
                                     send_flows, transport_connections)
-    from switch_emulator.build import (RouteTables, configure_port, configure_switch,
-                                       equal_cost_groups)
+    from switch_emulator.build import configure_port, configure_switches
+    from switch_emulator.route_tables import RouteTables
     from switch_emulator.lb.registry import table_entries
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
@@ -98,32 +98,24 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
         n_conns=transport_connections(sc), n_send_flows=send_flows(sc),
         calendar_shift=calendar_shift(n_ports, eng.mtu_bytes + 128,
                                       max((l.config.rate_gbps for l in topo.links), default=100)))
+    # the estimate (routing tables and topology included) before anything large is built;
+    # Python-built scenarios too: refused with the estimate
+    check_fits_in_memory(sc)
     # routing first: its group table sizes the arrays
-    gp_of = topo.global_ports()
-    port_dev = np.zeros(n_ports, np.int64)
-    port_local = np.zeros(n_ports, np.int64)
-    for d, name in enumerate(names):
-        for k, (link_idx, _) in enumerate(ports[name]):
-            g = gp_of[(name, link_idx)]
-            port_dev[g], port_local[g] = d, k
-    port_of_link = topo.link_ports()
-    peer = np.full(n_ports, -1, np.int64)
-    for i, (pa, pb) in port_of_link.items():
-        peer[pa], peer[pb] = pb, pa
-    is_switch = np.array([d >= n_hosts for d in range(n_devs)])
+    wiring = topo.port_arrays()
+    port_of_link = {i: (a, b) for i, (a, b) in enumerate(wiring.link_ports.tolist())}
     tables = RouteTables(n_sw, n_hosts)
-    up = np.ones(n_ports, bool)
-    tables.add_epoch(equal_cost_groups(port_dev, port_local, peer, up, is_switch, n_hosts),
-                     lambda d: d - n_hosts)
+    tables.add_epoch(wiring.port_dev, wiring.port_local, wiring.peer, np.ones(n_ports, bool),
+                     wiring.transit)
     for epoch_peer, epoch_up in epochs:
-        tables.add_epoch(equal_cost_groups(port_dev, port_local, epoch_peer, epoch_up, is_switch,
-                                           n_hosts), lambda d: d - n_hosts)
+        tables.add_epoch(wiring.port_dev, wiring.port_local, epoch_peer, epoch_up,
+                         wiring.transit)
     lb_entries = table_entries({sw.load_balancing, *sc.switch_load_balancing.values()},
-                               len(tables.groups))
-    sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(len(tables.groups), 1),
-                            "n_route_ports": max(len(tables.ports), 1),
+                               tables.n_groups)
+    sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(tables.n_groups, 1),
+                            "n_route_ports": max(tables.n_ports, 1),
+                            "n_route_blocks": max(tables.n_blocks, 1),
                             "lb_rows": n_sw if lb_entries > 1 else 1, "lb_entries": lb_entries})
-    check_fits_in_memory(sc)  # Python-built scenarios too: refused with the estimate
     try:
         st = S.allocate_state(sizes)
     except MemoryError as exc:
@@ -136,28 +128,30 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     st.sc[S.SC_MSG_TIMEOUT_PS] = ns(eng.message_timeout_ns)
     st.sc[S.SC_SAMPLE_PS] = ns(eng.queue_sample_ns)
     tables.write(st)
-    # devices and ports
-    gp = 0
-    for d, name in enumerate(names):
-        st.dev[d, S.D_PORT0] = gp
-        st.dev[d, S.D_NPORTS] = len(ports[name])
-        st.dev[d, S.D_LOCAL] = 1 if d in local else 0
-        st.port[gp:gp + len(ports[name]), S.PT_DEV] = d
-        st.port[gp:gp + len(ports[name]), S.PT_LOCAL_IDX] = np.arange(len(ports[name]))
-        gp += len(ports[name])
-    for i, link in enumerate(topo.links):
-        pa, pb = port_of_link[i]
-        for src, dst in ((pa, pb), (pb, pa)):
-            st.port[src, S.PT_PEER] = dst
-            st.port[src, S.PT_RATE_GBPS] = link.config.rate_gbps
-            st.port[src, S.PT_LAT_PS] = ns(link.config.latency_ns)
-            st.port[src, S.PT_REMOTE] = 0 if st.dev[st.port[dst, S.PT_DEV], S.D_LOCAL] else 1
-            if link.config.loss_rate > 0:
-                st.port[src, S.PT_LOSS_THRESHOLD] = max(1, int(link.config.loss_rate * 2**32))
-                st.port[src, S.PT_LOSS_STATE] = loss_prng_seed(link.config.loss_seed, i, int(src == pb))
-        if i in sc.capture_links:
-            st.port[pa, S.PT_CAPTURE] = 1
-            st.port[pb, S.PT_CAPTURE] = 1
+    # devices and ports, and both directions of every link, as whole columns
+    nports = np.diff(wiring.first)
+    st.dev[:, S.D_PORT0] = wiring.first[:-1]
+    st.dev[:, S.D_NPORTS] = nports
+    st.dev[:, S.D_LOCAL] = 0
+    st.dev[sorted(local), S.D_LOCAL] = 1
+    st.port[:, S.PT_DEV] = wiring.port_dev
+    st.port[:, S.PT_LOCAL_IDX] = wiring.port_local
+    ends = wiring.link_ports
+    configs = [link.config for link in topo.links]
+    for col, values in ((S.PT_RATE_GBPS, [c.rate_gbps for c in configs]),
+                        (S.PT_LAT_PS, [ns(c.latency_ns) for c in configs])):
+        values = np.asarray(values, np.int64)
+        st.port[ends[:, 0], col] = values
+        st.port[ends[:, 1], col] = values
+    st.port[:, S.PT_PEER] = wiring.peer
+    st.port[:, S.PT_REMOTE] = 1 - st.dev[wiring.port_dev[wiring.peer], S.D_LOCAL]
+    for i, c in enumerate(configs):
+        if c.loss_rate > 0:
+            for src, direction in ((ends[i, 0], 0), (ends[i, 1], 1)):
+                st.port[src, S.PT_LOSS_THRESHOLD] = max(1, int(c.loss_rate * 2**32))
+                st.port[src, S.PT_LOSS_STATE] = loss_prng_seed(c.loss_seed, i, direction)
+    for i in sc.capture_links:
+        st.port[ends[i], S.PT_CAPTURE] = 1
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
     st.port[:, S.PT_BLOCKED_SINCE] = -1
     for d in range(n_hosts):
@@ -167,16 +161,19 @@ def build_state(scenario, programs: list, local: set[int]) -> BuiltState:
     host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in range(n_hosts)]
     configure_transport(st, n_hosts, nic, max(host_rates, default=100), eng.mtu_bytes)
     latency = getattr(topo, "switch_latency_ns", None)
-    for s, name in enumerate(topo.switches):
-        lat = latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-        configure_switch(st, n_hosts + s, s, n_hosts + s,
-                         sw.model_copy(update={"hpus": sw.hpus_for(len(ports[name]))}), lat,
-                         sc.switch_load_balancing.get(name, sw.load_balancing))
+    by_ports: dict[int, object] = {}     # one SwitchConfig per port count (HPUs follow ports)
+    for n in set(nports[n_hosts:].tolist()):
+        by_ports[n] = sw.model_copy(update={"hpus": sw.hpus_for(n)})
+    configure_switches(
+        st, n_hosts, [by_ports[n] for n in nports[n_hosts:].tolist()],
+        [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
+         for name in topo.switches],
+        [sc.switch_load_balancing.get(name, sw.load_balancing) for name in topo.switches])
     for (name, toward), fields in sc.port_overrides.items():
         cfg = sc.port_switch_config(name, toward, fields)
         for i, link in enumerate(topo.links):
-            if {link.a, link.b} == {name, toward} and (name, i) in gp_of:
-                configure_port(st, gp_of[(name, i)], cfg)
+            if {link.a, link.b} == {name, toward}:
+                configure_port(st, port_of_link[i][0 if link.a == name else 1], cfg)
     for node, addr, raw in sc.host_memory:
         off = node * host_stride + addr
         st.host_mem[off:off + len(raw)] = np.frombuffer(raw, np.uint8)

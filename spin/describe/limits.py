@@ -4,9 +4,11 @@ fails at once with one line naming the field, instead of a traceback minutes lat
 * Memory: the engine state is allocated in one piece per array; ``state_bytes`` estimates it
   from the configs (host memory dominates), and a scenario needing more than the memory limit
   is refused when loaded, with the estimate. The limit is ``$SPIN_MEMORY_LIMIT`` (bytes, or
-  with a KiB/MiB/GiB/TiB suffix) or by default 3/4 of this machine's RAM and swap. A topology
-  is watched while it is built: once its routing tables alone (switches x hosts) would exceed
-  the limit, the build stops. An allocation that still fails becomes a ``ConfigError``.
+  with a KiB/MiB/GiB/TiB suffix) or by default 3/4 of this machine's RAM and swap. The estimate
+  includes the topology's description and its routing tables (``fabric_bytes``). Every
+  registered builder but ``custom`` knows its counts from its parameters and is refused before
+  it builds anything; topologies built by hand are watched while they build: once the
+  description and routing tables alone would exceed the limit, the build stops. An allocation that still fails becomes a ``ConfigError``.
 * Host programs are unrolled into an op table (``repeat`` included): the op count is computed
   from the counts before unrolling, and refused above ``MAX_HOST_OPS`` per host.
 * Addresses: a host-memory range outside ``HostConfig.memory_bytes`` is refused at load time.
@@ -46,9 +48,12 @@ def machine_memory_bytes() -> int | None:
 MEMORY_LIMIT_ENV = "SPIN_MEMORY_LIMIT"
 _UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
           "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
-# A topology's own description costs about 1.7 KB per device with its links (measured on
-# hamming_mesh with 16,384 hosts); rounded up.
-TOPOLOGY_BYTES_PER_DEVICE = 2048
+# A topology's description as Python objects, with the per-port lists and dicts the engine
+# state's build makes from it: measured 450-570 B per device with its links once built (fat tree,
+# rail-optimised), about twice that while building, and ~100 B per port for ``ports()``;
+# rounded up.
+TOPOLOGY_BYTES_PER_DEVICE = 600
+TOPOLOGY_BYTES_PER_LINK = 800
 
 
 def parse_bytes(text: str, where: str) -> int:
@@ -82,27 +87,60 @@ def _limit_text(limit: int) -> str:
     return f"the memory limit is {_gib(limit)} ({source})"
 
 
-def check_topology_size(n_hosts: int, n_switches: int) -> None:
-    """Refuse a topology being built once its routing tables (4 B per switch and host) and
-    description alone exceed the memory limit: the finished one can only need more."""
+def fabric_bytes(n_hosts: int, n_switches: int, n_links: int, epochs: int = 1
+                 ) -> dict[str, int]:
+    """What a fabric needs besides its engine arrays, in bytes: its description (Python
+    objects) and its routing tables (``switch_emulator.route_tables``: each epoch's block index,
+    switches x hosts / 64 x 4 B; one shared block per switch allowed; the search's scratch,
+    five 256-bit rows per device and one per switch port)."""
+    from ..engine.state import ROUTE_BLOCK
+    devices = n_hosts + n_switches
+    blocks = max(1, -(-n_hosts // ROUTE_BLOCK))
+    routing = (epochs * n_switches * blocks * 4 + n_switches * ROUTE_BLOCK * 4
+               + devices * 5 * 32 + 2 * n_links * 32)
+    return {f"topology ({devices:,} devices and {n_links:,} links as Python objects)":
+            TOPOLOGY_BYTES_PER_DEVICE * devices + TOPOLOGY_BYTES_PER_LINK * n_links,
+            f"routing tables ({epochs} epoch{'s' if epochs > 1 else ''} x {n_switches:,} "
+            f"switches x {blocks:,} blocks of {ROUTE_BLOCK} hosts)": routing}
+
+
+def _parts_text(parts: dict[str, int], top: int = 3) -> str:
+    total = sum(parts.values())
+    ranked = sorted(parts.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{k}: {_gib(v)}" for k, v in ranked[:top] if v * 100 >= total)
+
+
+def check_topology_size(n_hosts: int, n_switches: int, n_links: int = 0,
+                        what: str = "") -> None:
+    """Refuse a topology whose description and routing tables alone exceed the memory limit.
+    Called with the counts a builder's parameters give, before anything is built (``what``
+    names the topology), or every 1024 devices while a topology without such counts is built
+    (the finished one can only need more)."""
     limit = memory_limit_bytes()
     if limit is None:
         return
-    need = 4 * n_hosts * n_switches + TOPOLOGY_BYTES_PER_DEVICE * (n_hosts + n_switches)
+    parts = fabric_bytes(n_hosts, n_switches, n_links)
+    need = sum(parts.values())
     if need > limit:
-        raise ConfigError(f"the topology reached {n_hosts:,} hosts and {n_switches:,} switches "
-                          f"while being built and needs at least {_gib(need)} (routing tables: "
-                          f"4 B per switch and host); {_limit_text(limit)}")
+        counts = f"{n_hosts:,} hosts, {n_switches:,} switches and {n_links:,} links"
+        where = (f"{what}: {counts} need about" if what else
+                 f"the topology reached {counts} while being built and needs at least")
+        raise ConfigError(f"{where} {_gib(need)} ({_parts_text(parts)}); {_limit_text(limit)}")
 
 
 def state_bytes(sc) -> dict[str, int]:
     """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
-    (mirrors ``spin.engine.state.allocate_state``; small tables left out)."""
+    (mirrors ``spin.engine.state.allocate_state``; small tables left out), with the topology's
+    description and routing tables (``fabric_bytes``)."""
     from ..engine import state as S
-    eng, host = sc.engine, sc.host
-    hosts, links = len(sc.topology.hosts), len(sc.topology.links)
+    eng, host, topo = sc.engine, sc.host, sc.topology
+    hosts, links = len(topo.hosts), len(topo.links)
+    devices = hosts + len(topo.switches)
     slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
     stride = 0 if sc.payload == "generated" else ((host.memory_bytes + 63) // 64) * 64
+    hpus = max(sc.nic.hpus, sc.switch.hpus_for(_max_ports(topo)))
+    per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + host.qps
+                  + max(len(sc.mark_index), 1)) * 8 + eng.max_tx_messages * 4
     return {
         f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes}, payload "
         f"{sc.payload})": hosts * stride,
@@ -113,22 +151,31 @@ def state_bytes(sc) -> dict[str, int]:
             eng.max_events_pending * (S.EV_COLS * 8 + 8),
         # two ports per link, each with a data and a priority ring of slot ids
         f"port queues (engine.queue_frames = {eng.queue_frames})": 4 * links * eng.queue_frames * 4,
-        f"routing tables ({len(sc.faults) + 1} epochs x switches x hosts)":
-            (len(sc.faults) + 1) * len(sc.topology.switches) * hosts * 4,
+        f"port table ({2 * links:,} ports)": 2 * links * S.PORT_COLS * 8,
+        f"device tables ({devices:,} devices, a transmit queue of engine.max_tx_messages = "
+        f"{eng.max_tx_messages} each)": devices * per_device,
+        # one row per device as wide as the most HPUs of any device (a wide switch's)
+        f"HPU table ({devices:,} devices x {hpus:,} HPUs)": devices * hpus * 8,
+        **fabric_bytes(hosts, len(topo.switches), links, len(sc.faults) + 1),
         f"messages (engine.max_rx_messages = {eng.max_rx_messages})":
             eng.max_rx_messages * (S.MSG_COLS + S.MSG_STATE_WORDS + 4) * 8,
         f"message log (engine.log_messages = {eng.log_messages})":
             max(eng.log_messages, 1) * (S.MSGLOG_WIDTH + S.TXLOG_WIDTH) * 8,
-        f"receive counters ({hosts} hosts x host.qps = {host.qps})": hosts * host.qps * 8,
     }
 
 
+def _max_ports(topo) -> int:
+    """The most ports any device has (a switch's HPU count follows its ports)."""
+    from collections import Counter
+    ends = Counter(l.a for l in topo.links)
+    ends.update(l.b for l in topo.links)
+    return max(ends.values(), default=1)
+
+
 def _too_large(sc, why: str) -> ConfigError:
-    parts = sorted(state_bytes(sc).items(), key=lambda kv: -kv[1])
-    total = sum(v for _, v in parts)
-    shown = ", ".join(f"{k}: {_gib(v)}" for k, v in parts[:3] if v * 100 >= total)
-    return ConfigError(f"the engine state needs about {_gib(total)} ({why}); largest parts: "
-                       f"{shown}")
+    parts = state_bytes(sc)
+    return ConfigError(f"the engine state needs about {_gib(sum(parts.values()))} ({why}); "
+                       f"largest parts: {_parts_text(parts)}")
 
 
 def check_fits_in_memory(sc) -> None:
@@ -176,7 +223,30 @@ def check_host_op_addresses(sc) -> None:
     """Refuse, before a run, host ops whose host-memory ranges fall outside
     ``HostConfig.memory_bytes`` (scenarios built in Python; files are checked when loaded, naming
     the field). A send's remote range is the destination's business when an execution context
-    there may claim the message."""
+    there may claim the message. Programs are checked a batch at a time with array arithmetic
+    (8,192 four-op programs one by one made a few hundred thousand small numpy calls); errors
+    name the first offending host in node order, as one by one would."""
+    batch: list = []
+    rows = 0
+    for node, prog in sorted(sc.host_programs.items()):
+        ops = prog.op_array()
+        if not len(ops):
+            continue
+        batch.append((node, prog, ops))
+        rows += len(ops)
+        if rows >= _CHECK_BATCH_OPS:
+            _check_programs(sc, batch)
+            batch, rows = [], 0
+    _check_programs(sc, batch)
+
+
+_CHECK_BATCH_OPS = 1 << 20    # ops per batch: a 1024-rank ring has six million
+
+
+def _check_programs(sc, batch: list) -> None:
+    """``check_host_op_addresses`` for ``batch`` [(node, program, op array)], in node order."""
+    if not batch:
+        return
     import numpy as np
 
     from ..engine import state as S
@@ -184,15 +254,21 @@ def check_host_op_addresses(sc) -> None:
     widths = {code: 4 if name.endswith("32") else 8 for name, code in S.DTYPE_CODES.items()}
     handled = {c.node for c in sc.contexts}
     topo = sc.topology
-    for node, prog in sorted(sc.host_programs.items()):
-        ops = prog.op_array()
-        if len(ops):   # a send to no host would stop the engine mid-run: refuse it now
-            dst = ops[:, S.HO_SEND_DST]
-            bad = (ops[:, 0] == S.OP_SEND) & ((dst < 0) | (dst >= len(topo.hosts)))
-            for i in np.flatnonzero(bad)[:1].tolist():
-                raise ConfigError(f"host {topo.host_label(node)} op {i} (send): dst="
-                                  f"{int(dst[i])} is not a host; hosts: {topo.hosts_text()}")
-        for i in _suspect_ops(ops, size, handled, S):
+    ops = np.concatenate([a for _, _, a in batch])
+    first = np.cumsum([0] + [len(a) for _, _, a in batch])
+    dst = ops[:, S.HO_SEND_DST]
+    bad_dst = (ops[:, 0] == S.OP_SEND) & ((dst < 0) | (dst >= len(topo.hosts)))
+    suspect = np.zeros(len(ops), bool)
+    suspect[_suspect_ops(ops, size, handled, S)] = True
+    owners = np.searchsorted(first, np.flatnonzero(bad_dst | suspect), side="right") - 1
+    for b in np.unique(owners).tolist():
+        node, prog, _ = batch[b]
+        lo, hi = first[b], first[b + 1]
+        # a send to no host would stop the engine mid-run: refuse it now
+        for i in np.flatnonzero(bad_dst[lo:hi])[:1].tolist():
+            raise ConfigError(f"host {topo.host_label(node)} op {i} (send): dst="
+                              f"{int(dst[lo + i])} is not a host; hosts: {topo.hosts_text()}")
+        for i in np.flatnonzero(suspect[lo:hi]).tolist():
             op = prog.ops[i]
             where = f"host {topo.host_label(node)} op {i}"
             try:

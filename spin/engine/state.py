@@ -114,6 +114,11 @@ CTL_SET_RATE = 3        # a=port, b=peer port, c=rate in Gb/s
 CTL_SET_PEER = 4        # a=port, b=new peer port (one direction of an optical re-shape)
 CTL_ROUTE_EPOCH = 5     # a=epoch: routing converged on the new topology
 
+# routing tables: st.route[epoch, switch, node >> ROUTE_BLOCK_SHIFT] is a block of
+# st.rblock, whose entry node & (ROUTE_BLOCK - 1) is the group (switch_emulator.route_tables)
+ROUTE_BLOCK_SHIFT = 6
+ROUTE_BLOCK = 1 << ROUTE_BLOCK_SHIFT
+
 # words per entry of st.lb_table (their meaning is the scheme's: see switch_emulator.lb)
 LB_WORDS = 4
 
@@ -125,7 +130,7 @@ FIELDS = (
     "pool", "slot_len", "slot_free", "slot_trusted",  # frame buffer pool
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
-    "ec", "prog", "route", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
+    "ec", "prog", "route", "rblock", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
     "port_pq", "qsamples", "lb_table",
     "conn", "conn_bits", "conn_keys", "conn_vals",
     "msglog", "txlog", "pend",   # a handler's commands (+ its counters row)
@@ -175,6 +180,7 @@ class StateSizes:
     capture_frames: int
     outbox_frames: int
     n_route_epochs: int = 1
+    n_route_blocks: int = 1
     n_route_groups: int = 1
     n_route_ports: int = 1
     n_mcast_groups: int = 1
@@ -246,8 +252,9 @@ def allocate_state(z: StateSizes) -> EngineState:
         tx_vals=np.zeros(_hash_cap(max(z.n_send_flows, z.n_nodes * 4 + 64)), i64),
         ec=np.zeros((max(z.n_ecs, 1), _C["EC_COLS"]), i64),
         prog=np.zeros((max(z.n_progs, 1), _C["PROG_COLS"]), i64),
-        route=np.full((max(z.n_route_epochs, 1), max(z.n_switches, 1), max(z.n_nodes, 1)), -1,
-                      i32),
+        route=np.full((max(z.n_route_epochs, 1), max(z.n_switches, 1),
+                       max(-(-z.n_nodes // ROUTE_BLOCK), 1)), -1, i32),
+        rblock=np.full((max(z.n_route_blocks, 1), ROUTE_BLOCK), -1, i32),
         rgroup=np.zeros((max(z.n_route_groups, 1), 2), i32),
         rport=np.zeros(max(z.n_route_ports, 1), i32),
         mgroup=np.zeros((max(z.n_mcast_groups, 1), 2), i32),

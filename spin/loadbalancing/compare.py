@@ -17,11 +17,10 @@ from typing import Any
 from ..collectives.report import parse_size
 from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
-from ..runtime.fabric import check_worker_count, run_scenario
+from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
 from ..report import table
 from ..describe.limits import check_reordering, check_writable
 from ..runtime.scenario import Scenario
-from ..runtime.simulation import Simulation
 from ..topologies import build_topology
 from ..topologies.report import parse_params, parse_spec
 from ..units import US, ns
@@ -96,7 +95,9 @@ def run_schemes(scenario, workload, schemes: list[str], workers: int = 1,
     for name in schemes:
         get_scheme(name, "--schemes")
         check_reordering(with_scheme(scenario, name))     # refuse before any scheme runs
-    Simulation(scenario, quiet=progress is None).compile()
+    # the engine and handlers, compiled (or loaded) on a stand-in: building the fabric's
+    # whole state for it doubled the set-up of large fabrics
+    compile_engine(scenario, quiet=progress is None)
     runs = []
     for name in schemes:
         sc = with_scheme(scenario, name)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..runtime.fabric import compile_engine
 from ..runtime.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..units import US
@@ -172,9 +173,9 @@ def run_scheme(sc: Scenario, workload, name: str, quiet: bool = True) -> HtsimSc
     msgs = flow_messages(workload, result)
     fct = FctStats.of([_fct_ps(m) for m in msgs]) if msgs else None
     nic = lambda k: sum(getattr(n, k) or 0 for n in result.nics)
+    hosts = set(sc.topology.hosts)      # a set: the list was searched once per link direction
     data_packets = sum(l.tx_frames for l in result.links if l.tier == "host"
-                       and l.from_device in sc.topology.hosts) - nic("acks_sent") \
-        - nic("naks_sent")
+                       and l.from_device in hosts) - nic("acks_sent") - nic("naks_sent")
     return HtsimSchemeRun(
         scheme=name, fct=fct, flows=len(workload.flows), completed=len(msgs),
         wall_s=float(result.wall.get("seconds", 0.0)), run_s=run_s, events=result.events,
@@ -191,7 +192,8 @@ def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "hts
     for s in schemes:
         get_scheme(s, "--schemes")
     sc, workload, p = built or htsim_scenario(topo_file, cm_file, preset)
-    Simulation(sc, quiet=progress is None).compile()      # not part of any timed run
+    compile_engine(sc, quiet=progress is None)   # not part of any timed run; on a stand-in,
+                                                 # not the whole fabric's state
     runs = []
     for name in schemes:
         runs.append(run_scheme(sc, workload, name, quiet=progress is None))

@@ -46,9 +46,9 @@ def fabric_figures(result) -> FabricFigures:
     tiers = tier_loads(result)
     inner = [t.imbalance for t in tiers if t.tier != "host"] or [t.imbalance for t in tiers]
     links = result.links
+    duration = traffic_duration_ps(result)
     return FabricFigures(
-        max_utilisation=max((l.utilisation(traffic_duration_ps(result)) for l in links),
-                            default=0.0),
+        max_utilisation=max((l.utilisation(duration) for l in links), default=0.0),
         imbalance=max(inner, default=0.0),
         max_queue_bytes=max((l.max_queue_bytes for l in links), default=0),
         ecn_marks=sum(l.ecn_marks for l in links), trims=sum(l.trims for l in links),

@@ -6,7 +6,13 @@ coordinator owns one ROUTER control socket, assigns worker ids, sends each worke
 watches: local processes by pid, every worker (local or remote) by heartbeats, so a stopped or
 wedged worker ends the run after ``silence_timeout_s``. The first failure aborts the whole
 run and becomes a WorkerError naming the worker, its pid, its program's description and the
-remote traceback.
+remote traceback. A remote worker whose connections close and stay closed for ``lost_grace_s``
+(its process died) is reported without waiting for the silence limit (spin.parallel.members).
+
+Launched runs (spin.parallel.launchers: Slurm, MPI, a host file) describe themselves with
+``Launched``: errors then name each worker's rank and host, workers may ask for the slot of
+their rank, and for a host file the coordinator starts the workers itself through a command
+such as ssh, watching them like local processes.
 
 Trust: nothing received from a socket is unpickled, on either side. Listening beyond loopback,
 and any run with slots for workers that join over tcp (loopback included), requires CurveZMQ
@@ -31,7 +37,7 @@ from typing import Any, Callable
 
 import zmq
 
-from spin.errors import ConfigError, TransportError, WorkerError
+from spin.errors import ConfigError, RunStopped, SpinError, TransportError, WorkerError
 from spin.parallel import codec
 from spin.parallel.auth import KeyPair, load_keys, make_server, start_authenticator
 from spin.parallel.control import (
@@ -50,6 +56,7 @@ from spin.parallel.control import (
     check_stats,
     parse,
 )
+from spin.parallel.members import ConnectionWatch, Member, stopped_text
 from spin.parallel.procs import exit_text, log_tail, reap
 from spin.parallel.progress import Progress
 
@@ -67,6 +74,22 @@ class Deferred:
 
 
 @dataclass(frozen=True)
+class Launched:
+    """How a launcher placed the run: worker w is rank ``w + first_rank`` (rank 0 coordinates).
+    ``commands`` (a host file's ssh, one per remote worker) makes the coordinator start those
+    workers itself, joining at ``advertise`` (a host every worker can reach); ``hosts`` names
+    where they run. ``notify(phase, details)`` hears "listening" (endpoint), "running" (who
+    joined from where) and "failed" (the error's message, before any cleanup: a launcher may
+    SIGKILL this process soon after a task died)."""
+
+    first_rank: int = 1
+    commands: tuple[tuple[str, ...], ...] = ()
+    hosts: tuple[str, ...] = ()
+    advertise: str = ""
+    notify: Callable[[str, dict], None] | None = None
+
+
+@dataclass(frozen=True)
 class CoordinatorConfig:
     bind: str = "127.0.0.1"  # beyond loopback requires key_file
     port: int = 0  # 0: a random free port
@@ -80,13 +103,18 @@ class CoordinatorConfig:
     # heartbeats come from a thread that runs while the engine holds no GIL, so only a stopped,
     # wedged or unreachable process goes silent
     silence_timeout_s: float = DEFAULT_SILENCE_TIMEOUT_S
+    # a remote worker whose connections closed and stayed closed this long has died (a live one
+    # reconnects within zmq's 0.1 s reconnect interval): reported well before mpirun, which
+    # signals the other ranks 1 s after one dies, ends the whole job
+    lost_grace_s: float = 0.5
     shutdown_grace_s: float = 1.0  # after abort/bye, before SIGTERM (then SIGKILL) of local workers
     quiet: bool = True
     round_trips: int = 0  # time this many bare zmq round trips (workers 0-1) before the run
+    launched: Launched | None = None  # set by a cluster launcher (spin.parallel.launchers)
 
     def __post_init__(self) -> None:
         for name in ("join_timeout_s", "heartbeat_interval_s", "heartbeat_timeout_s",
-                     "silence_timeout_s", "shutdown_grace_s"):
+                     "silence_timeout_s", "shutdown_grace_s", "lost_grace_s"):
             if not 0 < getattr(self, name) < float("inf"):
                 raise ConfigError(f"CoordinatorConfig.{name} must be a time > 0 s, got {getattr(self, name)}")
         if self.timeout_s is not None and self.timeout_s <= 0:
@@ -103,6 +131,14 @@ class CoordinatorConfig:
                               f"create one with `spin keys DIR`")
         if self.heartbeat_timeout_s <= 2 * self.heartbeat_interval_s:
             raise ConfigError("CoordinatorConfig.heartbeat_timeout_s must exceed 2 x heartbeat_interval_s")
+        launched = self.launched
+        if launched is not None and launched.commands:
+            if len(launched.commands) != self.allow_remote or len(launched.hosts) != self.allow_remote:
+                raise ConfigError(f"Launched.commands and .hosts name {len(launched.commands)} and "
+                                  f"{len(launched.hosts)} workers; allow_remote = {self.allow_remote}")
+            if not launched.advertise:
+                raise ConfigError("Launched.commands needs Launched.advertise: the host the started "
+                                  "workers join the coordinator at")
 
 
 @dataclass(frozen=True)
@@ -129,27 +165,6 @@ class RunOutcome:
     transport: dict[str, Any]  # TransportStats summed over workers, plus "rounds"
     epoch: int
     control_rejected: dict[str, int] = field(default_factory=dict)  # junk control messages, by reason
-
-
-@dataclass
-class _Member:
-    """The coordinator's view of one worker."""
-
-    worker_id: int
-    local: bool
-    token: str = ""
-    proc: subprocess.Popen | None = None
-    stderr_path: str = ""
-    identity: bytes = b""
-    hb_identity: bytes = b""
-    pid: int = 0
-    host: str = ""
-    data_endpoint: str = ""
-    description: str = ""
-    state: str = "spawned"  # spawned -> joined -> setup -> ready -> done
-    last_beat: float = 0.0
-    beat: dict = field(default_factory=dict)
-    outcome: WorkerOutcome | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -180,6 +195,11 @@ class Coordinator:
         self._router.setsockopt(zmq.SNDHWM, 10000)
         self._router.setsockopt(zmq.RCVHWM, 10000)
         make_server(self._router, self._keys)
+        # a closed connection (its process died) names a remote worker long before its silence
+        self._watch = ConnectionWatch(self._router)
+        self._poller = zmq.Poller()
+        self._poller.register(self._router, zmq.POLLIN)
+        self._poller.register(self._watch.socket, zmq.POLLIN)
         host = f"[{config.bind}]" if ":" in config.bind else config.bind
         try:
             self._router.bind(f"tcp://{host}:{config.port or '*'}")
@@ -190,6 +210,9 @@ class Coordinator:
         port = self.endpoint.rsplit(":", 1)[1]
         wildcard = config.bind in WILDCARDS
         self._local_endpoint = f"tcp://127.0.0.1:{port}" if wildcard else self.endpoint
+        adv = config.launched.advertise if config.launched is not None else ""
+        self._advertised = (self.endpoint if not adv else
+                            f"tcp://[{adv}]:{port}" if ":" in adv else f"tcp://{adv}:{port}")
         # Where local workers bind their data sockets: loopback for loopback runs; otherwise the
         # coordinator's own address (a wildcard is advertised as such and read by every worker as
         # "the host I reached the coordinator at"), so remote workers can reach local ones.
@@ -211,7 +234,15 @@ class Coordinator:
         # fails here, in the caller, if the spec cannot travel as data (deferred: after spawning)
         spec_blob = None if isinstance(spec, Deferred) else codec.encode(spec)
         n_local = n_workers - cfg.allow_remote
-        members = [_Member(worker_id=i, local=i < n_local, token=secrets.token_hex(16)) for i in range(n_workers)]
+        launched = cfg.launched
+        members = [Member(worker_id=i, local=i < n_local, token=secrets.token_hex(16),
+                          rank=None if launched is None else i + launched.first_rank)
+                   for i in range(n_workers)]
+        if launched is not None and launched.commands:
+            for m, command, host in zip(members[n_local:], launched.commands, launched.hosts):
+                m.command, m.launched_on = command, host
+        self._watch.reset()
+        running = False
         rejected_before = Rejections(self.rejected)
         epoch = secrets.randbits(64)
         started = time.monotonic()
@@ -219,8 +250,10 @@ class Coordinator:
         progress = Progress(until_ps, cfg.quiet)
         with tempfile.TemporaryDirectory(prefix="spin-workers-") as tmp:
             try:
-                for m in members[:n_local]:
-                    self._spawn(m, tmp, factory)
+                self._notify("listening", endpoint=self._advertised, workers=n_workers)
+                for m in members:
+                    if m.local or m.command:
+                        self._spawn(m, tmp, factory)
                 if spec_blob is None:
                     spec_blob = codec.encode(spec.build())
                 self._join(members, deadline)
@@ -228,11 +261,25 @@ class Coordinator:
                 self._until(members, "ready", deadline, progress)
                 for m in members:
                     self._send(m, MSG_START, b"")
+                running = True
+                self._notify("running", workers=[{"worker": m.worker_id, "rank": m.rank,
+                                                  "pid": m.pid, "host": m.host_label()}
+                                                 for m in members])
                 self._until(members, "done", deadline, progress, started=True)
                 for m in members:
                     self._send(m, MSG_BYE, b"", required=False)
                 self._reap(members, graceful=True)
+                self._await_departure(members)
+            except RunStopped as exc:
+                # quick, and said before cleaning up: mpirun's SIGKILL follows its SIGTERM in 20 ms
+                self._watch.read(members)  # disconnects zmq's I/O thread has seen already
+                stopped = RunStopped(stopped_text(members, str(exc), running))
+                self._notify("failed", message=str(stopped))
+                self._abort(members, str(stopped))
+                raise stopped from None
             except BaseException as exc:
+                if isinstance(exc, SpinError):  # said at once: a launcher may kill this process soon
+                    self._notify("failed", message=str(exc))
                 self._abort(members, f"{type(exc).__name__}: {exc}")
                 raise
             finally:
@@ -244,6 +291,7 @@ class Coordinator:
 
     def close(self) -> None:
         if self._router is not None:
+            self._watch.close()
             self._router.close(0)
             self._router = None
         if self._auth is not None:
@@ -259,14 +307,21 @@ class Coordinator:
 
     # -- phases -----------------------------------------------------------------------------
 
-    def _spawn(self, m: _Member, tmp: str, factory: str) -> None:
-        cmd = [sys.executable, "-m", "spin.parallel.worker_main", "--join", self._local_endpoint,
-               "--slot", str(m.worker_id), "--token-stdin", "--parent-pid", str(os.getpid()),
+    def _spawn(self, m: Member, tmp: str, factory: str) -> None:
+        """Start a local worker, or (``m.command``) one on another host through the launcher's
+        command; either proves its slot with a secret sent to its stdin (ssh forwards it)."""
+        cmd = [*m.command, sys.executable, "-m", "spin.parallel.worker_main",
+               "--join", self._advertised if m.command else self._local_endpoint,
+               "--slot", str(m.worker_id), "--token-stdin",
                "--join-timeout-s", str(self.config.join_timeout_s),
                "--preload", factory.partition(":")[0]]  # imported while the coordinator prepares
+        if m.command:
+            cmd += ["--rank", str(m.rank)]
+        else:  # a child of this process: it dies with it
+            cmd += ["--parent-pid", str(os.getpid())]
         if self._keys is not None:
             cmd += ["--key-file", self._keys.path]
-        if self._data_bind is not None:
+        if self._data_bind is not None and not m.command:
             cmd += ["--data-bind", self._data_bind]
         env = dict(os.environ)
         paths = [p or os.getcwd() for p in sys.path]  # workers import what the caller can import
@@ -283,21 +338,24 @@ class Coordinator:
         except OSError:
             pass  # the worker died at once; _pump reports its exit
 
-    def _join(self, members: list[_Member], deadline: float) -> None:
+    def _join(self, members: list[Member], deadline: float) -> None:
         join_deadline = min(deadline, time.monotonic() + self.config.join_timeout_s)
         while any(m.state == "spawned" for m in members):
             if time.monotonic() > join_deadline:
                 missing = [m for m in members if m.state == "spawned"]
-                remote = [m.worker_id for m in missing if not m.local]
+                remote = [m.worker_id for m in missing if not m.local and not m.command]
                 hint = (f"; start remote workers with: python -m spin.parallel.worker_main --join "
                         f"{self.endpoint}" + (" --key-file KEYFILE" if self._keys else "")) if remote else ""
+                who = ", ".join(f"{m.worker_id}" + ("" if m.rank is None else f" (rank {m.rank}"
+                                                    + (f" on {m.launched_on})" if m.launched_on else ")"))
+                                for m in missing)
                 raise TransportError(
-                    f"workers {[m.worker_id for m in missing]} did not join {self.endpoint} within "
+                    f"workers [{who}] did not join {self._advertised} within "
                     f"{self.config.join_timeout_s} s{hint}"
                 )
             self._pump(members, None)
 
-    def _send_setups(self, members: list[_Member], epoch: int, factory: str, spec_blob: bytes,
+    def _send_setups(self, members: list[Member], epoch: int, factory: str, spec_blob: bytes,
                      until_ps: int | None) -> None:
         cfg = self.config
         endpoints = tuple(m.data_endpoint for m in members)
@@ -310,7 +368,7 @@ class Coordinator:
             m.last_beat = now
             m.state = "setup"
 
-    def _until(self, members: list[_Member], state: str, deadline: float, progress: Progress,
+    def _until(self, members: list[Member], state: str, deadline: float, progress: Progress,
                started: bool = False) -> None:
         order = ("spawned", "joined", "setup", "ready", "done")
         while any(order.index(m.state) < order.index(state) for m in members):
@@ -320,19 +378,30 @@ class Coordinator:
 
     # -- the supervision loop ---------------------------------------------------------------
 
-    def _pump(self, members: list[_Member], progress: Progress | None, started: bool = False) -> None:
+    def _pump(self, members: list[Member], progress: Progress | None, started: bool = False) -> None:
         """One poll slice: dispatch messages, check processes and heartbeats, send heartbeats."""
-        if self._router.poll(_POLL_MS, zmq.POLLIN):
+        ready = dict(self._poller.poll(_POLL_MS))
+        if self._watch.socket in ready:
+            self._watch.read(members)
+        if self._router in ready:
             while self._router.poll(0, zmq.POLLIN):
-                msg = parse(self._router.recv_multipart(), self.rejected)
+                frames = self._router.recv_multipart(copy=False)
+                msg = parse([f.bytes for f in frames], self.rejected)
                 if msg is not None:
-                    self._dispatch(members, *msg)
+                    self._dispatch(members, *msg, fd=frames[0].get(zmq.SRCFD))
         now = time.monotonic()
         for m in members:
             if m.proc is not None and m.state != "done" and m.proc.poll() is not None:
                 raise self._error(m, exit_text(m.proc.returncode))
-            if m.state in ("setup", "ready") and m.hb_identity:
-                if now - m.last_beat > self.config.silence_timeout_s:
+            if m.lost_at and m.state != "done" and now - m.lost_at > self.config.lost_grace_s:
+                if not self._reply(m.hb_identity, MSG_BEAT, b""):  # not reconnected: gone
+                    raise self._error(m, f"closed its connections and did not reconnect "
+                                         f"({m.doing(started)}): its process ended "
+                                         f"(killed or crashed) or its host went down")
+                m.lost_at = 0.0
+            if m.state in ("setup", "ready", "done") and m.hb_identity:
+                # a worker done early waits, beaten, for its bye while the others finish
+                if m.state != "done" and now - m.last_beat > self.config.silence_timeout_s:
                     raise self._error(m, self._silence(m, started))
                 if now - m.beat.get("sent", 0.0) >= self.config.heartbeat_interval_s:
                     self._beat(m, MSG_BEAT, b"")
@@ -343,25 +412,24 @@ class Coordinator:
                 progress.update(min(b["t_ps"] for b in live), sum(b["events"] for b in live),
                                 max(b["rounds"] for b in live))
 
-    def _silence(self, m: _Member, started: bool) -> str:
+    def _silence(self, m: Member, started: bool) -> str:
         """What a silent worker was doing, and so what the run was waiting for."""
         how = "stopped (SIGSTOP?), wedged or unreachable" if m.local else "lost, stopped or hung"
-        if m.state == "setup":
-            doing = "while building its program; the run waits for it to be ready"
-        elif not started:
-            doing = "after its program was built; the run waits for every worker to be ready"
-        else:
-            doing = (f"in round {m.beat.get('rounds', 0)} at virtual time {m.beat.get('t_ps', 0)} ps; "
-                     f"its peers wait for its next round message")
         return (f"sent no heartbeat for {self.config.silence_timeout_s} s (silence_timeout_s) "
-                f"{doing}: {how}")
+                f"{m.doing(started)}: {how}")
 
-    def _dispatch(self, members: list[_Member], ident: bytes, kind: bytes, body: dict) -> None:
+    def _dispatch(self, members: list[Member], ident: bytes, kind: bytes, body: dict,
+                  fd: int = -1) -> None:
         """Act on a well-formed message (see control.parse); unknown senders are counted, not obeyed."""
         if kind == MSG_HELLO:
             self._hello(members, ident, body)
+            for m in members:
+                if m.identity == ident:
+                    self._watch.saw(fd, m)
             return
         for m in members:
+            if ident in (m.hb_identity, m.identity) and ident:
+                self._watch.saw(fd, m)
             if kind == MSG_BEAT and ident == m.hb_identity:
                 m.last_beat = time.monotonic()
                 m.beat.update({k: body[k] for k in ("t_ps", "rounds", "events") if k in body})
@@ -388,13 +456,14 @@ class Coordinator:
                 return
         self.rejected["unknown_sender"] += 1
 
-    def _hello(self, members: list[_Member], ident: bytes, body: dict) -> None:
-        slot = body["slot"]
-        if slot >= 0:
-            match = [m for m in members if m.local and m.worker_id == slot and m.state == "spawned"
-                     and secrets.compare_digest(m.token.encode(), body["token"].encode())]
+    def _hello(self, members: list[Member], ident: bytes, body: dict) -> None:
+        slot, token = body["slot"], body["token"]
+        if slot >= 0:  # started by this coordinator: its secret; a launcher's rank: its slot
+            match = [m for m in members if m.worker_id == slot and m.state == "spawned" and (
+                secrets.compare_digest(m.token.encode(), token.encode()) if m.local or m.command
+                else token == "")]
         else:
-            match = [m for m in members if not m.local and m.state == "spawned"][:1]
+            match = [m for m in members if not m.local and not m.command and m.state == "spawned"][:1]
         if not match or any(m.identity == ident for m in members):
             self.rejected["hello_refused"] += 1
             self._reply(ident, MSG_REJECT, b"this run has no free worker slot")
@@ -423,21 +492,25 @@ class Coordinator:
         except zmq.ZMQError:  # EHOSTUNREACH (gone) or EAGAIN (not reading)
             return False
 
-    def _send(self, m: _Member, kind: bytes, *payload: bytes, required: bool = True) -> None:
+    def _send(self, m: Member, kind: bytes, *payload: bytes, required: bool = True) -> None:
         if not m.identity:
             return
         if not self._reply(m.identity, kind, *payload) and required:
             raise self._error(m, f"is unreachable (could not send {kind.decode()})")
 
-    def _beat(self, m: _Member, kind: bytes, payload: bytes) -> None:
+    def _beat(self, m: Member, kind: bytes, payload: bytes) -> None:
         if m.hb_identity:
             self._reply(m.hb_identity, kind, payload)
 
     # -- failure and shutdown ---------------------------------------------------------------
 
-    def _error(self, m: _Member, what: str, remote_tb: str = "") -> WorkerError:
-        where = f"pid {m.pid}" + (f" on {m.host}" if m.host and not m.local else "")
-        text = f"worker {m.worker_id} ({where}; {m.description or 'program not built yet'}) {what}"
+    def _notify(self, phase: str, **details: Any) -> None:
+        launched = self.config.launched
+        if launched is not None and launched.notify is not None:
+            launched.notify(phase, details)
+
+    def _error(self, m: Member, what: str, remote_tb: str = "") -> WorkerError:
+        text = f"{m.who()} {what}"
         if remote_tb:
             text += f"\n--- remote traceback ---\n{remote_tb.rstrip()}"
         elif m.stderr_path and (tail := log_tail(m.stderr_path)):
@@ -446,17 +519,26 @@ class Coordinator:
         err.worker_id, err.pid, err.description, err.remote_traceback = m.worker_id, m.pid, m.description, remote_tb
         return err
 
-    def _abort(self, members: list[_Member], reason: str) -> None:
+    def _abort(self, members: list[Member], reason: str) -> None:
         for m in members:
             if m.state != "spawned":
                 self._beat(m, MSG_ABORT, reason.encode()[:2000])
         self._reap(members, graceful=True)
 
-    def _reap(self, members: list[_Member], graceful: bool) -> None:
+    def _await_departure(self, members: list[Member]) -> None:
+        """Keep the control socket open until the remote workers have their bye and close their
+        connections (closing it at once may drop the bye: zmq's linger is 0 here)."""
+        deadline = time.monotonic() + self.config.shutdown_grace_s
+        remote = [m for m in members if m.proc is None and not m.local]
+        while any(self._watch.connected(m) for m in remote) and time.monotonic() < deadline:
+            if self._watch.socket.poll(_POLL_MS, zmq.POLLIN):
+                self._watch.read(members)
+
+    def _reap(self, members: list[Member], graceful: bool) -> None:
         """Wait for local workers (grace), then SIGTERM, then SIGKILL; never leaves a child behind."""
         reap([m.proc for m in members if m.proc is not None], self.config.shutdown_grace_s if graceful else 0.0)
 
-    def _outcome(self, members: list[_Member], epoch: int, wall_s: float) -> RunOutcome:
+    def _outcome(self, members: list[Member], epoch: int, wall_s: float) -> RunOutcome:
         outs = [m.outcome for m in members]
         assert all(o is not None for o in outs)
         rounds = {o.rounds for o in outs}

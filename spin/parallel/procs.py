@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 
 KILL_WAIT_S = 1.0
+EXIT_ORPHANED = 75  # a worker that heard no heartbeat from its coordinator exits with this
 
 
 def exit_text(rc: int) -> str:
+    if rc == EXIT_ORPHANED:
+        return (f"exited with code {rc}: it heard no heartbeat from the coordinator (the network "
+                f"between them failed, or the coordinator stalled)")
     if rc < 0:
         try:
             return f"was killed by {signal.Signals(-rc).name}"

@@ -22,9 +22,10 @@ class Progress:
         from tqdm import tqdm
 
         total = None if until_ps is None or until_ps >= INF_PS else max(1, until_ps // NS)
-        # delay: runs shorter than a couple of seconds never show a bar
+        # delay: runs shorter than a couple of seconds never show a bar; disable=None: none
+        # either where stderr is no terminal (a batch job's log, a launcher's pipe)
         self._bar = tqdm(total=total, desc=desc, unit="ns", dynamic_ncols=True, leave=False,
-                         delay=2.0)
+                         delay=2.0, disable=None)
 
     def update(self, t_ps: int, events: int = 0, rounds: int = 0) -> None:
         """Report the global virtual time reached (a lower bound) and the events processed so far."""

@@ -7,7 +7,8 @@ a coordinator on loopback: anything beyond must prove itself with CurveZMQ befor
 a byte from it. A watchdog thread exchanges heartbeats with the coordinator on its own
 socket, so a worker busy in a long engine call still notices a lost coordinator (> heartbeat
 timeout: exit) or an abort. Local children also ask the kernel to kill them with their parent
-(PR_SET_PDEATHSIG), so no worker outlives its run.
+(PR_SET_PDEATHSIG), so no worker outlives its run. A worker that loses its coordinator says so
+in one line naming itself (rank and host when a launcher started it) and what it was doing.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from spin.parallel.control import (
     Setup,
 )
 from spin.parallel.mesh import Mesh, MeshConfig, tune_socket
+from spin.parallel.procs import EXIT_ORPHANED
 from spin.parallel.program import describe, load_factory
 from spin.parallel.sync import run_rounds
 
@@ -53,7 +55,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_JOIN = 2
 EXIT_ABORTED = 3
-EXIT_ORPHANED = 75
 PR_SET_PDEATHSIG = 1
 
 
@@ -130,16 +131,24 @@ class _Shared:
     t_ps: int = 0
     rounds: int = 0
     events: int = 0
+    phase: str = "while building its program"  # "" while running the rounds
+
+    def doing(self) -> str:
+        return self.phase or (f"in round {self.rounds} at virtual time {self.t_ps} ps, while "
+                              f"exchanging round messages with its peers")
 
 
 class Watchdog(threading.Thread):
     """Heartbeats both ways on a dedicated socket; exits the process if the coordinator is lost."""
 
-    def __init__(self, sock: zmq.Socket, setup: Setup, shared: _Shared) -> None:
+    def __init__(self, sock: zmq.Socket, setup: Setup, shared: _Shared, who: str = "",
+                 endpoint: str = "") -> None:
         super().__init__(name="spin-watchdog", daemon=True)
         self._sock = sock
         self._setup = setup
         self._shared = shared
+        self._who = who or f"spin worker {setup.worker_id} (pid {os.getpid()})"
+        self._endpoint = endpoint
         self.abort = threading.Event()
         self.stop = threading.Event()
         self.abort_reason = ""
@@ -166,8 +175,8 @@ class Watchdog(threading.Thread):
                 last_sent = now
             if now - last_heard > s.heartbeat_timeout_s:
                 sys.stderr.write(
-                    f"spin worker {s.worker_id} (pid {os.getpid()}): no heartbeat from the coordinator "
-                    f"for {s.heartbeat_timeout_s} s; exiting\n"
+                    f"{self._who}: no heartbeat from the coordinator{self._endpoint} for "
+                    f"{s.heartbeat_timeout_s} s {self._shared.doing()}; exiting\n"
                 )
                 sys.stderr.flush()
                 os._exit(EXIT_ORPHANED)
@@ -220,9 +229,18 @@ def _join_failed(endpoint: str, timeout_s: float, keyed: bool) -> TransportError
     )
 
 
+def describe_self(worker_id: int, rank: int | None, data_endpoint: str) -> str:
+    """"spin worker 1 (rank 2, pid 77 on node7 (10.0.0.7))": how this worker names itself."""
+    addr = data_endpoint.rsplit(":", 1)[0].removeprefix("tcp://").strip("[]")
+    host = socket.gethostname() + (f" ({addr})" if addr else "")
+    return (f"spin worker {worker_id} (" + (f"rank {rank}, " if rank is not None else "")
+            + f"pid {os.getpid()} on {host})")
+
+
 def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeout_s: float,
-          data_bind: str | None = None) -> int:
-    """Join a run and serve it; returns the process exit code."""
+          data_bind: str | None = None, rank: int | None = None) -> int:
+    """Join a run and serve it; returns the process exit code. ``rank`` (a launched job's)
+    only names this worker in what it reports."""
     try:
         check_trust(endpoint, keys)
     except ConfigError as exc:
@@ -264,13 +282,15 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
         spec = codec.decode(got[2])  # data only: builds dataclasses, resolves named functions
         worker_id = setup.worker_id
         shared = _Shared()
-        watchdog = Watchdog(hb, setup, shared)
+        watchdog = Watchdog(hb, setup, shared, describe_self(worker_id, rank, data_ep),
+                            f" at {endpoint}")
         hb = None  # owned by the watchdog thread now
         watchdog.start()
         mesh.set_interrupt(watchdog.check)
         mesh.connect(setup.worker_id, resolve_endpoints(setup.endpoints, endpoint_host(endpoint)), setup.epoch)
         program = load_factory(setup.factory)(spec, setup.worker_id, len(setup.endpoints))
         _send(ctl, MSG_READY, {"describe": describe(program)})
+        shared.phase = "while waiting for the run to start (its peers build their programs)"
         got = _wait(ctl, 365 * 86400.0, watchdog.check)
         if got is not None and got[0] == MSG_ABORT:
             raise Aborted(got[1].decode(errors="replace"))
@@ -281,10 +301,12 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
             shared.t_ps, shared.rounds, shared.events = t_ps, rounds, events
 
         rtt_s, rtt_cpu_s = mesh.round_trip(setup.round_trips)
+        shared.phase = ""
         out = run_rounds(program, mesh, setup.worker_id, len(setup.endpoints), setup.until_ps, on_round)
         if setup.round_trips:  # again after the loop: the machine's load may have changed meanwhile
             after_s, after_cpu_s = mesh.round_trip(setup.round_trips)
             rtt_s, rtt_cpu_s = (rtt_s + after_s) / 2, (rtt_cpu_s + after_cpu_s) / 2
+        shared.phase = f"after its {out.rounds} rounds, while sending its result"
         result = program.result()
         _send(
             ctl,
@@ -299,7 +321,9 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
                           "round_trip_cpu_ns": int(rtt_cpu_s * 1e9), "loop_cpu_ns": int(out.cpu_s * 1e9)},
             },
         )
-        _wait(ctl, setup.heartbeat_timeout_s, watchdog.check)  # bye: our result was received
+        # bye: our result was received (it may wait for slower workers; the watchdog ends the
+        # wait if the coordinator goes silent)
+        _wait(ctl, 365 * 86400.0, watchdog.check)
         return EXIT_OK
     except Aborted:
         return EXIT_ABORTED
@@ -316,7 +340,9 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
                 _wait(ctl, 2.0)
         except zmq.ZMQError:
             pass
-        sys.stderr.write(f"spin worker {worker_id} (pid {os.getpid()}): {type(exc).__name__}: {exc}\n")
+        who = (f"spin worker {worker_id} (" + (f"rank {rank}, " if rank is not None else "")
+               + f"pid {os.getpid()})")
+        sys.stderr.write(f"{who}: {type(exc).__name__}: {exc}\n")
         return EXIT_JOIN if worker_id < 0 else EXIT_FAILED
     finally:
         if watchdog is not None:
@@ -342,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-bind", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--preload", default=None, help=argparse.SUPPRESS)  # local children only
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)  # a launched job's
     args = parser.parse_args(argv)
     if args.parent_pid:
         die_with_parent(args.parent_pid)
@@ -356,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             importlib.import_module(args.preload)
         except Exception:  # noqa: BLE001 - load_factory reports it properly, in the run
             pass
-    return serve(args.join, keys, args.slot, token, args.join_timeout_s, args.data_bind)
+    return serve(args.join, keys, args.slot, token, args.join_timeout_s, args.data_bind, args.rank)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,8 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
                  remote_workers: int = 0, key_file: str | None = None,
                  port: int = 0, regions: tuple[tuple[int, int, int], ...] = (),
                  endpoints=(), until_ps: int | None = None,
-                 silence_timeout_s: float | None = None) -> RunResult:
+                 silence_timeout_s: float | None = None, launched=None,
+                 join_timeout_s: float | None = None) -> RunResult:
     """Run ``scenario`` to completion and return its result.
 
     ``remote_workers`` of the ``workers`` are not spawned here: they join from other machines
@@ -61,7 +62,9 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     to external programs, which attach while the run waits for them; ``until_ps`` (one worker
     only) stops the run at that virtual time. A worker that sends no heartbeat for
     ``silence_timeout_s`` (default 15 s; stopped, wedged or lost) ends the run with a
-    WorkerError naming it.
+    WorkerError naming it. ``launched`` (``spin.parallel.coordinator.Launched``) is set by
+    ``spin run --launcher``: the workers are ranks of a Slurm, MPI or host-file job, which
+    wait ``join_timeout_s`` (default 60 s) for each other once the coordinator listens.
     """
     check_worker_count(workers, len(scenario.topology.device_names()),
                        remote_workers=remote_workers)
@@ -87,4 +90,5 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
                            partition=partition, timeout_s=timeout_s, bind=bind,
                            remote_workers=remote_workers, key_file=key_file, port=port,
                            regions=regions, endpoints=attached,
-                           silence_timeout_s=silence_timeout_s)
+                           silence_timeout_s=silence_timeout_s, launched=launched,
+                           join_timeout_s=join_timeout_s)

@@ -303,7 +303,8 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                     remote_workers: int = 0, key_file: str | None = None,
                     port: int = 0, regions: tuple[tuple[int, int, int], ...] = (),
                     endpoints: tuple = (),
-                    silence_timeout_s: float | None = None) -> RunResult:
+                    silence_timeout_s: float | None = None, launched=None,
+                    join_timeout_s: float | None = None) -> RunResult:
     """Run on ``workers`` processes (``remote_workers`` of them joining from elsewhere) and
     merge their results. ``regions`` (node, addr, nbytes) of host memory come back in
     ``result.memory_regions``; ``endpoints`` (``spin.endpoint.AttachedEndpoint``) are served by
@@ -321,8 +322,10 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
 
     outcome = run_fabric(FACTORY, Deferred(spec), workers, quiet=quiet, timeout_s=timeout_s, bind=bind,
                          allow_remote=remote_workers, key_file=key_file, port=port,
+                         launched=launched,
                          **({} if silence_timeout_s is None else
-                            {"silence_timeout_s": silence_timeout_s}))
+                            {"silence_timeout_s": silence_timeout_s}),
+                         **({} if join_timeout_s is None else {"join_timeout_s": join_timeout_s}))
     result = merge_worker_results(scenario, list(outcome.results), pcap_dir)
     loop = outcome.loop_wall_s
     result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,

@@ -18,7 +18,7 @@ def _pair_bisection(p: PairParams, link: LinkConfig) -> float:
     return float(link.rate_gbps)
 
 
-@builder("pair", PairParams, _pair_bisection)
+@builder("pair", PairParams, _pair_bisection, lambda p, link: (2, 0, 1))
 def pair(p: PairParams, link: LinkConfig) -> Topology:
     """Two hosts connected back to back (no switch). Bisection: one link."""
     t = Topology()
@@ -35,7 +35,7 @@ def _star_bisection(p: StarParams, link: LinkConfig) -> float:
     return (p.hosts // 2) * float(link.rate_gbps)
 
 
-@builder("star", StarParams, _star_bisection)
+@builder("star", StarParams, _star_bisection, lambda p, link: (p.hosts, 1, p.hosts))
 def star(p: StarParams, link: LinkConfig) -> Topology:
     """``hosts`` hosts on one switch ``s0``. Any split is a worst case: the first half of the
     hosts reaches the second half through its own links, hosts // 2 of them."""

@@ -8,12 +8,14 @@ from ..config import LinkConfig
 from ..errors import TopologyError
 from ..registry import Registry
 from ..topology import Topology
-from . import basic, custom, fat_tree, hamming_mesh, leaf_spine, supernode
+from . import (basic, custom, fat_tree, hamming_mesh, leaf_spine, leaf_spine_superspine,
+               rail_optimized, supernode)
 from .registry import TopologyKind
 
 TOPOLOGIES: Registry[TopologyKind] = Registry(
     "topology", (custom.custom, fat_tree.fat_tree, hamming_mesh.hamming_mesh,
-                 leaf_spine.leaf_spine, basic.pair, basic.star, supernode.supernode),
+                 leaf_spine.leaf_spine, leaf_spine_superspine.leaf_spine_superspine,
+                 basic.pair, rail_optimized.rail_optimized, basic.star, supernode.supernode),
     error=TopologyError)
 
 

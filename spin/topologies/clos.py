@@ -8,6 +8,18 @@ from ..topology import Topology
 from .registry import ParamError
 
 
+def join_counts(n_members: int, radix: int) -> tuple[int, int]:
+    """(switches, links) ``join`` makes for ``n_members`` ports (ParamError when they do not
+    fit in two levels of ``radix``-port switches)."""
+    if n_members <= radix:
+        return 1, n_members
+    down = radix // 2
+    n_leaves = -(-n_members // down)
+    if n_leaves > radix:
+        raise ParamError("switch_radix", radix, "too small for a two-level fat tree")
+    return n_leaves + down, n_members + n_leaves * down
+
+
 def join(t: Topology, prefix: str, members: list[str], radix: int, edge_link: LinkConfig,
          fabric_link: LinkConfig, edge_kind: str, fabric_kind: str = "leaf-spine",
          radix_param: str = "switch_radix") -> list[str]:

@@ -7,12 +7,15 @@ SC22).
 The cable class of a link follows from its kind (the tier its builder gave it):
 
 * ``internal`` (a NIC to its own accelerator router): on the package, no cable, no port.
-* ``mesh`` (HammingMesh board links): traces on the board, ``pcb``.
+* ``mesh`` (HammingMesh board links) and ``nvlink`` (a GPU to its server's NVSwitch): traces
+  on the board, ``pcb``.
 * ``host`` (a host to its first switch): in the rack, a copper DAC (<= 3 m).
 * first switch tier (``edge-agg``, ``leaf-spine``, ``row``, ``column``, ``plane``,
-  ``scale-out``): across a row of racks, an active optical cable (<= 30 m).
-* higher tiers (``agg-core``, ``spine``, ``*-leaf-spine`` of row/column/plane networks): across
-  the hall, two transceivers and a fibre (<= 500 m).
+  ``scale-out``) and ``rail`` (a GPU's NIC to its rail leaf, racks away in a SuperPOD): across
+  a row of racks, an active optical cable (<= 30 m).
+* higher tiers (``agg-core``, ``spine``, ``spine-superspine``, ``spine-core``,
+  ``*-leaf-spine`` of row/column/plane networks): across the hall, two transceivers and a
+  fibre (<= 500 m).
 
 ``CostModel.link_classes`` overrides any of these by kind; a kind it does not know is priced
 as ``default_link_class``.
@@ -46,6 +49,7 @@ DEFAULT_LINK_CLASSES: dict[str, str] = {
     "scale-out": "aoc",
     "agg-core": "optical", "spine": "optical", "row-leaf-spine": "optical",
     "column-leaf-spine": "optical", "plane-leaf-spine": "optical",
+    "nvlink": "pcb", "rail": "aoc", "spine-superspine": "optical", "spine-core": "optical",
 }
 
 

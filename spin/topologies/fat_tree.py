@@ -1,6 +1,6 @@
 """Three-tier k-ary fat tree (Al-Fares et al., SIGCOMM'08): k pods of k/2 edge and k/2
 aggregation switches, (k/2)^2 core switches; k^3/4 hosts and 5k^2/4 switches when
-non-blocking (k = 16: 1024 hosts, 320 switches).
+non-blocking (k = 16: 1024 hosts, 320 switches; k = 64: 65,536 hosts, 5,120 switches).
 
 Aggregation switch i of every pod links to the k/2 core switches of core group i. Every tier has
 its own rate (default ``[link] rate_gbps``). ``oversubscription`` r puts r * k/2 hosts on each
@@ -17,7 +17,7 @@ from .registry import ParamError, TopologyParams, builder, link_config
 
 
 class FatTreeParams(TopologyParams):
-    k: int = Field(4, ge=4, le=16, description="switch radix; even")
+    k: int = Field(4, ge=4, le=64, description="switch radix (ports per switch); even")
     oversubscription: int = Field(1, ge=1, le=16)
     host_rate_gbps: int | None = Field(None, gt=0, le=1600)
     edge_agg_rate_gbps: int | None = Field(None, gt=0, le=1600)
@@ -41,14 +41,21 @@ def _bisection(p: FatTreeParams, link: LinkConfig) -> float:
     return float(half * per_pod)
 
 
-@builder("fat_tree", FatTreeParams, _bisection)
+def _counts(p: FatTreeParams, link: LinkConfig) -> tuple[int, int, int]:
+    """(hosts, switches, links)."""
+    half = p.k // 2
+    hosts = p.k * half * p.oversubscription * half
+    return hosts, 5 * p.k * p.k // 4, hosts + 2 * p.k * half * half
+
+
+@builder("fat_tree", FatTreeParams, _bisection, _counts)
 def fat_tree(p: FatTreeParams, link: LinkConfig) -> Topology:
     """Three-tier k-ary fat tree. Pods ``p0..`` of edge switches ``p0e0..`` (with their hosts)
     and aggregation switches ``p0a0..``, then core switches ``c0..``. Hosts are numbered pod by
     pod, so the first half of the host ids is the first k/2 pods: all traffic between the
     halves crosses the core, the worst-case bisection."""
     if p.k % 2:
-        raise ParamError("k", p.k, "must be even; valid: 4, 6, 8, 10, 12, 14, 16")
+        raise ParamError("k", p.k, "must be even; valid: 4, 6, 8, ..., 64")
     host_rate, ea_rate, ac_rate = _rates(p, link)
     host_link = link_config(link, host_rate, p.host_latency_ns)
     ea_link = link_config(link, ea_rate, p.fabric_latency_ns)

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
-from .clos import join
+from .clos import join, join_counts
 from .registry import TopologyParams, builder, link_config
 
 
@@ -65,7 +65,22 @@ def _bisection(p: HammingMeshParams, link: LinkConfig) -> float | None:
     return None
 
 
-@builder("hamming_mesh", HammingMeshParams, _bisection)
+def _counts(p: HammingMeshParams, link: LinkConfig) -> tuple[int, int, int]:
+    """(hosts, switches, links): a router per accelerator, its internal and board links, and
+    the row and column networks (``join``)."""
+    a, b = p.board_rows, p.board_cols
+    hosts = p.rows * p.cols * a * b
+    mesh = p.rows * p.cols * (a * (b - 1) + b * (a - 1))
+    switches, links = hosts, hosts + mesh
+    per_row, per_col = (a, b) if p.share_networks else (1, 1)
+    for networks, members in ((p.rows * a // per_row, 2 * per_row * p.cols),
+                              (p.cols * b // per_col, 2 * per_col * p.rows)):
+        s, l = join_counts(members, p.switch_radix)
+        switches, links = switches + networks * s, links + networks * l
+    return hosts, switches, links
+
+
+@builder("hamming_mesh", HammingMeshParams, _bisection, _counts)
 def hamming_mesh(p: HammingMeshParams, link: LinkConfig) -> Topology:
     """HammingMesh: boards of accelerators in a 2D mesh, rows and columns joined by fat trees.
     Routers ``a<R>.<C>.<i>.<j>`` (board row R, board column C, accelerator i, j on the board),

@@ -79,7 +79,14 @@ def _bisection(p: LeafSpineParams, link: LinkConfig) -> float | None:
     return p.leaves / 2 * min(p.hosts_per_leaf * host, spines * fabric)
 
 
-@builder("leaf_spine", LeafSpineParams, _bisection)
+def _counts(p: LeafSpineParams, link: LinkConfig) -> tuple[int, int, int]:
+    """(hosts, switches, links)."""
+    spines, _, _ = resolve(p, link)
+    hosts = p.leaves * p.hosts_per_leaf
+    return hosts, p.leaves + spines, hosts + p.leaves * spines
+
+
+@builder("leaf_spine", LeafSpineParams, _bisection, _counts)
 def leaf_spine(p: LeafSpineParams, link: LinkConfig) -> Topology:
     """Two-tier leaf-spine with an oversubscription ratio and per-tier rates. Leaves ``leaf0..``
     with ``hosts_per_leaf`` hosts each and one link to each spine.

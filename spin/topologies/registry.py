@@ -18,6 +18,7 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..config import LinkConfig
+from ..describe.limits import check_topology_size
 from ..errors import ConfigError, TopologyError
 from ..suggest import did_you_mean, misspelt_key
 from ..topology import Topology
@@ -31,18 +32,22 @@ class TopologyParams(BaseModel):
 
 Builder = Callable[[Any, LinkConfig], Topology]
 Bisection = Callable[[Any, LinkConfig], float | None]
+Counts = Callable[[Any, LinkConfig], tuple[int, int, int]]
 
 
 @dataclass(frozen=True)
 class TopologyKind:
     """A topology builder declared by ``@builder``: its name, parameters, build function,
-    analytic bisection (None: not known) and the first sentence of its docstring."""
+    analytic bisection (None: not known), the first sentence of its docstring and, where the
+    parameters give them, its (hosts, switches, links) counts, so that a topology too large for
+    memory is refused before any of it is built."""
 
     name: str
     params: type[TopologyParams]
     build: Builder
     bisection_gbps: Bisection | None
     summary: str
+    counts: Counts | None = None
 
     def validated(self, params: dict[str, Any], where: str = "topology") -> TopologyParams:
         """Validate ``params``; errors name parameter, value and valid range."""
@@ -56,6 +61,7 @@ class TopologyKind:
         """Build, validate and label the topology (``kind`` and ``params`` recorded on it)."""
         p = self.validated(params, where)
         link = link or LinkConfig()
+        self._check_size(p, link, params, where)
         try:
             topo = self.build(p, link)
             topo.validate()
@@ -71,6 +77,23 @@ class TopologyKind:
         topo.params["link"] = link
         return topo
 
+    def _check_size(self, p: TopologyParams, link: LinkConfig, given: dict[str, Any],
+                    where: str) -> None:
+        """Refuse, before building, a topology whose counts (from its parameters) need more
+        memory than the limit; parameters the counts reject are left to the builder's errors."""
+        if self.counts is None:
+            return
+        try:
+            counts = self.counts(p, link)
+        except ParamError:
+            return
+        shown = ", ".join(f"{k} = {v!r}" for k, v in given.items() if k != "link")
+        try:
+            check_topology_size(*counts, what=f"{where}.kind = {self.name!r}"
+                                + (f" ({shown})" if shown else ""))
+        except ConfigError as exc:
+            raise TopologyError(str(exc)) from None
+
     def bisection_of(self, topo: Topology) -> float | None:
         """The analytic bisection bandwidth of ``topo``, built by this kind (None when not
         known)."""
@@ -80,12 +103,13 @@ class TopologyKind:
         return self.bisection_gbps(self.params(**fields), topo.params.get("link") or LinkConfig())
 
 
-def builder(name: str, params: type[TopologyParams],
-            bisection_gbps: Bisection | None = None) -> Callable[[Builder], TopologyKind]:
+def builder(name: str, params: type[TopologyParams], bisection_gbps: Bisection | None = None,
+            counts: Counts | None = None) -> Callable[[Builder], TopologyKind]:
     """Declare the decorated function as topology kind ``name`` (its module's attribute becomes
     the ``TopologyKind``; ``spin.topologies.catalog`` lists it in ``TOPOLOGIES``)."""
     def deco(fn: Builder) -> TopologyKind:
-        return TopologyKind(name, params, fn, bisection_gbps, first_sentence(fn.__doc__))
+        return TopologyKind(name, params, fn, bisection_gbps, first_sentence(fn.__doc__),
+                            counts)
     return deco
 
 

@@ -74,7 +74,26 @@ def _bisection(p: SupernodeParams, link: LinkConfig) -> float | None:
     return float(p.planes * plane + p.gpus // 2 * out)
 
 
-@builder("supernode", SupernodeParams, _bisection)
+def _counts(p: SupernodeParams, link: LinkConfig) -> tuple[int, int, int]:
+    """(hosts, switches, links)."""
+    per_leaf, spines = _plane_leaf(p)
+    gpus = p.supernodes * p.gpus
+    if p.layers == 1:
+        plane_switches, plane_links = 1, p.gpus
+    else:
+        leaves = p.gpus // per_leaf
+        plane_switches, plane_links = leaves + spines, p.gpus + leaves * spines
+    switches = gpus + p.supernodes * p.planes * plane_switches
+    links = gpus + p.supernodes * p.planes * plane_links
+    if p.scale_out and gpus % p.scale_out_gpus_per_leaf == 0:
+        leaves = gpus // p.scale_out_gpus_per_leaf
+        out_spines = p.scale_out_gpus_per_leaf if leaves > 1 else 0
+        switches += leaves + out_spines
+        links += gpus + leaves * out_spines
+    return gpus, switches, links
+
+
+@builder("supernode", SupernodeParams, _bisection, _counts)
 def supernode(p: SupernodeParams, link: LinkConfig) -> Topology:
     """Scale-up domains (one or two switch layers) with a scale-out leaf-spine behind them.
     GPU routers ``n<S>g<G>``, plane switches ``n<S>p<P>`` (or ``n<S>p<P>l<L>`` leaves and

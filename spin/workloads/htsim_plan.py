@@ -104,7 +104,7 @@ def plan(m, sc) -> Workload:
                 edge(via, nt)
                 edge(nt, w)
 
-    rate = {h: _host_rate(sc, h) for h in range(n)}
+    rate = _host_rates(sc)
     est: dict[tuple, int] = {}
     arrivals: dict[tuple, list] = defaultdict(list)
     depth: dict[tuple, int] = defaultdict(int)
@@ -140,9 +140,16 @@ def plan(m, sc) -> Workload:
     return _emit(m, sc, nodes, order, qp_of, trig_qp, need, sources, depth)
 
 
-def _host_rate(sc, h: int) -> int:
-    name = sc.topology.hosts[h]
-    return next(l.config.rate_gbps for l in sc.topology.links if name in (l.a, l.b))
+def _host_rates(sc) -> dict[int, int]:
+    """Node id -> rate of the host's first link, in one pass over the links (a search of
+    the links per host was quadratic: 0.4 s at 1,024 hosts)."""
+    node_of = {name: h for h, name in enumerate(sc.topology.hosts)}
+    rates: dict[int, int] = {}
+    for link in sc.topology.links:
+        for end in (link.a, link.b):
+            if end in node_of:
+                rates.setdefault(node_of[end], link.config.rate_gbps)
+    return rates
 
 
 def _emit(m, sc, nodes, order, qp_of, trig_qp, need, sources, depth) -> Workload:

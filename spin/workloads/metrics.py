@@ -15,15 +15,16 @@ completions) are not part of either ideal: they are the hosts' cost, not the net
 """
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+
+import numpy as np
 
 from ..errors import ConfigError
 from ..units import ETHERNET_WIRE_OVERHEAD_BYTES, US
 from ..wire.headers import roce_frame_len
 from .common import Flow, Workload
+from .paths import HostPaths
 
 
 @dataclass(frozen=True)
@@ -84,55 +85,48 @@ class WorkloadReport:
 
 def wire_bytes(nbytes: int, mtu_bytes: int) -> int:
     """Bytes a message occupies on the wire: every frame with its headers and Ethernet
-    overhead (the first frame also carries the RETH)."""
+    overhead (the first frame also carries the RETH; frames between the first and the last
+    are full)."""
     frames = max(1, -(-nbytes // mtu_bytes))
-    total = 0
-    for k in range(frames):
-        payload = min(mtu_bytes, nbytes - k * mtu_bytes)
-        total += roce_frame_len(max(payload, 0), k == 0) + ETHERNET_WIRE_OVERHEAD_BYTES
-    return total
+    total = roce_frame_len(max(min(mtu_bytes, nbytes), 0), True)
+    if frames > 1:
+        total += ((frames - 2) * roce_frame_len(mtu_bytes, False)
+                  + roce_frame_len(nbytes - (frames - 1) * mtu_bytes, False))
+    return total + frames * ETHERNET_WIRE_OVERHEAD_BYTES
 
 
 class PathModel:
-    """Host link rates and shortest-path base latencies of a scenario's topology."""
+    """Host link rates and shortest-path base latencies of a scenario's topology. The
+    ``*_many`` methods take arrays of node ids and sizes (one entry per flow) and return
+    arrays: a report reads thousands of flows, and the paths come from one search per source
+    switch (``HostPaths``)."""
 
     def __init__(self, scenario):
         topo = scenario.topology
         self._mtu = scenario.engine.mtu_bytes
         self._pcie_ps = int(round(scenario.nic.pcie_latency_ns * 1000))
         self._pcie_gbps = scenario.nic.pcie_rate_gbytes_per_s * 8
-        self._adj: dict[str, list[tuple[str, int]]] = {d: [] for d in topo.device_names()}
         self.host_rate_gbps: dict[int, int] = {}
         for link in topo.links:
-            lat = int(round(link.config.latency_ns * 1000))
-            self._adj[link.a].append((link.b, lat))
-            self._adj[link.b].append((link.a, lat))
             for end in (link.a, link.b):
                 if end in topo._node_of:
                     self.host_rate_gbps[topo.node_id(end)] = link.config.rate_gbps
-        self._switch_ps = {s: int(round(topo.switch_latency_ns(s, scenario.switch.latency_ns)
-                                        * 1000)) for s in topo.switches}
-        self._hosts = topo.hosts
-        self.path = lru_cache(maxsize=None)(self._path)
+        self._rate = np.full(len(topo.hosts), np.nan)
+        for node, rate in self.host_rate_gbps.items():
+            self._rate[node] = rate
+        switch_ps = {s: int(round(topo.switch_latency_ns(s, scenario.switch.latency_ns) * 1000))
+                     for s in topo.switches}
+        self._paths = HostPaths(topo, switch_ps)
 
-    def _path(self, src: int, dst: int) -> tuple[int, int]:
+    def path(self, src: int, dst: int) -> tuple[int, int]:
         """(latency, switches crossed) along the fewest-hop path, the least latency among
         those: links plus the pipelines of the switches crossed. Hosts do not forward."""
-        start, goal = self._hosts[src], self._hosts[dst]
-        best = {start: (0, 0)}
-        heap = [(0, 0, start)]
-        while heap:
-            hops, lat, dev = heapq.heappop(heap)
-            if dev == goal:
-                return lat, hops - 1
-            if (hops, lat) > best[dev] or (dev != start and dev not in self._switch_ps):
-                continue                                  # stale entry, or a host: no transit
-            for peer, l_ps in self._adj[dev]:
-                cost = (hops + 1, lat + l_ps + self._switch_ps.get(peer, 0))
-                if cost < best.get(peer, (1 << 62, 0)):
-                    best[peer] = cost
-                    heapq.heappush(heap, (*cost, peer))
-        raise ConfigError(f"host {src} cannot reach host {dst}")
+        lat, switches = self._paths.paths([src], [dst])
+        return int(lat[0]), int(switches[0])
+
+    def paths(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        """``path`` of every pair ``src[i] -> dst[i]``, as two arrays."""
+        return self._paths.paths(src, dst)
 
     def rate_gbps(self, src: int, dst: int) -> float:
         return min(self.host_rate_gbps[src], self.host_rate_gbps[dst], self._pcie_gbps)
@@ -140,30 +134,69 @@ class PathModel:
     def _ser_ps(self, nbytes: int, rate_gbps: float) -> int:
         return int(math.ceil(nbytes * 8000 / rate_gbps))
 
+    def _ser_many(self, nbytes: np.ndarray, rate_gbps: np.ndarray) -> np.ndarray:
+        """``_ser_ps`` of every (bytes, rate) entry, computed once per distinct pair (flows
+        share a few sizes and rates), so the figures are exactly the scalar ones."""
+        pairs, inverse = np.unique(np.stack([np.asarray(nbytes, np.float64),
+                                             np.asarray(rate_gbps, np.float64)], axis=1),
+                                   axis=0, return_inverse=True)
+        ser = np.array([self._ser_ps(int(n), r) for n, r in pairs.tolist()], np.int64)
+        return ser[inverse.reshape(-1)] if len(ser) else np.zeros(0, np.int64)
+
+    def _wire_many(self, nbytes: np.ndarray) -> np.ndarray:
+        sizes, inverse = np.unique(np.asarray(nbytes, np.int64), return_inverse=True)
+        wire = np.array([wire_bytes(n, self._mtu) for n in sizes.tolist()], np.int64)
+        return wire[inverse.reshape(-1)] if len(wire) else np.zeros(0, np.int64)
+
+    def _pair_rate(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        return np.minimum(np.minimum(self._rate[src], self._rate[dst]), self._pcie_gbps)
+
     def base_ps(self, src: int, dst: int) -> int:
         """One way through an empty fabric: path, store-and-forward, PCIe at both ends."""
-        lat, switches = self.path(src, dst)
+        return int(self.base_many([src], [dst])[0])
+
+    def base_many(self, src, dst) -> np.ndarray:
+        """``base_ps`` of every pair ``src[i] -> dst[i]``."""
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        lat, switches = self._paths.paths(src, dst)
         frame = wire_bytes(min(self._mtu, 1 << 30), self._mtu)
-        return lat + switches * self._ser_ps(frame, self.rate_gbps(src, dst)) + 2 * self._pcie_ps
+        ser = self._ser_many(np.full(len(src), frame), self._pair_rate(src, dst))
+        return lat + switches * ser + 2 * self._pcie_ps
 
     def ideal_fct_ps(self, flow: Flow) -> int:
-        ser = self._ser_ps(wire_bytes(flow.nbytes, self._mtu), self.rate_gbps(flow.src, flow.dst))
-        return ser + self.base_ps(flow.src, flow.dst)
+        return int(self.ideal_fct_many([flow.src], [flow.dst], [flow.nbytes])[0])
+
+    def ideal_fct_many(self, src, dst, nbytes) -> np.ndarray:
+        """``ideal_fct_ps`` of every flow given by its source, destination and size."""
+        src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+        base = self.base_many(src, dst)           # first: names a pair that has no path
+        return self._ser_many(self._wire_many(nbytes), self._pair_rate(src, dst)) + base
 
     def ideal_iteration_ps(self, flows: list[Flow]) -> int:
         """Sum over steps of (busiest host's bytes at its link rate + longest base latency)."""
-        total = 0
-        for step in sorted({f.step for f in flows}):
-            load: dict[tuple[str, int], int] = {}
-            base = 0
-            for f in (f for f in flows if f.step == step):
-                for key, host in ((("tx", f.src), f.src), (("rx", f.dst), f.dst)):
-                    load[key] = load.get(key, 0) + self._ser_ps(
-                        wire_bytes(f.nbytes, self._mtu),
-                        min(self.host_rate_gbps[host], self._pcie_gbps))
-                base = max(base, self.base_ps(f.src, f.dst))
-            total += max(load.values()) + base
-        return total
+        if not flows:
+            return 0
+        src, dst, nbytes, step = (np.array(c, np.int64) for c in
+                                  zip(*((f.src, f.dst, f.nbytes, f.step) for f in flows)))
+        base = self.base_many(src, dst)
+        wire = self._wire_many(nbytes)
+        pcie = self._pcie_gbps
+        tx = self._ser_many(wire, np.minimum(self._rate[src], pcie))
+        rx = self._ser_many(wire, np.minimum(self._rate[dst], pcie))
+        steps, of_step = np.unique(step, return_inverse=True)
+        of_step = of_step.reshape(-1)
+        n = len(self._rate)
+        # one key per (step, direction, host); the load of a key is the sum of its flows
+        keys, load_of = np.unique(np.concatenate([of_step * 2 * n + src,
+                                                  of_step * 2 * n + n + dst]),
+                                  return_inverse=True)
+        load = np.zeros(len(keys), np.int64)
+        np.add.at(load, load_of.reshape(-1), np.concatenate([tx, rx]))
+        busiest = np.zeros(len(steps), np.int64)
+        np.maximum.at(busiest, keys // (2 * n), load)
+        longest = np.zeros(len(steps), np.int64)
+        np.maximum.at(longest, of_step, base)
+        return int(busiest.sum()) + int(longest.sum())
 
 
 def flow_messages(workload: Workload, result) -> list:
@@ -191,10 +224,8 @@ def workload_report(workload: Workload, scenario, result) -> WorkloadReport:
     """Measured against ideal, for the flows and iterations of ``workload``."""
     model = PathModel(scenario)
     msgs = flow_messages(workload, result)
-    sizes = {}
-    for f in workload.flows:
-        sizes.setdefault((f.src, f.dst, f.qp, f.nbytes), f)
-    ideal = [model.ideal_fct_ps(sizes[(m.src, m.dst, m.qp, m.bytes)]) for m in msgs]
+    ideal = model.ideal_fct_many([m.src for m in msgs], [m.dst for m in msgs],
+                                 [m.bytes for m in msgs]).tolist()
     fct = [m.completion_ps for m in msgs]
     slow = sorted(a / b for a, b in zip(fct, ideal))
     per_iter = [f for f in workload.flows if f.iteration == 0]
@@ -207,7 +238,8 @@ def workload_report(workload: Workload, scenario, result) -> WorkloadReport:
         slow[max(0, math.ceil(0.99 * len(slow)) - 1)], slow[-1],
         collective, model.ideal_iteration_ps(per_iter),
         len(workload.flows) - len(msgs),
-        max(2 * model.path(f.src, f.dst)[0] for f in per_iter))
+        max(2 * lat for lat in model.paths([f.src for f in per_iter],
+                                           [f.dst for f in per_iter])[0].tolist()))
 
 
 def report_text(workload: Workload, scenario, result) -> str:

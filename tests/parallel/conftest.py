@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 for p in (str(REPO), str(HERE)):
@@ -50,3 +52,12 @@ def read_pids(pid_dir: str | os.PathLike) -> dict[int, int]:
         if text:
             out[int(f.stem)] = int(text)
     return out
+
+
+@pytest.fixture(scope="session")
+def reduce_digest() -> str:
+    """The 8-host reduce example on one worker, in process: what every launched run must equal."""
+    from spin.fabric import run_scenario
+    from spin.scenario_file import load_scenario
+    scenario, _ = load_scenario(REPO / "examples" / "reduce_8hosts.toml")
+    return run_scenario(scenario, 1).deterministic_digest()

@@ -64,7 +64,7 @@ def test_every_equal_cost_next_hop_is_installed() -> None:
     expected = topo.equal_cost_ports()
     for s, name in enumerate(topo.switches):
         for h in range(n_hosts):
-            g = st.route[0, s, h]
+            g = st.rblock[st.route[0, s, h >> S.ROUTE_BLOCK_SHIFT], h % S.ROUTE_BLOCK]
             first, count = st.rgroup[g]
             got = tuple(sorted(int(p) for p in st.rport[first:first + count]))
             assert got == tuple(sorted(expected[name][h])), (name, h)
