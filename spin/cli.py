@@ -244,16 +244,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_topo(args: argparse.Namespace) -> int:
     from .topologies import build_topology, topology_inventory
     from .collectives.report import parse_size
-    from .topologies.report import (COMPARE_SETS, compare_table, inventory_table, kinds_text,
-                                    label, parse_params, parse_spec)
+    from .topologies.report import (COMPARE_SETS, available, compare_table, inventory_table,
+                                    kinds_text, label, parse_params, parse_spec)
     if args.list:
         print(kinds_text())
         return 0
     if args.param and len(args.specs) != 1:
         raise SpinError(f"--param applies to one topology; got {len(args.specs)} (write "
                         f"NAME:k=v,k=v for each of several)")
-    specs = [parse_spec(s) for s in args.specs] or (
-        list(COMPARE_SETS[args.compare_hosts]) if args.compare else [])
+    specs = [parse_spec(s) for s in args.specs]
+    if not specs and args.compare:
+        specs, lacking = available(COMPARE_SETS[args.compare_hosts])
+        if lacking:
+            print(f"left out (no such topology kind in this build): {', '.join(lacking)}",
+                  file=sys.stderr)
     if not specs:
         raise SpinError("name a topology (spin topo fat_tree --param k=8), several, --compare "
                         "or --list")
@@ -262,26 +266,24 @@ def cmd_topo(args: argparse.Namespace) -> int:
     if args.json:
         from .describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)   # before building, not after
-    named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
     if not args.compare:
+        named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
         print(inventory_table(named))
         if args.json:
             _write_json(args.json, [{"topology": t, **inv.to_dict()} for t, inv in named])
         return 0
-    from .topologies.cost import load_cost_model, topology_cost
+    from .collectives.fabric_compare import compare_rows, sensitivity_section
+    from .topologies.cost import load_cost_model
     model = load_cost_model(args.cost)
     nbytes = None if args.no_measure else parse_size(args.measure_bytes)
-    rows = []
-    for (title, inv), (name, params) in zip(named, specs):
-        cost = topology_cost(build_topology(name, **params), model, inv.bisection_gbps)
-        bw = None
-        if nbytes is not None:
-            from .collectives.fabric_bandwidth import measure_fabric
-            bw = measure_fabric(functools.partial(build_topology, name, **params), nbytes)
-        rows.append((title, inv, cost, bw))
-    print(compare_table(rows))
+    a2a_bytes = parse_size(args.all_to_all_bytes) if args.all_to_all_bytes else None
+    rows, bounds = compare_rows(specs, model, nbytes, a2a_bytes=a2a_bytes)
+    print(compare_table(rows, bounds))
+    if args.sensitivity and len(rows) > 1:
+        print("\n" + sensitivity_section(rows, bounds, model))
     if args.json:
         _write_json(args.json, [{"topology": t, **inv.to_dict(), "cost": c.to_dict(),
+                                 "allreduce_bound_gbytes_per_s": bounds[t],
                                  "bandwidth": None if b is None else b.to_dict()}
                                 for t, inv, c, b in rows])
     return 0
@@ -469,10 +471,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "supernode at equal host counts side by side (or the topologies named): cost,"
                    " power, cost per Gb/s of bisection, and allreduce and all-to-all bandwidth "
                    "per host measured from short runs")
-    t.add_argument("--compare-hosts", type=int, choices=(16, 128), default=128,
-                   help="host count of the built-in selection (default 128; 16 runs in seconds)")
+    t.add_argument("--compare-hosts", type=int, choices=(16, 128, 4096), default=128,
+                   help="host count of the built-in selection (default 128; 16 runs in seconds, "
+                   "4096 in about an hour with --measure-bytes 256KiB)")
+    t.add_argument("--sensitivity", action="store_true",
+                   help="with --compare: how far each price (switch port, NIC port, cables, "
+                   "optics) must move to halve or double each topology's cost advantage per "
+                   "GB/s of allreduce over the first one")
     t.add_argument("--measure-bytes", default="1MiB", metavar="S",
                    help="bytes per host of the measured runs (default 1MiB)")
+    t.add_argument("--all-to-all-bytes", metavar="S",
+                   help="bytes per host of the measured all-to-all (default: --measure-bytes; "
+                   "from 1,024 hosts its payload is generated, not stored, so it can be larger)")
     t.add_argument("--no-measure", action="store_true",
                    help="--compare without the measured runs (cost and bisection only)")
     t.add_argument("--cost", metavar="FILE",

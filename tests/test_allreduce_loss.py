@@ -15,6 +15,7 @@ from spin.collectives import ALGORITHMS, algorithm
 from spin.collectives.measure import allreduce_scenario, evaluate
 from spin.collectives.report import shared_programs
 from spin.config import LinkConfig
+from spin.errors import ConfigError
 from spin.runs import run
 from spin.topology import Topology
 
@@ -22,7 +23,7 @@ HOSTS, COUNT = 4, 6002                # blocks of unequal length
 LOSS = LinkConfig(loss_rate=0.02, loss_seed=5)
 PROGRAMS = shared_programs(list(ALGORITHMS))
 CASES = [(name, dtype) for name in ALGORITHMS.names() for dtype in ("int32", "float32")
-         if dtype in algorithm(name).dtypes]
+         if dtype in algorithm(name).dtypes and not algorithm(name).lossless_only]
 
 
 def _outputs(name: str, dtype: str, link: LinkConfig | None):
@@ -32,6 +33,13 @@ def _outputs(name: str, dtype: str, link: LinkConfig | None):
                                           engine_programs=PROGRAMS)
     result = run(sc, 1, read=plan.reads())
     return result, [result.read(*r) for r in plan.reads()], evaluate(result, plan, inputs)
+
+
+def test_lossless_only_algorithms_are_refused_under_loss() -> None:
+    lossless = [name for name in ALGORITHMS.names() if algorithm(name).lossless_only]
+    assert lossless == ["nic-ring2d"]
+    with pytest.raises(ConfigError, match="nic-ring2d: it has no loss recovery"):
+        _outputs("nic-ring2d", "int32", LOSS)
 
 
 @pytest.mark.parametrize(("name", "dtype"), CASES)

@@ -76,9 +76,14 @@ def test_topo_compare_measures_allreduce_and_all_to_all(tmp_path, capsys):
     assert all(r["hosts"] == 16 for r in rows)
     for r in rows:
         bw = r["bandwidth"]
-        # measured, not a formula: below a 400 Gb/s port's payload rate, above nothing
-        assert 0 < bw["allreduce_gbytes_per_s"] < 50 and 0 < bw["all_to_all_gbytes_per_s"] < 50
+        # measured, not a formula: below the allreduce's injection bound and a port's rate
+        assert 0 < bw["allreduce_gbytes_per_s"] < bw["allreduce_bound_gbytes_per_s"]
+        assert 0 < bw["all_to_all_gbytes_per_s"] < 50
+        assert bw["all_to_all_peers"] == 15 and bw["allreduce_algorithm"] == "nic-ring2d"
+        assert r["allreduce_bound_gbytes_per_s"] == bw["allreduce_bound_gbytes_per_s"]
         assert r["cost"]["total_usd"] > 0
+    bound = {r["kind"]: r["allreduce_bound_gbytes_per_s"] for r in rows}
+    assert bound["hamming_mesh"] == pytest.approx(4 * bound["fat_tree"])   # four ports
     over = {r["topology"]: r["bandwidth"]["all_to_all_gbytes_per_s"] for r in rows
             if r["kind"] == "leaf_spine"}
     full, thin = sorted(over.items(), key=lambda kv: "oversubscription" in kv[0])
@@ -146,3 +151,60 @@ def test_a_pfc_deadlock_on_hamming_mesh_is_broken_by_the_watchdog():
     stuck = run(scenario(lossless(SwitchConfig(pfc_watchdog_ns=0))), 1, until_ps=5_000_000_000)
     assert not stuck.drops
     assert stuck.unfinished_hosts()
+
+
+def _advantage(ref, other, model):
+    from spin.topologies.cost import topology_cost
+    return topology_cost(ref, model).total_usd / topology_cost(other, model).total_usd
+
+
+def test_sensitivity_factors_halve_and_double_the_advantage():
+    """Each factor the sensitivity table gives, applied to that price in the cost model,
+    moves the cost advantage (hence the one per GB/s: the bandwidths cancel) by exactly 2x;
+    every part's share comes from the same prices as the cost."""
+    from spin.topologies.cost import CostModel, topology_cost
+    from spin.topologies.sensitivity import parts, sensitivity
+    ref = build_topology("fat_tree", k=4)
+    others = [build_topology("hamming_mesh", board_rows=2, board_cols=2, rows=2, cols=2),
+              build_topology("leaf_spine", leaves=4, hosts_per_leaf=4, oversubscription=4)]
+    model = CostModel()
+    scaled = {"switch": lambda m, f: {"switch_usd_by_radix": {r: u * f for r, u in
+                                                               m.switch_usd_by_radix.items()}},
+              "NIC": lambda m, f: {"nic_port_usd": m.nic_port_usd * f},
+              "copper": lambda m, f: {"dac_usd": m.dac_usd * f},
+              "active optical": lambda m, f: {"aoc_usd": m.aoc_usd * f},
+              "transceiver": lambda m, f: {"transceiver_usd": m.transceiver_usd * f},
+              "fibre": lambda m, f: {"fibre_usd": m.fibre_usd * f}}
+    checked = 0
+    for other in others:
+        cost_r, cost_o = topology_cost(ref, model), topology_cost(other, model)
+        assert sum(parts(cost_r, model).values()) == pytest.approx(cost_r.total_usd)
+        base = _advantage(ref, other, model)
+        for s in sensitivity(cost_r, cost_o, model):
+            key = next((k for k in scaled if s.part.startswith(k)), None)
+            for factor, target in ((s.halves_at, 0.5), (s.doubles_at, 2.0)):
+                if key is None or factor is None:
+                    continue
+                moved = CostModel.make(**{**model.model_dump(), **scaled[key](model, factor)})
+                assert _advantage(ref, other, moved) == pytest.approx(target * base, rel=1e-9)
+                checked += 1
+    assert checked >= 4
+    # HammingMesh has no transceivers: dearer optics only widen its lead, and without bound
+    hm = next(s for s in sensitivity(topology_cost(ref, model), topology_cost(others[0], model),
+                                     model) if s.part.startswith("optical transceiver"))
+    assert hm.share_other == 0 and hm.halves_at is None and hm.limit is None
+
+
+def test_topo_compare_sensitivity_and_the_4096_set(capsys):
+    """Without runs the table still gives the allreduce's bound and the cost per GB/s at it;
+    --sensitivity adds the price factors; the 4,096-host set names the kinds a build lacks."""
+    from spin.topologies.report import COMPARE_4096, available
+    assert main(["topo", "--compare", "--compare-hosts", "16", "--no-measure",
+                 "--sensitivity"]) == 0
+    text = capsys.readouterr().out
+    assert "AR bound" in text and "24.7 GB/s" in text and "98.8 GB/s" in text   # 4 ports
+    assert "halves at" in text and "NIC / accelerator network port" in text
+    have, lacking = available(COMPARE_4096 + (("no_such_kind", {}),))
+    assert "no_such_kind" in lacking and ("hamming_mesh", COMPARE_4096[2][1]) in have
+    assert all(name == "hamming_mesh" or name in lacking or name in {n for n, _ in have}
+               for name, _ in COMPARE_4096)

@@ -35,7 +35,7 @@ def _assert_bytes(sim, wl):
 
 
 def test_registry_lists_the_patterns():
-    assert {"permutation", "ring_allreduce", "all_to_all", "incast", "htsim_cm"} <= \
+    assert {"permutation", "ring_allreduce", "all_to_all", "incast", "htsim_cm", "shifts"} <= \
         set(workload_kinds())
 
 
@@ -88,6 +88,22 @@ def test_all_to_all_phases_deliver_n_times_n_minus_1_messages():
     for h in range(n):                       # combine starts after the host's dispatch inputs
         last_in = sorted(m.t_done_ps for m in dispatch if m.dst == h)[n - 2]
         assert min(m.t_post_ps for m in combine if m.src == h) > last_in
+
+
+def test_shifts_sample_the_all_to_all():
+    """Every host sends to the hosts the same random offsets away and receives one chunk per
+    offset; with as many shifts as peers it is the all-to-all's dispatch."""
+    from spin.workloads.shifts import offsets
+    n = 8
+    sc = Scenario(build_topology("star", hosts=n), host=HostConfig(memory_bytes=MIB))
+    wl = build_workload(sc, "shifts", message_bytes=2048, shifts=3, seed=4)
+    sim, _ = _run(sc)
+    _assert_bytes(sim, wl)
+    ds = offsets(n, 3, 4)
+    assert len(set(ds)) == 3 and all(1 <= d < n for d in ds)
+    assert sorted((f.src, f.dst) for f in wl.flows) == sorted((h, (h + d) % n) for h in range(n)
+                                                              for d in ds)
+    assert offsets(n, 99, 0) == list(range(1, n))
 
 
 def test_incast_is_bounded_by_the_receiver_link():

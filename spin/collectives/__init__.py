@@ -2,8 +2,10 @@
 variants, handlers) to a ``Scenario``, a registry of them by name, and ``measure``, which runs
 one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and correctness.
 
-Host baselines: ``ring``, ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
-handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``.
+Host baselines: ``ring``, ``ring2d`` (two-dimensional rings over every port of a HammingMesh
+accelerator), ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
+handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``;
+``nic-ring2d`` (``spin.collectives.nic_ring2d``).
 In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``; floats
 added natively) and ``switch-quantized`` (SwitchML's own float mode: block-exponent int32).
 Another variant joins the table as one more ``Algorithm`` entry of ``ALGORITHMS``: a builder
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..registry import Registry
-from . import nic, rabenseifner, recursive_doubling, ring, switch
+from . import nic, nic_ring2d, rabenseifner, recursive_doubling, ring, ring2d, switch
 from .common import DTYPES, AllreducePlan, reliable_transport
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm"]
@@ -41,6 +43,7 @@ class Algorithm:
     # (n, bytes per rank) -> (Scenario configs, build options) with which it survives random
     # frame loss on the links; None: it needs nothing more (it recovers by itself)
     recovery: Callable[[int, int], tuple[dict, dict]] | None = None
+    lossless_only: bool = False      # no loss recovery: refused on lossy links
 
 
 def _nic_variant(name: str, mode: str) -> Algorithm:
@@ -58,7 +61,12 @@ ALGORITHMS: Registry[Algorithm] = Registry("allreduce algorithm", (
               recursive_doubling.plan_memory, recovery=reliable_transport),
     Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
               rabenseifner.plan_memory, recovery=reliable_transport),
+    Algorithm("ring2d", "two-dimensional rings (HammingMesh; streams over every port)",
+              ring2d.build, ring2d.plan_memory, recovery=reliable_transport),
     *(_nic_variant(name, mode) for name, mode in nic.VARIANTS.items()),
+    Algorithm("nic-ring2d", "NIC two-dimensional rings (sPIN handlers; streams over every port)",
+              nic_ring2d.build, nic_ring2d.plan_memory, programs=nic_ring2d.programs,
+              dtypes=nic_ring2d.DTYPES, configs=nic_ring2d.run_configs, lossless_only=True),
     Algorithm("switch", "in-switch aggregation (SwitchML)", switch.build,
               switch.plan_memory, programs=switch.programs, check=switch.check_result,
               dtypes=switch.DTYPES, configs=lambda n, nbytes: switch.run_configs(n)),

@@ -56,7 +56,7 @@ def make_inputs(n: int, count: int, dtype: str, seed: int = 0,
     rng = np.random.default_rng(seed)
     keep = rng.random((n, count)) < density if density < 1 else None
     if dtype == "int32":
-        v = rng.integers(-2**31, 2**31, (n, count), dtype=np.int64).astype(np.int32)
+        v = rng.integers(-2**31, 2**31, (n, count), dtype=np.int32)   # no int64 copy
         return v if keep is None else np.where(keep, v, np.int32(0))
     x = rng.standard_normal((n, count), dtype=np.float32)     # no float64 copy: 1024 x 4 MiB fit
     if keep is not None:
@@ -91,6 +91,9 @@ def allreduce_scenario(name: str, n_hosts: int, count: int, dtype: str = "float3
     if host.memory_bytes < need:
         host = HostConfig.make(**{**host.model_dump(), "memory_bytes": need})
     build_options: dict = {}
+    if recover_loss and alg.lossless_only:
+        raise ConfigError(f"allreduce {alg.name}: it has no loss recovery and runs on lossless "
+                          f"links only; drop the loss or pick another algorithm")
     if recover_loss and alg.recovery is not None:
         needed, build_options = alg.recovery(n_hosts, count * itemsize(dtype))
         for key, value in needed.items():

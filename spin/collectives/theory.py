@@ -146,3 +146,31 @@ def streaming_ring_bound(scenario) -> StreamingRingBound:
                + 2 * mtu * pcie_ps + CQE_BYTES * pcie_ps + frame * 8000 / rate_gbps)
     return StreamingRingBound(latency_ps=latency,
                               bandwidth_bytes_per_ps=ring.bandwidth_bytes_per_ps)
+
+
+def injection_gbps(topo, host: int) -> float:
+    """What ``host`` can send into the fabric at once (Gb/s): its link's rate, or, for the NIC
+    of an accelerator router (a HammingMesh accelerator), the rates of the router's links
+    other than the one to its NIC (its four mesh and network ports)."""
+    from ..topologies.inventory import ACCELERATOR, INTERNAL
+    ports = topo.ports()
+    link, peer = ports[topo.hosts[host]][0]
+    if peer in topo.roles and topo.switch_role(peer) == ACCELERATOR:
+        return float(sum(topo.links[i].config.rate_gbps for i, _ in ports[peer]
+                         if topo.links[i].kind != INTERNAL))
+    return float(topo.links[link].config.rate_gbps)
+
+
+def injection_bound_ps(topo, hosts, nbytes: int, *, mtu_bytes: int,
+                       pcie_gbytes_per_s: float) -> float:
+    """A lower bound on the time of an allreduce of ``nbytes`` per rank on ``hosts`` that the
+    ranks compute (no reduction in switches): every rank sends at least 2(n-1)/n * S bytes
+    (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of workstations",
+    JPDC 2009), here over all its ports at once at the payload rate R * MTU / (MTU + 82 B of
+    headers and wire overhead) of the slowest rank; and its NIC reads S from host memory and
+    writes S back (over PCIe, each direction at its own rate). Latency is left out."""
+    n = len(hosts)
+    eta = mtu_bytes / (mtu_bytes + ROCE_HEADER_BYTES + ETHERNET_WIRE_OVERHEAD_BYTES)
+    gbps = min(injection_gbps(topo, h) for h in hosts)
+    network = 2 * (n - 1) / n * nbytes / (gbps / 8000 * eta)
+    return max(network, nbytes * 1000 / pcie_gbytes_per_s)

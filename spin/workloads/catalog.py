@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import Registry
-from . import all_to_all, htsim_cm, incast, permutation, ring
+from . import all_to_all, htsim_cm, incast, permutation, ring, shifts
 from .common import Workload
 from .registry import WorkloadKind
 
 WORKLOADS: Registry[WorkloadKind] = Registry(
     "workload", (all_to_all.all_to_all, htsim_cm.htsim_cm, incast.incast,
-                 permutation.permutation, ring.ring_allreduce))
+                 permutation.permutation, ring.ring_allreduce, shifts.shifts))
 
 
 def build_workload(scenario, name: str, *, where: str = "workload", **params: Any) -> Workload:
