@@ -25,6 +25,7 @@ control socket is validated (spin.parallel.control), counted and ignored.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import secrets
@@ -248,7 +249,10 @@ class Coordinator:
         started = time.monotonic()
         deadline = started + cfg.timeout_s if cfg.timeout_s is not None else float("inf")
         progress = Progress(until_ps, cfg.quiet)
-        with tempfile.TemporaryDirectory(prefix="spin-workers-") as tmp:
+        # the logs of the workers this process starts (none when a launcher started them all)
+        spawns = any(m.local or m.command for m in members)
+        with (tempfile.TemporaryDirectory(prefix="spin-workers-") if spawns
+              else contextlib.nullcontext("")) as tmp:
             try:
                 self._notify("listening", endpoint=self._advertised, workers=n_workers)
                 for m in members:

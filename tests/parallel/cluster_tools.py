@@ -44,9 +44,10 @@ def need(*tools: str) -> None:
                     f"iproute2)")
 
 
-def job_env(tag: str, **extra: str) -> dict[str, str]:
-    """Environment of a launched job: spin from this checkout, and a tag to find its processes."""
-    env = dict(os.environ)
+def job_env(tag: str, tmp: Path, **extra: str) -> dict[str, str]:
+    """Environment of a launched job: spin from this checkout, a tag to find its processes, and
+    the test's own temporary folder (what a SIGKILLed process leaves there goes with it)."""
+    env = dict(os.environ, TMPDIR=str(tmp))
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env[TAG_VAR] = tag
     env.update(extra)

@@ -29,7 +29,7 @@ def job(tmp_path):
     need("mpirun")
     tag = uuid.uuid4().hex
     key = str(generate_keys(tmp_path / "shared"))
-    yield tmp_path / "shared", key, tag, job_env(tag)
+    yield tmp_path / "shared", key, tag, job_env(tag, tmp_path)
     kill_tagged(tag)
 
 

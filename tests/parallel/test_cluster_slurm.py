@@ -48,7 +48,7 @@ def job(slurm, tmp_path):
     a failed test leaves running is killed."""
     tag = uuid.uuid4().hex
     key = str(generate_keys(tmp_path / "shared"))
-    yield tmp_path / "shared", key, tag, job_env(tag, SLURM_CONF=str(slurm.conf))
+    yield tmp_path / "shared", key, tag, job_env(tag, tmp_path, SLURM_CONF=str(slurm.conf))
     kill_tagged(tag)
 
 

@@ -115,26 +115,26 @@ def four_hosts(tmp_path):
         host_file.write_text("".join(f"{a}  # rank {r}, namespace {n}\n"
                                      for r, (a, n) in enumerate(zip(hosts.addrs, hosts.names))))
         key = str(generate_keys(tmp_path / "keys"))
-        yield hosts, host_file, key, tag
+        yield hosts, host_file, key, tag, tmp_path
     finally:
         kill_tagged(tag)
         hosts.delete()
 
 
-def _head(hosts: Namespaces, host_file, key: str, tag: str, scenario: str, *extra: str
+def _head(hosts: Namespaces, host_file, key: str, tag: str, tmp, scenario: str, *extra: str
           ) -> subprocess.Popen:
     prefix = hosts.names[0][:-1]  # "spin<n>r": ranks' namespaces are prefix + rank
     return subprocess.Popen(
         [*hosts.exec(0), sys.executable, "-m", "spin", "run", scenario, "--launcher", "hosts",
          "--hosts", str(host_file), "--ssh", f"ip netns exec {prefix}{{rank}}", "--key-file", key,
-         *extra], env=job_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         *extra], env=job_env(tag, tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_hosts_launcher_puts_every_rank_in_its_own_namespace(four_hosts, tmp_path,
                                                               reduce_digest) -> None:
-    hosts, host_file, key, tag = four_hosts
+    hosts, host_file, key, tag, tmp = four_hosts
     out = tmp_path / "result.json"
-    head = _head(hosts, host_file, key, tag, REDUCE, "--json", str(out))
+    head = _head(hosts, host_file, key, tag, tmp, REDUCE, "--json", str(out))
     try:
         stdout, stderr = head.communicate(timeout=240)
     finally:
@@ -152,8 +152,8 @@ def test_hosts_launcher_puts_every_rank_in_its_own_namespace(four_hosts, tmp_pat
 
 
 def test_a_worker_whose_link_goes_down_is_named(four_hosts) -> None:
-    hosts, host_file, key, tag = four_hosts
-    head = _head(hosts, host_file, key, tag, LONG, "--silence-timeout-s", "5")
+    hosts, host_file, key, tag, tmp = four_hosts
+    head = _head(hosts, host_file, key, tag, tmp, LONG, "--silence-timeout-s", "5")
     try:
         read_until(head, "running on 3 workers")
         pid = next(p for p, env in tagged(tag).items() if "spin.parallel.worker_main" in
