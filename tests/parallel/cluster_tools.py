@@ -73,6 +73,19 @@ def tagged(tag: str) -> dict[int, dict[str, str]]:
     return out
 
 
+def left_behind(tag: str, timeout_s: float = 5.0) -> dict[int, str]:
+    """pid -> command line of the tagged processes still alive after ``timeout_s`` (a job's
+    processes take a moment to be reaped once its launcher has returned)."""
+    survivors = wait_dead(list(tagged(tag)), timeout_s)
+    out = {}
+    for pid in survivors:
+        try:
+            out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            pass
+    return out
+
+
 def spin_ranks(tag: str, rank_var: str) -> dict[int, int]:
     """rank -> pid of the tagged spin processes (the python started by the launcher)."""
     ranks = {}

@@ -17,8 +17,8 @@ import sys
 import uuid
 
 import pytest
-from cluster_tools import (Namespaces, digest_of, job_env, kill_tagged, need, need_root, read_until,
-                           tagged, unavailable)
+from cluster_tools import (Namespaces, digest_of, job_env, kill_tagged, left_behind, need,
+                           need_root, read_until, tagged, unavailable)
 from conftest import HERE, REPO, child_env, wait_dead
 from toy_program import make_program, merged_devices
 
@@ -148,7 +148,7 @@ def test_hosts_launcher_puts_every_rank_in_its_own_namespace(four_hosts, tmp_pat
         assert f"rank {rank} on " in running and f"({hosts.addrs[rank]})" in running, running
     assert "127.0.0.1" not in running
     assert digest_of(out) == reduce_digest
-    assert not tagged(tag) and not hosts.pids()
+    assert not left_behind(tag) and not hosts.pids()
 
 
 def test_a_worker_whose_link_goes_down_is_named(four_hosts) -> None:
@@ -176,7 +176,7 @@ def test_a_worker_whose_link_goes_down_is_named(four_hosts) -> None:
             or "it heard no heartbeat from the coordinator" in errors[0]), errors[0]
     assert re.search(r"in round \d+ at virtual time \d+ ps", errors[0]), errors[0]
     assert head.returncode == 2
-    assert not wait_dead([pid], 5) and not tagged(tag) and not hosts.pids()
+    assert not wait_dead([pid], 5) and not left_behind(tag) and not hosts.pids()
 
 
 def hosts_pids(hosts: Namespaces, rank: int) -> list[int]:
