@@ -2,7 +2,8 @@
 
 Engine-agnostic: an engine implements ``WorkerProgram`` and is built in each worker by a factory
 ``"module:function"(spec, worker_id, n_workers)``. Run with ``run_fabric`` (local processes,
-optionally remote workers over CurveZMQ) or ``run_single`` (one worker, in process, no zmq).
+optionally remote workers over CurveZMQ, or the ranks of a cluster launcher: ``Launched``,
+spin.parallel.launchers) or ``run_single`` (one worker, in process, no zmq).
 """
 
 from spin.parallel.batch import FrameBatch
@@ -10,10 +11,10 @@ from spin.parallel.coordinator import (
     Coordinator,
     CoordinatorConfig,
     Deferred,
-    RunOutcome,
-    WorkerOutcome,
+    Launched,
     run_fabric,
 )
+from spin.parallel.outcome import RunOutcome, WorkerOutcome
 from spin.parallel.program import INF_PS, WorkerProgram, load_factory, worker_factory
 from spin.parallel.sync import SyncOutcome, run_single
 
@@ -23,6 +24,7 @@ __all__ = [
     "CoordinatorConfig",
     "Deferred",
     "FrameBatch",
+    "Launched",
     "RunOutcome",
     "SyncOutcome",
     "WorkerOutcome",

@@ -25,6 +25,7 @@ control socket is validated (spin.parallel.control), counted and ignored.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import secrets
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import zmq
@@ -57,6 +58,7 @@ from spin.parallel.control import (
     parse,
 )
 from spin.parallel.members import ConnectionWatch, Member, stopped_text
+from spin.parallel.outcome import RunOutcome, WorkerOutcome, run_outcome
 from spin.parallel.procs import exit_text, log_tail, reap
 from spin.parallel.progress import Progress
 
@@ -141,32 +143,6 @@ class CoordinatorConfig:
                                   "workers join the coordinator at")
 
 
-@dataclass(frozen=True)
-class WorkerOutcome:
-    worker_id: int
-    pid: int
-    host: str
-    description: str
-    result: dict
-    rounds: int
-    events: int
-    loop_wall_s: float  # wall time of the worker's round loop
-    stats: dict[str, Any]  # the worker's TransportStats
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    results: tuple[dict, ...]  # program.result() of each worker, by worker id (JSON-decoded)
-    workers: tuple[WorkerOutcome, ...]
-    rounds: int
-    end_ps: int  # final global bound (INF_PS when everything went idle)
-    wall_s: float  # whole run, spawn to last result
-    loop_wall_s: float  # slowest worker's round loop (excludes start-up and program build)
-    transport: dict[str, Any]  # TransportStats summed over workers, plus "rounds"
-    epoch: int
-    control_rejected: dict[str, int] = field(default_factory=dict)  # junk control messages, by reason
-
-
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -248,7 +224,10 @@ class Coordinator:
         started = time.monotonic()
         deadline = started + cfg.timeout_s if cfg.timeout_s is not None else float("inf")
         progress = Progress(until_ps, cfg.quiet)
-        with tempfile.TemporaryDirectory(prefix="spin-workers-") as tmp:
+        # the logs of the workers this process starts (none when a launcher started them all)
+        spawns = any(m.local or m.command for m in members)
+        with (tempfile.TemporaryDirectory(prefix="spin-workers-") if spawns
+              else contextlib.nullcontext("")) as tmp:
             try:
                 self._notify("listening", endpoint=self._advertised, workers=n_workers)
                 for m in members:
@@ -285,7 +264,7 @@ class Coordinator:
             finally:
                 progress.close()
                 self._reap(members, graceful=False)
-        outcome = self._outcome(members, epoch, time.monotonic() - started)
+        outcome = run_outcome(members, epoch, time.monotonic() - started)
         junk = {k: v - rejected_before.get(k, 0) for k, v in self.rejected.items()}
         return RunOutcome(**{**outcome.__dict__, "control_rejected": {k: v for k, v in junk.items() if v}})
 
@@ -537,33 +516,6 @@ class Coordinator:
     def _reap(self, members: list[Member], graceful: bool) -> None:
         """Wait for local workers (grace), then SIGTERM, then SIGKILL; never leaves a child behind."""
         reap([m.proc for m in members if m.proc is not None], self.config.shutdown_grace_s if graceful else 0.0)
-
-    def _outcome(self, members: list[Member], epoch: int, wall_s: float) -> RunOutcome:
-        outs = [m.outcome for m in members]
-        assert all(o is not None for o in outs)
-        rounds = {o.rounds for o in outs}
-        if len(rounds) != 1:
-            raise TransportError(f"workers disagree on the number of rounds: {sorted(rounds)}")
-        transport: dict[str, Any] = {}
-        for o in outs:
-            for k, v in o.stats.items():
-                if isinstance(v, dict):  # counters by reason
-                    sub = transport.setdefault(k, {})
-                    for r, n in v.items():
-                        sub[r] = sub.get(r, 0) + n
-                else:
-                    transport[k] = transport.get(k, 0) + v
-        transport["rounds"] = outs[0].rounds
-        return RunOutcome(
-            results=tuple(o.result for o in outs),
-            workers=tuple(outs),
-            rounds=outs[0].rounds,
-            end_ps=members[0].beat.get("end_ps", 0),
-            wall_s=wall_s,
-            loop_wall_s=max(o.loop_wall_s for o in outs),
-            transport=transport,
-            epoch=epoch,
-        )
 
 
 def run_fabric(

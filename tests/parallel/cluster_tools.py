@@ -44,9 +44,10 @@ def need(*tools: str) -> None:
                     f"iproute2)")
 
 
-def job_env(tag: str, **extra: str) -> dict[str, str]:
-    """Environment of a launched job: spin from this checkout, and a tag to find its processes."""
-    env = dict(os.environ)
+def job_env(tag: str, tmp: Path, **extra: str) -> dict[str, str]:
+    """Environment of a launched job: spin from this checkout, a tag to find its processes, and
+    the test's own temporary folder (what a SIGKILLed process leaves there goes with it)."""
+    env = dict(os.environ, TMPDIR=str(tmp))
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env[TAG_VAR] = tag
     env.update(extra)
@@ -69,6 +70,19 @@ def tagged(tag: str) -> dict[int, dict[str, str]]:
         if alive(int(entry.name)):
             env = dict(kv.split("=", 1) for kv in raw.decode(errors="replace").split("\0") if "=" in kv)
             out[int(entry.name)] = env
+    return out
+
+
+def left_behind(tag: str, timeout_s: float = 5.0) -> dict[int, str]:
+    """pid -> command line of the tagged processes still alive after ``timeout_s`` (a job's
+    processes take a moment to be reaped once its launcher has returned)."""
+    survivors = wait_dead(list(tagged(tag)), timeout_s)
+    out = {}
+    for pid in survivors:
+        try:
+            out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            pass
     return out
 
 

@@ -14,7 +14,8 @@ import sys
 import uuid
 
 import pytest
-from cluster_tools import digest_of, job_env, kill_tagged, need, read_until, spin_ranks, tagged
+from cluster_tools import (digest_of, job_env, kill_tagged, left_behind, need, read_until,
+                           spin_ranks)
 from conftest import HERE, REPO, wait_dead
 
 from spin.parallel.auth import generate_keys
@@ -29,7 +30,7 @@ def job(tmp_path):
     need("mpirun")
     tag = uuid.uuid4().hex
     key = str(generate_keys(tmp_path / "shared"))
-    yield tmp_path / "shared", key, tag, job_env(tag)
+    yield tmp_path / "shared", key, tag, job_env(tag, tmp_path)
     kill_tagged(tag)
 
 
@@ -46,7 +47,7 @@ def test_mpirun_four_ranks_give_the_result_of_one_worker(job, reduce_digest) -> 
     assert r.returncode == 0, r.stderr
     assert "running on 3 workers" in r.stdout
     assert digest_of(out) == reduce_digest
-    assert not tagged(tag)
+    assert not left_behind(tag)
 
 
 def test_a_rank_killed_under_mpirun_is_named(job) -> None:
@@ -68,4 +69,4 @@ def test_a_rank_killed_under_mpirun_is_named(job) -> None:
     assert re.search(rf"worker 1 \(rank 2, pid {pids[2]} on \S+ \(127\.0\.0\.1\); devices ", errors[0])
     assert "closed its connections" in errors[0] and "in round" in errors[0], errors[0]
     assert proc.returncode != 0
-    assert not wait_dead(list(pids.values()), 5) and not tagged(tag)
+    assert not wait_dead(list(pids.values()), 5) and not left_behind(tag)

@@ -46,7 +46,9 @@ def _drive(tmp_path, n: int, remote: int, slow: float = 0.02, key: str = "") -> 
     return subprocess.Popen(
         [sys.executable, str(HERE / "drive.py"), str(n), str(remote), str(tmp_path), str(slow), "100000",
          *([key] if key else [])],
-        env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # TMPDIR: the logs a SIGKILLed coordinator cannot remove stay in the test's folder
+        env={**child_env(), "TMPDIR": str(tmp_path)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
     )
 
 

@@ -17,8 +17,8 @@ import sys
 import uuid
 
 import pytest
-from cluster_tools import (Namespaces, digest_of, job_env, kill_tagged, need, need_root, read_until,
-                           tagged, unavailable)
+from cluster_tools import (Namespaces, digest_of, job_env, kill_tagged, left_behind, need,
+                           need_root, read_until, tagged, unavailable)
 from conftest import HERE, REPO, child_env, wait_dead
 from toy_program import make_program, merged_devices
 
@@ -115,26 +115,26 @@ def four_hosts(tmp_path):
         host_file.write_text("".join(f"{a}  # rank {r}, namespace {n}\n"
                                      for r, (a, n) in enumerate(zip(hosts.addrs, hosts.names))))
         key = str(generate_keys(tmp_path / "keys"))
-        yield hosts, host_file, key, tag
+        yield hosts, host_file, key, tag, tmp_path
     finally:
         kill_tagged(tag)
         hosts.delete()
 
 
-def _head(hosts: Namespaces, host_file, key: str, tag: str, scenario: str, *extra: str
+def _head(hosts: Namespaces, host_file, key: str, tag: str, tmp, scenario: str, *extra: str
           ) -> subprocess.Popen:
     prefix = hosts.names[0][:-1]  # "spin<n>r": ranks' namespaces are prefix + rank
     return subprocess.Popen(
         [*hosts.exec(0), sys.executable, "-m", "spin", "run", scenario, "--launcher", "hosts",
          "--hosts", str(host_file), "--ssh", f"ip netns exec {prefix}{{rank}}", "--key-file", key,
-         *extra], env=job_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         *extra], env=job_env(tag, tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_hosts_launcher_puts_every_rank_in_its_own_namespace(four_hosts, tmp_path,
                                                               reduce_digest) -> None:
-    hosts, host_file, key, tag = four_hosts
+    hosts, host_file, key, tag, tmp = four_hosts
     out = tmp_path / "result.json"
-    head = _head(hosts, host_file, key, tag, REDUCE, "--json", str(out))
+    head = _head(hosts, host_file, key, tag, tmp, REDUCE, "--json", str(out))
     try:
         stdout, stderr = head.communicate(timeout=240)
     finally:
@@ -148,12 +148,12 @@ def test_hosts_launcher_puts_every_rank_in_its_own_namespace(four_hosts, tmp_pat
         assert f"rank {rank} on " in running and f"({hosts.addrs[rank]})" in running, running
     assert "127.0.0.1" not in running
     assert digest_of(out) == reduce_digest
-    assert not tagged(tag) and not hosts.pids()
+    assert not left_behind(tag) and not hosts.pids()
 
 
 def test_a_worker_whose_link_goes_down_is_named(four_hosts) -> None:
-    hosts, host_file, key, tag = four_hosts
-    head = _head(hosts, host_file, key, tag, LONG, "--silence-timeout-s", "5")
+    hosts, host_file, key, tag, tmp = four_hosts
+    head = _head(hosts, host_file, key, tag, tmp, LONG, "--silence-timeout-s", "5")
     try:
         read_until(head, "running on 3 workers")
         pid = next(p for p, env in tagged(tag).items() if "spin.parallel.worker_main" in
@@ -176,7 +176,7 @@ def test_a_worker_whose_link_goes_down_is_named(four_hosts) -> None:
             or "it heard no heartbeat from the coordinator" in errors[0]), errors[0]
     assert re.search(r"in round \d+ at virtual time \d+ ps", errors[0]), errors[0]
     assert head.returncode == 2
-    assert not wait_dead([pid], 5) and not tagged(tag) and not hosts.pids()
+    assert not wait_dead([pid], 5) and not left_behind(tag) and not hosts.pids()
 
 
 def hosts_pids(hosts: Namespaces, rank: int) -> list[int]:
