@@ -116,3 +116,22 @@ def test_workload_payload_parameter():
         add_workload(sc, "permutation", message_bytes=4096, payload="zeros")
     add_workload(sc, "permutation", message_bytes=4096, payload="generated")
     assert sc.payload == "generated" and not sc.host_memory
+
+
+def test_frame_slots_hold_headers_only_when_nothing_reads_the_payload():
+    """Generated payload, one process, no handler and no capture: frame slots are
+    ``HEADER_SLOT_BYTES`` and the run is the same as one whose slots hold every byte (a capture,
+    which must see the bytes, gives full slots)."""
+    from spin.wire.roce import HEADER_SLOT_BYTES
+    full = _permutation("generated", "ue").engine.mtu_bytes + 128
+    bare = Simulation(_permutation("generated", "ue"), quiet=True)
+    assert bare.st.pool.shape[1] == HEADER_SLOT_BYTES
+    captured_sc = _permutation("generated", "ue")
+    captured_sc.capture()
+    captured = Simulation(captured_sc, quiet=True)
+    assert captured.st.pool.shape[1] >= full
+    assert Simulation(_permutation("stored", "ue"), quiet=True).st.pool.shape[1] >= full
+    worker = Simulation(_permutation("generated", "ue"), quiet=True,
+                        local_devices=set(range(bare.n_devs)))   # as a worker process builds it
+    assert worker.st.pool.shape[1] >= full
+    assert _figures(bare.run(quiet=True)) == _figures(captured.run(quiet=True))

@@ -128,15 +128,16 @@ def check_topology_size(n_hosts: int, n_switches: int, n_links: int = 0,
         raise ConfigError(f"{where} {_gib(need)} ({_parts_text(parts)}); {_limit_text(limit)}")
 
 
-def state_bytes(sc) -> dict[str, int]:
+def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
     """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
     (mirrors ``spin.engine.state.allocate_state``; small tables left out), with the topology's
-    description and routing tables (``fabric_bytes``)."""
+    description and routing tables (``fabric_bytes``). ``slot_bytes``: the frame slot's size
+    when known (header slots: ``spin.build.state_builder.header_slots``), else an MTU's."""
     from ..engine import state as S
     eng, host, topo = sc.engine, sc.host, sc.topology
     hosts, links = len(topo.hosts), len(topo.links)
     devices = hosts + len(topo.switches)
-    slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
+    slot = slot_bytes or ((eng.mtu_bytes + 128 + 63) // 64) * 64
     stride = 0 if sc.payload == "generated" else ((host.memory_bytes + 63) // 64) * 64
     hpus = max(sc.nic.hpus, sc.switch.hpus_for(_max_ports(topo)))
     per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + host.qps
@@ -172,17 +173,17 @@ def _max_ports(topo) -> int:
     return max(ends.values(), default=1)
 
 
-def _too_large(sc, why: str) -> ConfigError:
-    parts = state_bytes(sc)
+def _too_large(sc, why: str, slot_bytes: int | None = None) -> ConfigError:
+    parts = state_bytes(sc, slot_bytes)
     return ConfigError(f"the engine state needs about {_gib(sum(parts.values()))} ({why}); "
                        f"largest parts: {_parts_text(parts)}")
 
 
-def check_fits_in_memory(sc) -> None:
+def check_fits_in_memory(sc, slot_bytes: int | None = None) -> None:
     """Refuse a scenario whose engine state exceeds the memory limit (``memory_limit_bytes``)."""
     limit = memory_limit_bytes()
-    if limit is not None and sum(state_bytes(sc).values()) > limit:
-        raise _too_large(sc, _limit_text(limit))
+    if limit is not None and sum(state_bytes(sc, slot_bytes).values()) > limit:
+        raise _too_large(sc, _limit_text(limit), slot_bytes)
 
 
 def allocation_failed(sc, exc: MemoryError) -> ConfigError:

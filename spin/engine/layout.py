@@ -81,6 +81,7 @@ SC = Table("sc", "SC_", "NUM_SC", [
     ]),
     Columns("nic_emulator.payload", [
         ("PATTERN_OFF", "offset in st.host_mem of the generated-payload pattern"),
+        ("HEADER_SLOTS", "1: frame slots hold headers only, the generated payload unstored"),
     ]),
     Columns("spin.describe.host_program", [
         ("CALL_DEV", "device whose host program asked for a Python callback"),

@@ -235,14 +235,26 @@ def _pfc_watchdog(st, gp, now):
     st.port[gp, S.PT_IGNORE_PAUSE_UNTIL] = now + watchdog
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _next_head(head, left, capacity):
+    """A ring's head after a pop that leaves ``left`` entries: back to the start when it is
+    empty, so that a port's ring touches only as many entries as it ever held at once (a ring
+    that kept going round touched all of its capacity: 134 MB of pages at 8,192 hosts)."""
+    if left == 0:
+        return 0
+    head += 1
+    return 0 if head == capacity else head
+
+
 @njit(cache=True, _nrt=False)
 def _pop_data(st, gp, now):
     """Take the head frame off the data queue of ``gp`` (queue accounting and its ingress
     port's PFC bytes released); returns its slot."""
     head = st.port[gp, S.PT_Q_HEAD]
     slot = st.port_q[gp, head]
-    st.port[gp, S.PT_Q_HEAD] = (head + 1) % st.port_q.shape[1]
-    st.port[gp, S.PT_Q_N] -= 1
+    n = st.port[gp, S.PT_Q_N] - 1
+    st.port[gp, S.PT_Q_HEAD] = _next_head(head, n, st.port_q.shape[1])
+    st.port[gp, S.PT_Q_N] = n
     _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
     _release_ingress(st, slot, now)
     return slot
@@ -288,11 +300,11 @@ def tx_done(st, gp, gen, now):
     if busy == BUSY_IDLE or gen != st.port[gp, S.PT_GEN]:
         return  # the port went down while the frame was on the wire: already flushed
     if busy == BUSY_PRIORITY:
-        qcap = st.port_pq.shape[1]
         head = st.port[gp, S.PT_PQ_HEAD]
         slot = st.port_pq[gp, head]
-        st.port[gp, S.PT_PQ_HEAD] = (head + 1) % qcap
-        st.port[gp, S.PT_PQ_N] -= 1
+        n = st.port[gp, S.PT_PQ_N] - 1
+        st.port[gp, S.PT_PQ_HEAD] = _next_head(head, n, st.port_pq.shape[1])
+        st.port[gp, S.PT_PQ_N] = n
         st.port[gp, S.PT_PQ_BYTES] -= st.slot_len[slot]
     else:
         slot = _pop_data(st, gp, now)

@@ -106,6 +106,7 @@ class Simulation:
         self.device_names = topo.device_names()
         self.n_devs = len(self.device_names)
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
+        self._standalone = local_devices is None   # no other worker, no attached host
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
         check_payload_mode(scenario)
@@ -125,7 +126,8 @@ class Simulation:
     # --- building -----------------------------------------------------------------------
     def _build_state(self) -> S.EngineState:
         from ..build.state_builder import build_state
-        built = build_state(self.scenario, self.programs, self.local)
+        built = build_state(self.scenario, self.programs, self.local,
+                            standalone=self.local == set(range(self.n_devs)) and self._standalone)
         self.ec_order = built.ec_order
         self.port_of_link = built.port_of_link
         return built.st
