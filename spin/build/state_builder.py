@@ -14,7 +14,7 @@ from ..handler import same_program
 from ..describe.limits import allocation_failed, check_fits_in_memory
 from ..units import ns
 from ..wire.payload import pattern_table
-from ..wire.roce import HEADER_SLOT_BYTES
+from ..wire.headers import HEADER_SLOT_BYTES
 
 HOST_MEM_ALIGN = 64
 

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..wire.headers import HEADER_SLOT_BYTES
 
 MAX_HOST_OPS = 1 << 22  # per host: 4,194,304 ops of 64 B is a 256 MiB op table
 
@@ -137,11 +138,14 @@ def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
     eng, host, topo = sc.engine, sc.host, sc.topology
     hosts, links = len(topo.hosts), len(topo.links)
     devices = hosts + len(topo.switches)
-    slot = slot_bytes or ((eng.mtu_bytes + 128 + 63) // 64) * 64
+    slot = slot_bytes or (HEADER_SLOT_BYTES if _header_slots_likely(sc)
+                          else ((eng.mtu_bytes + 128 + 63) // 64) * 64)
     stride = 0 if sc.payload == "generated" else ((host.memory_bytes + 63) // 64) * 64
     hpus = max(sc.nic.hpus, sc.switch.hpus_for(_max_ports(topo)))
+    from ..build.state_builder import send_queue_capacity
+    txq = send_queue_capacity(sc)
     per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + host.qps
-                  + max(len(sc.mark_index), 1)) * 8 + eng.max_tx_messages * 4
+                  + max(len(sc.mark_index), 1)) * 8
     return {
         f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes}, payload "
         f"{sc.payload})": hosts * stride,
@@ -153,8 +157,9 @@ def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
         # two ports per link, each with a data and a priority ring of slot ids
         f"port queues (engine.queue_frames = {eng.queue_frames})": 4 * links * eng.queue_frames * 4,
         f"port table ({2 * links:,} ports)": 2 * links * S.PORT_COLS * 8,
-        f"device tables ({devices:,} devices, a transmit queue of engine.max_tx_messages = "
-        f"{eng.max_tx_messages} each)": devices * per_device,
+        f"device tables ({devices:,} devices)": devices * per_device,
+        f"send queues ({hosts:,} hosts x {txq:,} messages: the most a host program posts, or "
+        f"engine.max_tx_messages = {eng.max_tx_messages} with handlers)": hosts * txq * 4,
         # one row per device as wide as the most HPUs of any device (a wide switch's)
         f"HPU table ({devices:,} devices x {hpus:,} HPUs)": devices * hpus * 8,
         **fabric_bytes(hosts, len(topo.switches), links, len(sc.faults) + 1),
@@ -163,6 +168,13 @@ def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
         f"message log (engine.log_messages = {eng.log_messages})":
             max(eng.log_messages, 1) * (S.MSGLOG_WIDTH + S.TXLOG_WIDTH) * 8,
     }
+
+
+def _header_slots_likely(sc) -> bool:
+    """Will a one-process run of ``sc`` get header slots (``state_builder.header_slots``)? The
+    estimate made before building assumes one process; each worker checks its own state again
+    with the slot size it really gets."""
+    return sc.payload == "generated" and not sc.contexts and not sc.capture_links
 
 
 def _max_ports(topo) -> int:

@@ -38,6 +38,7 @@ _UDP_BYTES = 8
 _BTH_BYTES = 12
 _RETH_BYTES = 16
 _ICRC_BYTES = 4
+HEADER_SLOT_BYTES = H.HEADER_SLOT_BYTES   # a slot holding headers only (parse_frame)
 _ROCE_PORT = 4791
 
 if (_ETH_TYPE, _IP, _UDP, _BTH, _RETH) != (H.ETH.offsets["type"], H.IP_OFF, H.UDP_OFF, H.BTH_OFF,
@@ -147,12 +148,6 @@ def _ext_bytes(opcode: int) -> int:
     return 0
 
 
-# Room of a header slot, a frame slot that stores no payload (``spin.engine.pool``): the longest
-# headers this module writes or parses (Ethernet 14, IPv4 with options 60, UDP 8, BTH 12, RETH or
-# PLH up to 20), their ICRC when trimmed, a PFC frame.
-HEADER_SLOT_BYTES = 128
-
-
 # ---------------------------------------------------------------------------------------------
 # Hot path.
 
@@ -185,7 +180,7 @@ def write_bth_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_r
     ``ext_bytes`` of extension headers (written by the caller at offset 54) and
     ``payload_len`` payload bytes. Returns the offset right after the extension headers, or -1
     (nothing written) if the frame does not fit the slot. A slot that does not store the
-    payload (``payload_stored`` false: a header slot, see ``spin.engine.pool``) must hold the
+    payload (``payload_stored`` false: a header slot, see ``nic_emulator.payload``) must hold the
     headers only; the lengths still count the whole payload."""
     src = np.int64(src_node) & NODE_ID_MASK
     dst = np.int64(dst_node) & NODE_ID_MASK
