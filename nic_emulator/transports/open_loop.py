@@ -68,8 +68,8 @@ def tx_step(st, dev, now):
                              st.txm[m, S.T_QP], psn, 1 if last else 0, st.txm[m, S.T_REMOTE_VA],
                              st.txm[m, S.T_RKEY], total, chunk, psn & 0xFFFF, payload_stored(st))
     read_payload(st, dev, frame, off, st.txm[m, S.T_HOST_ADDR] + sent, chunk)
-    st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, chunk, payload_stored(st))
-    st.slot_trusted[slot] = ICRC_PENDING
+    st.slot_meta[slot, S.SM_LEN] = finalize_roce_frame_no_icrc(frame, off, chunk, payload_stored(st))
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
     emit_frame(st, dev, st.txm[m, S.T_DST], slot, t_emit, now)
     st.txm[m, S.T_SENT] = sent + chunk
     if last:

@@ -84,8 +84,8 @@ def finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now):
     frame = st.pool[slot]
     read_payload(st, dev, frame, off, st.txm[m, S.T_HOST_ADDR] + idx * st.sc[S.SC_MTU], chunk)
     length = finalize_roce_frame_no_icrc(frame, off, chunk, payload_stored(st))
-    st.slot_len[slot] = length
-    st.slot_trusted[slot] = ICRC_PENDING
+    st.slot_meta[slot, S.SM_LEN] = length
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
     emit_frame(st, dev, st.txm[m, S.T_DST], slot, t_emit, now)
     return length
 

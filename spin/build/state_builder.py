@@ -170,7 +170,8 @@ def build_state(scenario, programs: list, local: set[int],
                 st.port[src, S.PT_LOSS_STATE] = loss_prng_seed(c.loss_seed, i, direction)
     for i in sc.capture_links:
         st.port[ends[i], S.PT_CAPTURE] = 1
-    st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * slot_bytes
+    # a queue's byte limit is that of its frames at full size, whatever the slots store
+    st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * full_slot_bytes
     st.port[:, S.PT_BLOCKED_SINCE] = -1
     for d in range(n_hosts):
         configure_nic(st, d, nic, host, d * host_stride, generated)
@@ -187,6 +188,12 @@ def build_state(scenario, programs: list, local: set[int],
         [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
          for name in topo.switches],
         [sc.switch_load_balancing.get(name, sw.load_balancing) for name in topo.switches])
+    # a port's arrival delay includes the pipeline of the switch at its far end (ports.py)
+    peer = wiring.peer
+    linked = np.flatnonzero(peer >= 0)
+    peer_dev = wiring.port_dev[peer[linked]]
+    at_switch = st.dev[peer_dev, S.D_KIND] == S.DEV_SWITCH
+    st.port[linked[at_switch], S.PT_LAT_PS] += st.dev[peer_dev[at_switch], S.D_SW_LAT_PS]
     for (name, toward), fields in sc.port_overrides.items():
         cfg = sc.port_switch_config(name, toward, fields)
         for i, link in enumerate(topo.links):
