@@ -11,7 +11,7 @@ from ..engine import state as S
 from ..engine.heap import calendar_shift
 from ..errors import ConfigError
 from ..handler import same_program
-from ..describe.limits import allocation_failed, check_fits_in_memory
+from ..describe.limits import allocation_failed, check_fits_in_memory, send_queue_capacity
 from ..units import ns
 from ..wire.payload import pattern_table
 from ..wire.headers import HEADER_SLOT_BYTES
@@ -41,20 +41,6 @@ def context_order(scenario) -> list:
     """Execution contexts in engine row order: grouped per device, in installation order."""
     return [c for _, c in sorted(enumerate(scenario.contexts),
                                  key=lambda ic: (_device_index(scenario, ic[1].node), ic[0]))]
-
-
-def send_queue_capacity(sc) -> int:
-    """Entries of each NIC's send queue: the most messages one host program posts (sends
-    leave the queue when sent, so it never holds more), or ``max_tx_messages`` when handlers
-    may post more (puts from host memory). A row per NIC of the largest size would be touched
-    a page per NIC: 1 GB at 8,192 hosts for a handful of messages each."""
-    cap = sc.engine.max_tx_messages
-    if sc.contexts:
-        return cap
-    from ..engine import state as S
-    sends = [int((p.op_array()[:, 0] == S.OP_SEND).sum()) for p in sc.host_programs.values()
-             if p.ops]
-    return max(1, min(cap, max(sends, default=1)))
 
 
 def header_slots(sc, programs: list, standalone: bool) -> bool:

@@ -129,6 +129,20 @@ def check_topology_size(n_hosts: int, n_switches: int, n_links: int = 0,
         raise ConfigError(f"{where} {_gib(need)} ({_parts_text(parts)}); {_limit_text(limit)}")
 
 
+def send_queue_capacity(sc) -> int:
+    """Entries of each NIC's send queue: the most messages one host program posts (sends
+    leave the queue when sent, so it never holds more), or ``max_tx_messages`` when handlers
+    may post more (puts from host memory). A row per NIC of the largest size would be touched
+    a page per NIC: 1 GB at 8,192 hosts for a handful of messages each."""
+    cap = sc.engine.max_tx_messages
+    if sc.contexts:
+        return cap
+    from ..engine import state as S
+    sends = [int((p.op_array()[:, 0] == S.OP_SEND).sum()) for p in sc.host_programs.values()
+             if p.ops]
+    return max(1, min(cap, max(sends, default=1)))
+
+
 def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
     """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
     (mirrors ``spin.engine.state.allocate_state``; small tables left out), with the topology's
@@ -142,7 +156,6 @@ def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
                           else ((eng.mtu_bytes + 128 + 63) // 64) * 64)
     stride = 0 if sc.payload == "generated" else ((host.memory_bytes + 63) // 64) * 64
     hpus = max(sc.nic.hpus, sc.switch.hpus_for(_max_ports(topo)))
-    from ..build.state_builder import send_queue_capacity
     txq = send_queue_capacity(sc)
     per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + host.qps
                   + max(len(sc.mark_index), 1)) * 8
