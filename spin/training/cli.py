@@ -56,9 +56,9 @@ def add_parser(sub) -> None:
                    "traces (Chakra, PyTorch with NCCL kernels), cpu for GOAL and CPU-only "
                    "PyTorch traces")
     t.add_argument("--strict", action="store_true",
-                   help="refuse to skip: a CPU-side collective of a converted PyTorch trace "
-                   "that would be replayed as a CPU op (its NCCL kernel is the collective) is "
-                   "an error")
+                   help="refuse to skip: a CPU-side c10d op of a converted PyTorch trace "
+                   "(collective, send or recv) that would be replayed as a CPU op (its NCCL "
+                   "kernel is the collective or transfer) is an error")
     t.add_argument("--max-memory-mb", type=float, default=DEFAULT_MAX_MEMORY_BYTES / 2**20,
                    help="host memory a rank may use (MiB, default %(default)g); larger "
                    "collectives are refused")
@@ -127,9 +127,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"topology: {label(name, params)}")
     print(host_line(trace, args.host_preset))
     if trace.skipped:
-        print(f"skipped {len(trace.skipped)} CPU-side collective launch(es), replayed as CPU "
-              f"ops (their NCCL kernels are the collectives; --strict refuses), first: "
-              f"{trace.skipped[0]}")
+        print(f"skipped {len(trace.skipped)} CPU-side c10d launch(es), replayed as CPU ops "
+              f"(their NCCL kernels are the collectives and transfers; --strict refuses), "
+              f"first: {trace.skipped[0]}")
     print(report.text())
     if args.json:
         report.write_json(args.json)
