@@ -57,6 +57,17 @@ def test_bad_cost_models_name_the_field(tmp_path):
     f.write_text("dac_price = 1\n")
     with pytest.raises(ConfigError, match="unknown field 'dac_price'; valid fields: "):
         load_cost_model(str(f))
+    f.write_text("dac_usdd = 1\n")       # a typo names the field meant
+    with pytest.raises(ConfigError, match=r"unknown field 'dac_usdd' \(did you mean 'dac_usd'\?\)"):
+        load_cost_model(str(f))
+    f.write_text('default_link_class = "opitcal"\n')
+    with pytest.raises(ConfigError, match=rf"(?s)--cost {f}: .*default_link_class = 'opitcal'.* "
+                                          r"\(did you mean 'optical'\?\)"):
+        load_cost_model(str(f))
+    f.write_text('[link_classes]\nedge_agg = "dac"\n')   # else priced as the default, silently
+    with pytest.raises(ConfigError, match=r"link_classes key 'edge_agg' is no link kind of the "
+                                          r"built-in topologies \(did you mean 'edge-agg'\?\)"):
+        load_cost_model(str(f))
     f.write_text("[switch_usd_by_radix]\nbig = 1.0\n")
     with pytest.raises(ConfigError, match="key 'big': expected a port count"):
         load_cost_model(str(f))
