@@ -67,6 +67,9 @@ def add_parser(sub) -> None:
     t.add_argument("--json", metavar="OUT", help="write ranks and collectives as JSON")
     t.add_argument("--trace", dest="trace_out", metavar="OUT",
                    help="write a Perfetto (Chrome trace-event) timeline of every rank")
+    t.add_argument("--quiet", action="store_true",
+                   help="no compile or progress lines on stderr (the handlers of --algo nic "
+                   "or switch compile once, for tens of seconds)")
     t.set_defaults(func=cmd_train)
 
 
@@ -123,7 +126,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
     config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
                           args.workers, args.host_preset)
-    report = replay(trace, topo, config)
+    report = replay(trace, topo, config, quiet=args.quiet)
     print(f"topology: {label(name, params)}")
     print(host_line(trace, args.host_preset))
     if trace.skipped:
