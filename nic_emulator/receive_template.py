@@ -17,6 +17,7 @@ from spin.engine.pool import copy_bytes, free_slot
 from spin.engine.rdma import PSN_MASK
 from spin.wire import headers as WH
 from spin.wire import roce as W
+from nic_emulator.payload import payload_stored
 from spin.wire.ip_edit import dscp_of
 from spin.jit import njit
 
@@ -56,12 +57,12 @@ def nic_actions(st, dev, m, slot, n_commands, end):
 def _nic_frame(st, hmem, dev, slot, now, timer):
     """A frame for this NIC (``timer``: the packet of an expired handler timer)."""
     frame = st.pool[slot]
-    flen = st.slot_len[slot]
+    flen = st.slot_meta[slot, S.SM_LEN]
     out = st.parsed
     # ICRC is verified on frames from outside this engine (other workers, injected frames);
     # frames built here carry a correct ICRC by construction and are never corrupted in flight.
-    check = st.sc[S.SC_CHECK_ICRC] != 0 and st.slot_trusted[slot] == 0
-    code = W.parse_frame(frame, flen, check, out)
+    check = st.sc[S.SC_CHECK_ICRC] != 0 and st.slot_meta[slot, S.SM_ICRC] == 0
+    code = W.parse_frame(frame, flen, check, out, payload_stored(st))
     if code != D.OK:
         _nic_drop(st, dev, slot, code)
         return

@@ -267,6 +267,13 @@ def cmd_topo(args: argparse.Namespace) -> int:
         from .describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)   # before building, not after
     if not args.compare:
+        only_compared = [flag for flag, given in (("--cost", args.cost),
+                                                  ("--sensitivity", args.sensitivity),
+                                                  ("--no-measure", args.no_measure),
+                                                  ("--all-to-all-bytes", args.all_to_all_bytes))
+                         if given]
+        if only_compared:   # the inventory prices and measures nothing: they would do nothing
+            raise SpinError(f"{only_compared[0]} applies to spin topo --compare; add --compare")
         named = [(label(n, p), topology_inventory(build_topology(n, **p))) for n, p in specs]
         print(inventory_table(named))
         if args.json:

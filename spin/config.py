@@ -6,6 +6,7 @@ Validation errors are raised as ``ConfigError`` naming the field, the value and 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .bounds import count as count_field, size_bytes, time_ns, time_us
 from .errors import ConfigError
 from .registry import Registry
+from .suggest import did_you_mean
 from .transports import ENTROPIES, TRANSPORTS, TransportOption  # noqa: F401  (re-exported)
 
 # The largest single delay a config may give (1 s of virtual time): far beyond any cable, switch
@@ -39,8 +41,11 @@ def config_error(where: str, exc: ValidationError) -> ConfigError:
         value = err.get("input")
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            valid = ", ".join(sorted(_fields_of(where)))
-            msg = f"unknown field; valid fields: {valid}"
+            fields = _fields_of(where)
+            valid = ", ".join(sorted(fields))
+            msg = f"unknown field{did_you_mean(err['loc'][-1], fields)}; valid fields: {valid}"
+        elif err["type"] == "literal_error":
+            msg += did_you_mean(value, re.findall(r"'([^']*)'", err["ctx"]["expected"]))
         lines.append(f"{where}.{field} = {value!r}: {msg}")
     return ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
 

@@ -165,15 +165,19 @@ class Topology:
         if isinstance(host, Integral) and not isinstance(host, bool) \
                 and 0 <= host < len(self.hosts):
             return int(host)
-        valid = f"hosts: {self.hosts_text()}"
+        raise TopologyError(f"{what}: node={host!r} is {self.not_a_node(host, switches_too)}")
+
+    def not_a_node(self, node: object, switches_too: bool = False) -> str:
+        """Why ``node`` names no host (or no device, with ``switches_too``), with the valid
+        choices: the tail of an error, the same from Python and from scenario files."""
+        hosts = f"hosts: {self.hosts_text()}"
+        ids = f"0..{len(self.hosts) - 1}" if self.hosts else "(none)"
         if switches_too:
-            valid += f"; switches: {_shown(self.switches) or 'none'}"
-            raise TopologyError(f"{what}: node={host!r} is not a device of this topology; give a "
-                                f"host (node id or name) or a switch (name); {valid}")
-        if isinstance(host, str) and host in self.roles:
-            valid += f" ({host!r} is a switch)"
-        raise TopologyError(f"{what}: node={host!r} is not a host of this topology; give a node id "
-                            f"0..{len(self.hosts) - 1} or a host name; {valid}")
+            return (f"not a device of this topology; give a host (node id {ids} or name) or a "
+                    f"switch (name); {hosts}; switches: {_shown(self.switches) or 'none'}")
+        if isinstance(node, str) and node in self.roles:
+            hosts += f" ({node!r} is a switch)"
+        return f"not a host of this topology; give a node id {ids} or a host name; {hosts}"
 
     def switch_role(self, name: str) -> str:
         try:

@@ -20,10 +20,10 @@ from switch_emulator.routing import routed_port  # SPIN-TEMPLATE
 def clone_frame(st, slot):
     """A copy of a frame in a new slot (multicast and explicit forwards leave as copies)."""
     c = alloc_slot(st)
-    n = st.slot_len[slot]
+    n = st.slot_meta[slot, S.SM_LEN]
     copy_bytes(st.pool[c], 0, st.pool[slot], 0, n)
-    st.slot_len[c] = n
-    st.slot_trusted[c] = st.slot_trusted[slot]
+    st.slot_meta[c, S.SM_LEN] = n
+    st.slot_meta[c, S.SM_ICRC] = st.slot_meta[slot, S.SM_ICRC]
     return c
 
 
@@ -73,7 +73,7 @@ def switch_finalize_actions(st, dev, slot, n, end):
                     if st.dev[pdev, S.D_KIND] == S.DEV_NIC:
                         # egress rewrite per replica: the copy is addressed to the host it reaches
                         set_destination(st.pool[c], st.dev[pdev, S.D_NODE])
-                        st.slot_trusted[c] = ICRC_PENDING
+                        st.slot_meta[c, S.SM_ICRC] = ICRC_PENDING
                 send_out(st, dev, c, gp, end)
         else:
             raise ValueError("spin: a switch handler issued a command switches do not know "

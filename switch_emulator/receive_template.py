@@ -46,7 +46,7 @@ def _sw_drop(st, dev, slot, reason):
 @njit(cache=True, _nrt=False, no_cpython_wrapper=True)
 def switch_receive(st, hmem, dev, in_gp, slot, now):
     frame = st.pool[slot]
-    length = st.slot_len[slot]
+    length = st.slot_meta[slot, S.SM_LEN]
     if length < _UDP:
         _sw_drop(st, dev, slot, D.TRUNCATED)
         return
@@ -88,7 +88,7 @@ def switch_timer(st, hmem, dev, slot, now):
 def _switch_handle(st, hmem, dev, slot, now):
     """Run the switch's execution contexts on the frame; False when none takes it."""
     frame = st.pool[slot]
-    length = st.slot_len[slot]
+    length = st.slot_meta[slot, S.SM_LEN]
     if frame[WH.IP_PROTO_OFF] != WH.IPPROTO_UDP or (frame[WH.IP_OFF] & 0x0F) != 5 \
             or length < _PAYLOAD_UDP:
         return False
@@ -135,7 +135,7 @@ def _switch_handle(st, hmem, dev, slot, now):
         if idx >= st.msg[m, S.M_NPKTS]:
             return False
         msg_off = idx * mtu
-        st.slot_trusted[slot] = ICRC_PENDING   # handlers may rewrite the payload
+        st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING   # handlers may rewrite the payload
     else:
         poff = _PAYLOAD_UDP
         plen = min(_be(frame, WH.UDP_LEN_OFF, 2) - WH.UDP_BYTES, length - poff)

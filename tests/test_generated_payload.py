@@ -116,3 +116,35 @@ def test_workload_payload_parameter():
         add_workload(sc, "permutation", message_bytes=4096, payload="zeros")
     add_workload(sc, "permutation", message_bytes=4096, payload="generated")
     assert sc.payload == "generated" and not sc.host_memory
+
+
+def test_frame_slots_hold_headers_only_when_nothing_reads_the_payload():
+    """Generated payload, one process, no handler and no capture: frame slots are
+    ``HEADER_SLOT_BYTES`` and the run is the same as one whose slots hold every byte (a capture,
+    which must see the bytes, gives full slots)."""
+    from spin.wire.roce import HEADER_SLOT_BYTES
+    full = _permutation("generated", "ue").engine.mtu_bytes + 128
+    bare = Simulation(_permutation("generated", "ue"), quiet=True)
+    assert bare.st.pool.shape[1] == HEADER_SLOT_BYTES
+    captured_sc = _permutation("generated", "ue")
+    captured_sc.capture()
+    captured = Simulation(captured_sc, quiet=True)
+    assert captured.st.pool.shape[1] >= full
+    assert Simulation(_permutation("stored", "ue"), quiet=True).st.pool.shape[1] >= full
+    worker = Simulation(_permutation("generated", "ue"), quiet=True,
+                        local_devices=set(range(bare.n_devs)))   # as a worker process builds it
+    assert worker.st.pool.shape[1] >= full
+    assert _figures(bare.run(quiet=True)) == _figures(captured.run(quiet=True))
+
+
+def test_header_slots_keep_the_queue_limits_of_full_frames():
+    """Queues hold as many bytes with header slots as with full ones: an incast that queues
+    far more than 1,024 header slots' worth (128 KiB) at a NIC and a switch gives the same run."""
+    def incast(payload):
+        sc = Scenario(Topology.star(4), payload=payload)
+        for src in (1, 2, 3):
+            sc.host_program(src).send(0, 800_000, qp=1)
+        return sc
+    stored, generated = run_scenario(incast("stored")), run_scenario(incast("generated"))
+    assert max(l.max_queue_bytes for l in generated.links) > 1024 * 128
+    assert _figures(generated) == _figures(stored)

@@ -152,3 +152,44 @@ def test_random_spray_spreads_over_every_uplink(sprayed):
     assert all(link.tx_bytes > 0 for link in up), [(l.from_device, l.to_device) for l in up
                                                      if l.tx_bytes == 0]
     assert fabric_figures(r).imbalance < 2.0
+
+
+def test_a_scheme_naming_no_switch_applies_to_every_switch_and_says_so():
+    """``Scenario.load_balancing(scheme)`` without switch names used to change nothing: ECMP
+    and spraying gave the same completion time. It now sets every switch, with a warning."""
+    from spin.simulation import Simulation
+
+    from .test_loadbalancing import _finish_ps, _scenario
+    finish = {}
+    for scheme in ("ecmp", "random_spray"):
+        sc = _scenario()
+        n = len(sc.topology.switches)
+        with pytest.warns(UserWarning, match=rf"load_balancing\('{scheme}'\) names no switch: "
+                                             rf"it applies to all {n} switches"):
+            sc.load_balancing(scheme)
+        assert sc.switch_load_balancing == dict.fromkeys(sc.topology.switches, scheme)
+        finish[scheme] = _finish_ps(Simulation(sc).run())
+    assert finish["random_spray"] != finish["ecmp"], finish
+
+
+def test_setters_that_would_change_nothing_fail_in_one_line():
+    from spin.loadbalancing.compare import fabric_scenario
+    from spin.simulation import Scenario
+    from spin.topologies import build_topology
+    with pytest.raises(ConfigError, match=r"load_balancing\('drill'\): the topology has no "
+                                          r"switches"):
+        Scenario(build_topology("pair")).load_balancing("drill")
+    sc = fabric_scenario("fat_tree", {"k": 4})
+    edge = sc.topology.switches[0]
+    with pytest.raises(ConfigError, match=r"'p0e9' is not a switch; switches: .*\(did you mean "
+                                          r"'p0e[01]'\?\)"):
+        sc.load_balancing("drill", "p0e9")
+    host = sc.topology.hosts[0]
+    with pytest.raises(ConfigError, match="no port field given; valid: "):
+        sc.configure_port(edge, host)
+    with pytest.raises(ConfigError, match=r"'ecn_treshold_bytes' is not a port field; valid: "
+                                          r".*\(did you mean 'ecn_threshold_bytes'\?\)"):
+        sc.configure_port(edge, host, ecn_treshold_bytes=1000)
+    with pytest.raises(ConfigError, match="reshape at_ns=5.0: no link pairs given"):
+        sc.reshape(5.0, [])
+    assert sc.switch_load_balancing == {} and sc.port_overrides == {} and sc.faults == []

@@ -122,10 +122,18 @@ links = [{a = "a", b = "sw"}, {a = "b", b = "sw", rate_gbps = 100}]
      ["program[1].args", "reply_qp"]),
     ("[[context]]\nnode = 1\nprogram = 'pang'\n", ["context[0].program = 'pang'", "declared: pong"]),
     # references to missing nodes / devices
-    ("[[context]]\nnode = 7\nprogram = 'pong'\n", ["context[0].node = 7", "0..1", "h0, h1"]),
-    ("[[context]]\nnode = 'h9'\nprogram = 'pong'\n", ["context[0].node = 'h9'", "h0, h1"]),
+    ("[[context]]\nnode = 7\nprogram = 'pong'\n",
+     ["context[0].node = 7", "0..1", "hosts: h0 (node 0), h1 (node 1); switches: s0"]),
+    # a context may sit on a switch: the choices are every device, as from Python
+    ("[[context]]\nnode = 's9'\nprogram = 'pong'\n",
+     ["context[0].node = 's9': not a device of this topology; give a host (node id 0..1 or "
+      "name) or a switch (name); hosts: h0 (node 0), h1 (node 1); switches: s0"]),
     ("[[host_program]]\nnode = 0\nops = [{op = 'send', dst = 3, nbytes = 8}]\n",
-     ["host_program[0].ops[0].dst = 3", "h0, h1"]),
+     ["host_program[0].ops[0].dst = 3", "h0 (node 0), h1 (node 1)"]),
+    ("[[host_program]]\nnode = 0\nops = [{op = 'send', dst = 's0', nbytes = 8}]\n",
+     ["host_program[0].ops[0].dst = 's0'", "not a host", "('s0' is a switch)"]),
+    ("[[host_program]]\nnode = 0\nops = [{op = 'wait_rcv', qp = 0}]\n",
+     ["host_program[0].ops[0].op = 'wait_rcv'", "(did you mean 'wait_recv'?)"]),
     ("[workers]\ncount = 2\nassign = { h5 = 0 }\n", ["workers.assign.h5 = 0", "h0, h1, s0"]),
     ("[workers]\ncount = 2\nassign = { h0 = 2 }\n", ["workers.assign.h0 = 2", "0..1"]),
     ("[capture]\nlinks = [0, 5]\n", ["capture.links[1] = 5", "0..1"]),
@@ -141,6 +149,21 @@ def test_bad_input_names_field_value_choices(extra, needles):
     msg = error_of(extra)
     for n in needles:
         assert n in msg, f"{n!r} not in {msg!r}"
+
+
+def test_a_missing_device_reads_the_same_from_toml_and_python():
+    """A context on a device that does not exist: the file and the Python API give the same
+    reason and the same choices (hosts and switches), each after its own location."""
+    toml = error_of("[[context]]\nnode = 'leaf9'\nprogram = 'pong'\n")
+    sc, _ = load()
+    from spin.handler import ExecutionContext
+    with pytest.raises(ConfigError) as info:
+        sc.install(ExecutionContext("leaf9", sc.engine_programs[0]))
+    python = str(info.value)
+    reason = "not a device of this topology"
+    assert reason in toml and reason in python
+    assert toml[toml.index(reason):] == python[python.index(reason):]
+    assert python.endswith("switches: s0")
 
 
 def test_unknown_top_level_key():

@@ -90,3 +90,22 @@ def test_a_mistyped_command_names_the_close_command(capsys):
     with pytest.raises(SystemExit):
         main(["alreduce", "--size", "4KiB"])
     assert "unknown command 'alreduce' (did you mean 'allreduce'?)" in capsys.readouterr().err
+
+
+def test_config_fields_and_choices_from_python_name_the_close_match():
+    from spin.config import SwitchConfig, TransportConfig
+    with pytest.raises(ConfigError, match=r"SwitchConfig.pfcc = True: unknown field \(did you "
+                                          r"mean 'pfc'\?\); valid fields: "):
+        SwitchConfig.make(pfcc=True)
+    with pytest.raises(ConfigError, match=r"TransportConfig.congestion = 'nsc': .*'window' "
+                                          r"\(did you mean 'nscc'\?\)"):
+        TransportConfig.make(congestion="nsc")
+
+
+def test_topo_options_of_compare_alone_are_refused(capsys, tmp_path):
+    """Without --compare nothing is priced or measured: --cost would change nothing."""
+    cost = tmp_path / "cost.toml"
+    cost.write_text("dac_usd = 1\n")
+    assert main(["topo", "fat_tree:k=4", "--cost", str(cost)]) == 2
+    err = capsys.readouterr().err
+    assert "--cost applies to spin topo --compare; add --compare" in err

@@ -57,6 +57,17 @@ def test_bad_cost_models_name_the_field(tmp_path):
     f.write_text("dac_price = 1\n")
     with pytest.raises(ConfigError, match="unknown field 'dac_price'; valid fields: "):
         load_cost_model(str(f))
+    f.write_text("dac_usdd = 1\n")       # a typo names the field meant
+    with pytest.raises(ConfigError, match=r"unknown field 'dac_usdd' \(did you mean 'dac_usd'\?\)"):
+        load_cost_model(str(f))
+    f.write_text('default_link_class = "opitcal"\n')
+    with pytest.raises(ConfigError, match=rf"(?s)--cost {f}: .*default_link_class = 'opitcal'.* "
+                                          r"\(did you mean 'optical'\?\)"):
+        load_cost_model(str(f))
+    f.write_text('[link_classes]\nedge_agg = "dac"\n')   # else priced as the default, silently
+    with pytest.raises(ConfigError, match=r"link_classes key 'edge_agg' is no link kind of the "
+                                          r"built-in topologies \(did you mean 'edge-agg'\?\)"):
+        load_cost_model(str(f))
     f.write_text("[switch_usd_by_radix]\nbig = 1.0\n")
     with pytest.raises(ConfigError, match="key 'big': expected a port count"):
         load_cost_model(str(f))
@@ -70,12 +81,18 @@ def test_topo_compare_measures_allreduce_and_all_to_all(tmp_path, capsys):
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "$/Gb/s bis." in text and "all-to-all" in text and "GB/s" in text
+    # the basis of the figures: bytes per host of each run, the host preset, the link rates
+    assert text.splitlines()[0] == (
+        "measured per host: allreduce of 1,048,576 B (nic-ring2d, int32, accelerator NICs), "
+        "all-to-all of 1,048,576 B (to 15 peers); host preset cpu; link rates in the table")
+    assert "400 Gb/s (internal 1600)" in text           # HammingMesh's accelerator links
     rows = json.loads(out.read_text())
     kinds = [r["kind"] for r in rows]
     assert {"fat_tree", "leaf_spine", "hamming_mesh", "supernode"} <= set(kinds)
     assert all(r["hosts"] == 16 for r in rows)
     for r in rows:
         bw = r["bandwidth"]
+        assert bw["host_preset"] == "cpu" and bw["all_to_all_bytes"] == 1 << 20
         # measured, not a formula: below the allreduce's injection bound and a port's rate
         assert 0 < bw["allreduce_gbytes_per_s"] < bw["allreduce_bound_gbytes_per_s"]
         assert 0 < bw["all_to_all_gbytes_per_s"] < 50
@@ -94,6 +111,9 @@ def test_topo_compare_without_runs(capsys):
     assert main(["topo", "--compare", "--no-measure"]) == 0
     text = capsys.readouterr().out
     assert "hamming_mesh" in text and "$" in text
+    assert text.startswith("topology ") and "measured per host:" not in text   # nothing run
+    head, fat_tree = text.splitlines()[:2]
+    assert head.split()[:3] == ["topology", "hosts", "links"] and "400 Gb/s" in fat_tree
 
 
 def test_all_to_all_on_hamming_mesh_is_lossless_with_fast_accelerator_links():

@@ -183,6 +183,9 @@ def test_send_without_its_receive(tmp_path):
 @pytest.mark.parametrize("body, problem", [
     ("rank 0 {\nl1: calc 5\n", "rank 0 block not closed (truncated file?)"),
     ("rank 0 {\nl1: wait 5\n}\nrank 1 {\n}\n", ":3: node l1: unknown operation 'wait'"),
+    ("rank 0 {\nl1: recieve 8b from 1\n}\nrank 1 {\n}\n",
+     ":3: node l1: unknown operation 'recieve' (did you mean 'recv'?); valid operations: send, "
+     "recv, calc"),
     ("rank 0 {\nl1: calc 5\nl1 requires l9\n}\nrank 1 {\n}\n",
      ":4: node l9: dependency on label l9, which rank 0 has not defined"),
     ("rank 0 {\nl1: calc 5\nl2: calc 5\nl1 requires l2\nl2 requires l1\n}\nrank 1 {\n}\n",

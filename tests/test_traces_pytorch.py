@@ -116,7 +116,7 @@ def test_strict_refuses_to_skip(tmp_path):
 def test_cli_replays_the_converted_trace_and_says_what_it_skipped(tmp_path, capsys):
     assert main(["train", str(gpu_set(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "skipped 10 CPU-side collective launch(es)" in out
+    assert "skipped 10 CPU-side c10d launch(es)" in out
     assert "broadcast" in out and "all_gather" in out
     assert main(["train", str(gpu_set(tmp_path)), "--strict"]) == 2
     err = capsys.readouterr().err.strip()

@@ -20,13 +20,18 @@ ALLREDUCE_8 = Path(__file__).parent / "data" / "chakra-microbenchmarks" / "all_r
 MIB = 1 << 20
 
 
-def test_gpu_trace_matches_spin_allreduce_gpu_exactly(tmp_path, capsys):
-    """ASTRA-sim's 8-NPU 1 MB all-reduce: ``spin train`` picks the gpu host and its ring takes
-    the very virtual time ``spin allreduce --host-preset gpu`` gives for 8 hosts and 1 MiB."""
+@pytest.mark.parametrize("flags, line", [
+    ([], "host preset: gpu (default for an accelerator trace; --host-preset cpu|gpu to "
+         "change)"),
+    (["--host-preset", "gpu"], "host preset: gpu (--host-preset)")])
+def test_gpu_trace_matches_spin_allreduce_gpu_exactly(tmp_path, capsys, flags, line):
+    """ASTRA-sim's 8-NPU 1 MB all-reduce: ``spin train`` picks the gpu host (by default or
+    told) and its ring takes the very virtual time ``spin allreduce --host-preset gpu``
+    gives for 8 hosts and 1 MiB; the Python API's preset gives it too."""
     train_json, allreduce_json = tmp_path / "train.json", tmp_path / "allreduce.json"
-    assert main(["train", str(ALLREDUCE_8), "--json", str(train_json)]) == 0
+    assert main(["train", str(ALLREDUCE_8), *flags, "--json", str(train_json)]) == 0
     out = capsys.readouterr().out
-    assert "host preset: gpu (default for an accelerator trace" in out
+    assert [x for x in out.splitlines() if x.startswith("host preset:")] == [line]
     assert main(["allreduce", "--hosts", "8", "--size", "1MiB", "--algo", "ring",
                  "--host-preset", "gpu", "--json", str(allreduce_json)]) == 0
     train = json.loads(train_json.read_text())
@@ -36,6 +41,8 @@ def test_gpu_trace_matches_spin_allreduce_gpu_exactly(tmp_path, capsys):
     assert (call["type"], call["bytes"], call["algo"]) == ("all_reduce", MIB, "ring")
     assert round(call["time_us"] * 1e6) == row["time_ps"]
     assert train["step_us"] == call["time_us"]
+    api = replay(read_chakra(ALLREDUCE_8), config=ReplayConfig(host_preset="gpu"))
+    assert api.host == "gpu" and round(api.collectives[0].time_us * 1e6) == row["time_ps"]
 
 
 def test_cpu_preset_is_spin_allreduce_cpu(capsys):

@@ -144,6 +144,40 @@ def test_stragglers_slow_rank_and_late_rank():
     assert slow.step_us > even.step_us + 100
 
 
+def test_cli_table_shows_the_json_figures_and_quiet_silences_compile_lines(tmp_path, capsys,
+                                                                           monkeypatch):
+    """``spin train`` prints every rank figure of its JSON (the delay too, so a row reads as
+    step = compute + exposed comm + delay); ``--quiet`` runs without compile or progress lines,
+    which are on by default."""
+    import sys
+
+    from spin.cli import main
+    replay_module = sys.modules["spin.training.replay"]   # the package's replay is a function
+    quiet_runs: list[bool] = []
+    real_run = replay_module.run
+    monkeypatch.setattr(replay_module, "run",
+                        lambda *a, **kw: quiet_runs.append(kw["quiet"]) or real_run(*a, **kw))
+    out = tmp_path / "step.json"
+    goal = str(EXAMPLES / "pipeline_4stages.goal")
+    assert main(["train", goal, "--delay", "2=50", "--json", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    lines = printed.out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:1] == ["rank"])
+    assert lines[head].split() == ["rank", "step_us", "compute_us", "exposed_comm_us",
+                                   "delay_us"]
+    ranks = json.loads(out.read_text())["ranks"]
+    for line, r in zip(lines[head + 1:head + 5], ranks):
+        rank, step, compute, exposed, delay = (float(x) for x in line.split())
+        assert (rank, step, compute, exposed, delay) == pytest.approx(
+            (r["rank"], r["step_us"], r["compute_us"], r["exposed_comm_us"], r["delay_us"]),
+            abs=5e-4)
+        assert step == pytest.approx(compute + exposed + delay, abs=2e-3)
+    assert ranks[2]["delay_us"] == 50.0
+    assert main(["train", goal]) == 0
+    assert quiet_runs == [True, False]
+
+
 def test_goal_pipeline_messages_follow_dependencies():
     rep = replay(read_goal(EXAMPLES / "pipeline_4stages.goal"))
     # stage 1's first forward calc starts after stage 0's first calc and activation arrived

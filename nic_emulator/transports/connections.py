@@ -141,7 +141,7 @@ def send_control(st, dev, c, opcode, psn, syndrome, msn, cum_psn, sack_psn, bitm
                             st.conn[c, S.C_EV], opcode, st.conn[c, S.C_QP], psn & PSN_MASK,
                             syndrome, msn, cum_psn & PSN_MASK, sack_psn & PSN_MASK, bitmap,
                             echo_ev, flags)
-    st.slot_len[slot] = n
-    st.slot_trusted[slot] = ICRC_PENDING
+    st.slot_meta[slot, S.SM_LEN] = n
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
     emit_frame(st, dev, st.conn[c, S.C_PEER], slot, now, now)   # to itself: loopback
 

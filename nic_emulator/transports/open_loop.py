@@ -9,7 +9,7 @@ from spin.engine import state as S
 from spin.engine.freelist import give_free
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot
-from ..payload import read_payload
+from ..payload import payload_stored, read_payload
 from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE, OPC_WRITE_ONLY,
                               PSN_MASK)
 from spin.wire import headers as WH
@@ -66,10 +66,10 @@ def tx_step(st, dev, now):
         ev = spray_ev(ev, psn)
     off = write_roce_headers(frame, st.dev[dev, S.D_NODE], st.txm[m, S.T_DST], ev, opc,
                              st.txm[m, S.T_QP], psn, 1 if last else 0, st.txm[m, S.T_REMOTE_VA],
-                             st.txm[m, S.T_RKEY], total, chunk, psn & 0xFFFF)
+                             st.txm[m, S.T_RKEY], total, chunk, psn & 0xFFFF, payload_stored(st))
     read_payload(st, dev, frame, off, st.txm[m, S.T_HOST_ADDR] + sent, chunk)
-    st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, chunk)
-    st.slot_trusted[slot] = ICRC_PENDING
+    st.slot_meta[slot, S.SM_LEN] = finalize_roce_frame_no_icrc(frame, off, chunk, payload_stored(st))
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
     emit_frame(st, dev, st.txm[m, S.T_DST], slot, t_emit, now)
     st.txm[m, S.T_SENT] = sent + chunk
     if last:

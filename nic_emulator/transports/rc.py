@@ -21,6 +21,7 @@ from spin.engine.rdma import (OPC_WRITE_FIRST, OPC_WRITE_LAST, OPC_WRITE_MIDDLE,
                               PSN_MASK)
 from spin.wire import headers as WH
 from spin.wire import roce as W
+from ..payload import payload_stored
 from spin.wire.roce import write_roce_headers
 
 from ..congestion import dcqcn_advance, dcqcn_cut, pacing_gap_ps
@@ -58,7 +59,7 @@ def tx_step(st, dev, now):
     off = write_roce_headers(st.pool[slot], st.dev[dev, S.D_NODE], st.txm[m, S.T_DST],
                              packet_ev(st, dev, c, now), opc, st.txm[m, S.T_QP], psn & PSN_MASK,
                              1 if last else 0, st.txm[m, S.T_REMOTE_VA], st.txm[m, S.T_RKEY],
-                             st.txm[m, S.T_LEN], chunk, psn & 0xFFFF)
+                             st.txm[m, S.T_LEN], chunk, psn & 0xFFFF, payload_stored(st))
     length = finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now)
     gap = pacing_gap_ps(st, c, length + WIRE_OVERHEAD)
     if gap > 0:

@@ -8,7 +8,7 @@ from spin.engine import state as S
 from spin.engine.freelist import give_free
 from spin.engine.heap import push_event
 from spin.engine.pool import ICRC_PENDING, alloc_slot
-from ..payload import read_payload
+from ..payload import payload_stored, read_payload
 from spin.wire.roce import finalize_roce_frame_no_icrc
 
 from ..loopback import emit_frame
@@ -83,9 +83,9 @@ def finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now):
     frame and queue it; returns its length."""
     frame = st.pool[slot]
     read_payload(st, dev, frame, off, st.txm[m, S.T_HOST_ADDR] + idx * st.sc[S.SC_MTU], chunk)
-    length = finalize_roce_frame_no_icrc(frame, off, chunk)
-    st.slot_len[slot] = length
-    st.slot_trusted[slot] = ICRC_PENDING
+    length = finalize_roce_frame_no_icrc(frame, off, chunk, payload_stored(st))
+    st.slot_meta[slot, S.SM_LEN] = length
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
     emit_frame(st, dev, st.txm[m, S.T_DST], slot, t_emit, now)
     return length
 

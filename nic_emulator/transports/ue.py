@@ -27,6 +27,7 @@ from spin.engine.messages import has_message_room, match_ec, new_message
 from spin.engine.rdma import PSN_MASK
 from spin.wire import headers as WH
 from spin.wire import roce as W
+from ..payload import payload_stored
 from spin.wire.transport_frames import get_be, write_ue_write_headers
 
 from ..congestion import window_on_ack, window_on_timeout, window_on_trim
@@ -96,7 +97,7 @@ def tx_step(st, dev, now):
                                  packet_ev(st, dev, c, now), st.txm[m, S.T_QP], psn & PSN_MASK,
                                  st.txm[m, S.T_REMOTE_VA], st.txm[m, S.T_RKEY],
                                  st.txm[m, S.T_LEN], st.txm[m, S.T_PSN] & PSN_MASK, chunk,
-                                 1 if closes else 0)
+                                 1 if closes else 0, payload_stored(st))
     finish_packet(st, dev, m, idx, slot, off, chunk, t_emit, now)
     if first_time:
         rtt_start(st, c, psn, t_emit)

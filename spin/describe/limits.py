@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..wire.headers import HEADER_SLOT_BYTES
 
 MAX_HOST_OPS = 1 << 22  # per host: 4,194,304 ops of 64 B is a 256 MiB op table
 
@@ -128,19 +129,36 @@ def check_topology_size(n_hosts: int, n_switches: int, n_links: int = 0,
         raise ConfigError(f"{where} {_gib(need)} ({_parts_text(parts)}); {_limit_text(limit)}")
 
 
-def state_bytes(sc) -> dict[str, int]:
+def send_queue_capacity(sc) -> int:
+    """Entries of each NIC's send queue: the most messages one host program posts (sends
+    leave the queue when sent, so it never holds more), or ``max_tx_messages`` when handlers
+    may post more (puts from host memory). A row per NIC of the largest size would be touched
+    a page per NIC: 1 GB at 8,192 hosts for a handful of messages each."""
+    cap = sc.engine.max_tx_messages
+    if sc.contexts:
+        return cap
+    from ..engine import state as S
+    sends = [int((p.op_array()[:, 0] == S.OP_SEND).sum()) for p in sc.host_programs.values()
+             if p.ops]
+    return max(1, min(cap, max(sends, default=1)))
+
+
+def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
     """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
     (mirrors ``spin.engine.state.allocate_state``; small tables left out), with the topology's
-    description and routing tables (``fabric_bytes``)."""
+    description and routing tables (``fabric_bytes``). ``slot_bytes``: the frame slot's size
+    when known (header slots: ``spin.build.state_builder.header_slots``), else an MTU's."""
     from ..engine import state as S
     eng, host, topo = sc.engine, sc.host, sc.topology
     hosts, links = len(topo.hosts), len(topo.links)
     devices = hosts + len(topo.switches)
-    slot = ((eng.mtu_bytes + 128 + 63) // 64) * 64
+    slot = slot_bytes or (HEADER_SLOT_BYTES if _header_slots_likely(sc)
+                          else ((eng.mtu_bytes + 128 + 63) // 64) * 64)
     stride = 0 if sc.payload == "generated" else ((host.memory_bytes + 63) // 64) * 64
     hpus = max(sc.nic.hpus, sc.switch.hpus_for(_max_ports(topo)))
+    txq = send_queue_capacity(sc)
     per_device = (S.DEV_COLS + S.NUM_DROP_REASONS + host.qps
-                  + max(len(sc.mark_index), 1)) * 8 + eng.max_tx_messages * 4
+                  + max(len(sc.mark_index), 1)) * 8
     return {
         f"host memory ({hosts} hosts x host.memory_bytes = {host.memory_bytes}, payload "
         f"{sc.payload})": hosts * stride,
@@ -152,8 +170,9 @@ def state_bytes(sc) -> dict[str, int]:
         # two ports per link, each with a data and a priority ring of slot ids
         f"port queues (engine.queue_frames = {eng.queue_frames})": 4 * links * eng.queue_frames * 4,
         f"port table ({2 * links:,} ports)": 2 * links * S.PORT_COLS * 8,
-        f"device tables ({devices:,} devices, a transmit queue of engine.max_tx_messages = "
-        f"{eng.max_tx_messages} each)": devices * per_device,
+        f"device tables ({devices:,} devices)": devices * per_device,
+        f"send queues ({hosts:,} hosts x {txq:,} messages: the most a host program posts, or "
+        f"engine.max_tx_messages = {eng.max_tx_messages} with handlers)": hosts * txq * 4,
         # one row per device as wide as the most HPUs of any device (a wide switch's)
         f"HPU table ({devices:,} devices x {hpus:,} HPUs)": devices * hpus * 8,
         **fabric_bytes(hosts, len(topo.switches), links, len(sc.faults) + 1),
@@ -164,6 +183,13 @@ def state_bytes(sc) -> dict[str, int]:
     }
 
 
+def _header_slots_likely(sc) -> bool:
+    """Will a one-process run of ``sc`` get header slots (``state_builder.header_slots``)? The
+    estimate made before building assumes one process; each worker checks its own state again
+    with the slot size it really gets."""
+    return sc.payload == "generated" and not sc.contexts and not sc.capture_links
+
+
 def _max_ports(topo) -> int:
     """The most ports any device has (a switch's HPU count follows its ports)."""
     from collections import Counter
@@ -172,17 +198,17 @@ def _max_ports(topo) -> int:
     return max(ends.values(), default=1)
 
 
-def _too_large(sc, why: str) -> ConfigError:
-    parts = state_bytes(sc)
+def _too_large(sc, why: str, slot_bytes: int | None = None) -> ConfigError:
+    parts = state_bytes(sc, slot_bytes)
     return ConfigError(f"the engine state needs about {_gib(sum(parts.values()))} ({why}); "
                        f"largest parts: {_parts_text(parts)}")
 
 
-def check_fits_in_memory(sc) -> None:
+def check_fits_in_memory(sc, slot_bytes: int | None = None) -> None:
     """Refuse a scenario whose engine state exceeds the memory limit (``memory_limit_bytes``)."""
     limit = memory_limit_bytes()
-    if limit is not None and sum(state_bytes(sc).values()) > limit:
-        raise _too_large(sc, _limit_text(limit))
+    if limit is not None and sum(state_bytes(sc, slot_bytes).values()) > limit:
+        raise _too_large(sc, _limit_text(limit), slot_bytes)
 
 
 def allocation_failed(sc, exc: MemoryError) -> ConfigError:

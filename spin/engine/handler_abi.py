@@ -161,7 +161,7 @@ def prepare_call(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len,
     if slot >= 0:
         b[CB_FRAME] = _address(st.pool) + slot * st.pool.shape[1]
         b[CB_FRAME + 1] = frame_len
-        ctl[HC_ICRC] = st.slot_trusted[slot]
+        ctl[HC_ICRC] = st.slot_meta[slot, S.SM_ICRC]
     else:
         b[CB_FRAME] = _address(st.pool)
         b[CB_FRAME + 1] = 0

@@ -91,8 +91,8 @@ def _staged_frame(st, dev, dst_node, dest_qp, psn, stage_off, nbytes, remote_add
                              OPC_WRITE_ONLY, dest_qp, psn, 0, remote_addr, 0, nbytes, nbytes,
                              psn & 0xFFFF)
     copy_bytes(frame, off, staging_area(st), stage_off, nbytes)
-    st.slot_len[slot] = finalize_roce_frame_no_icrc(frame, off, nbytes)
-    st.slot_trusted[slot] = ICRC_PENDING
+    st.slot_meta[slot, S.SM_LEN] = finalize_roce_frame_no_icrc(frame, off, nbytes)
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
     return slot
 
 

@@ -81,6 +81,7 @@ SC = Table("sc", "SC_", "NUM_SC", [
     ]),
     Columns("nic_emulator.payload", [
         ("PATTERN_OFF", "offset in st.host_mem of the generated-payload pattern"),
+        ("HEADER_SLOTS", "1: frame slots hold headers only, the generated payload unstored"),
     ]),
     Columns("spin.describe.host_program", [
         ("CALL_DEV", "device whose host program asked for a Python callback"),
@@ -224,7 +225,7 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),
         ("PEER", "global index of the port at the other end (-1: none)"),
         ("RATE_GBPS", "link rate"),
-        ("LAT_PS", "link latency"),
+        ("LAT_PS", "arrival delay: link latency plus the receiving switch's pipeline"),
         ("REMOTE", "1: the peer is on another worker"),
         ("UP", "0: the link is down (frames to it are dropped)"),
         ("Q_HEAD", "output queue: ring head in st.port_q"),

@@ -136,7 +136,7 @@ def _arrive(st, hmem, dev, gp, slot, t):
         free_slot(st, slot)
         return
     frame = st.pool[slot]
-    if is_pfc_frame(frame, st.slot_len[slot]):
+    if is_pfc_frame(frame, st.slot_meta[slot, S.SM_LEN]):
         pfc_received(st, gp, pfc_quanta(frame), t)
         free_slot(st, slot)
         return

@@ -18,7 +18,7 @@ def alloc_slot(st):
     in_use = st.slot_free.shape[0] - sc[S.SC_SLOT_FREE_TOP]
     if in_use > sc[S.SC_SLOTS_IN_USE_MAX]:
         sc[S.SC_SLOTS_IN_USE_MAX] = in_use
-    st.slot_trusted[slot] = ICRC_VALID  # built by this engine: right by construction
+    st.slot_meta[slot, S.SM_ICRC] = ICRC_VALID  # built by this engine: right by construction
     return slot
 
 
@@ -32,9 +32,9 @@ def ensure_icrc(st, slot):
     """Write a deferred ICRC before anyone can observe the frame's bytes (a capture, another
     worker, a handler's ``spin_frame``). Frames that stay inside the engine never need it: they
     are not corrupted in flight and receivers here trust them."""
-    if st.slot_trusted[slot] == ICRC_PENDING:
-        write_icrc(st.pool[slot], st.slot_len[slot])
-        st.slot_trusted[slot] = ICRC_VALID
+    if st.slot_meta[slot, S.SM_ICRC] == ICRC_PENDING:
+        write_icrc(st.pool[slot], st.slot_meta[slot, S.SM_LEN])
+        st.slot_meta[slot, S.SM_ICRC] = ICRC_VALID
 
 
 @njit(cache=True, _nrt=False)

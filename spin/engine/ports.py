@@ -63,14 +63,10 @@ def _account_queue(st, gp, now, delta):
 
 @njit(cache=True, _nrt=False)
 def arrival_delay_ps(st, gp):
-    """Propagation delay of the link out of ``gp`` plus the receiving switch's pipeline."""
-    peer = st.port[gp, S.PT_PEER]
-    lat = st.port[gp, S.PT_LAT_PS]
-    if peer >= 0:
-        pdev = st.port[peer, S.PT_DEV]
-        if st.dev[pdev, S.D_KIND] == S.DEV_SWITCH:
-            lat += st.dev[pdev, S.D_SW_LAT_PS]
-    return lat
+    """Propagation delay of the link out of ``gp`` plus the receiving switch's pipeline, summed
+    when the state is built (``state_builder``): reading the peer's device row on every hop
+    was one more cache miss per frame."""
+    return st.port[gp, S.PT_LAT_PS]
 
 
 @njit(cache=True, _nrt=False)
@@ -83,7 +79,7 @@ def enqueue_frame(st, gp, slot, now):
         st.port[gp, S.PT_DROPS] += 1
         free_slot(st, slot)
         return False
-    length = st.slot_len[slot]
+    length = st.slot_meta[slot, S.SM_LEN]
     if st.port[gp, S.PT_HDR_PRIO] != 0 and _header_only(st, dev, slot, length):
         _release_ingress(st, slot, now)
         enqueue_priority(st, gp, slot, now)
@@ -95,8 +91,8 @@ def enqueue_frame(st, gp, slot, now):
             frame = st.pool[slot]
             new_len = trim_roce_frame(frame, length, st.dev[dev, S.D_SW_TRIM_DSCP])
             if new_len > 0:
-                st.slot_len[slot] = new_len
-                st.slot_trusted[slot] = ICRC_PENDING
+                st.slot_meta[slot, S.SM_LEN] = new_len
+                st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
                 st.port[gp, S.PT_TRIMS] += 1
                 _release_ingress(st, slot, now)
                 enqueue_priority(st, gp, slot, now)
@@ -165,7 +161,7 @@ def enqueue_priority(st, gp, slot, now):
         return
     st.port_pq[gp, (st.port[gp, S.PT_PQ_HEAD] + n) % qcap] = slot
     st.port[gp, S.PT_PQ_N] = n + 1
-    st.port[gp, S.PT_PQ_BYTES] += st.slot_len[slot]
+    st.port[gp, S.PT_PQ_BYTES] += st.slot_meta[slot, S.SM_LEN]
     if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
         start_tx(st, gp, now)
 
@@ -194,13 +190,13 @@ def start_tx(st, gp, now):
         slot = st.port_q[gp, st.port[gp, S.PT_Q_HEAD]]
         st.port[gp, S.PT_BUSY] = BUSY_DATA
         if st.port[gp, S.PT_ECN_DEQUEUE] != 0 and _ecn_decide(
-                st, gp, st.port[gp, S.PT_Q_BYTES] - st.slot_len[slot]):
+                st, gp, st.port[gp, S.PT_Q_BYTES] - st.slot_meta[slot, S.SM_LEN]):
             if mark_ce(st.pool[slot]):
                 st.port[gp, S.PT_ECN_MARKS] += 1
     else:
         st.port[gp, S.PT_BUSY] = BUSY_IDLE
         return
-    length = st.slot_len[slot]
+    length = st.slot_meta[slot, S.SM_LEN]
     ser = serialization_ps(length + WIRE_OVERHEAD, st.port[gp, S.PT_RATE_GBPS])
     st.port[gp, S.PT_BUSY_PS] += ser
     if st.port[gp, S.PT_CAPTURE] != 0:
@@ -235,15 +231,27 @@ def _pfc_watchdog(st, gp, now):
     st.port[gp, S.PT_IGNORE_PAUSE_UNTIL] = now + watchdog
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _next_head(head, left, capacity):
+    """A ring's head after a pop that leaves ``left`` entries: back to the start when it is
+    empty, so that a port's ring touches only as many entries as it ever held at once (a ring
+    that kept going round touched all of its capacity: 134 MB of pages at 8,192 hosts)."""
+    if left == 0:
+        return 0
+    head += 1
+    return 0 if head == capacity else head
+
+
 @njit(cache=True, _nrt=False)
 def _pop_data(st, gp, now):
     """Take the head frame off the data queue of ``gp`` (queue accounting and its ingress
     port's PFC bytes released); returns its slot."""
     head = st.port[gp, S.PT_Q_HEAD]
     slot = st.port_q[gp, head]
-    st.port[gp, S.PT_Q_HEAD] = (head + 1) % st.port_q.shape[1]
-    st.port[gp, S.PT_Q_N] -= 1
-    _account_queue(st, gp, now, -np.int64(st.slot_len[slot]))
+    n = st.port[gp, S.PT_Q_N] - 1
+    st.port[gp, S.PT_Q_HEAD] = _next_head(head, n, st.port_q.shape[1])
+    st.port[gp, S.PT_Q_N] = n
+    _account_queue(st, gp, now, -np.int64(st.slot_meta[slot, S.SM_LEN]))
     _release_ingress(st, slot, now)
     return slot
 
@@ -272,7 +280,7 @@ def port_resume(st, gp, now):
 def capture_frame(st, gp, slot, now):
     sc = st.sc
     k = sc[S.SC_CAP_N]
-    length = st.slot_len[slot]
+    length = st.slot_meta[slot, S.SM_LEN]
     st.cap[k, S.CAP_TIME] = now
     st.cap[k, S.CAP_PORT] = gp
     st.cap[k, S.CAP_LEN] = length
@@ -288,15 +296,15 @@ def tx_done(st, gp, gen, now):
     if busy == BUSY_IDLE or gen != st.port[gp, S.PT_GEN]:
         return  # the port went down while the frame was on the wire: already flushed
     if busy == BUSY_PRIORITY:
-        qcap = st.port_pq.shape[1]
         head = st.port[gp, S.PT_PQ_HEAD]
         slot = st.port_pq[gp, head]
-        st.port[gp, S.PT_PQ_HEAD] = (head + 1) % qcap
-        st.port[gp, S.PT_PQ_N] -= 1
-        st.port[gp, S.PT_PQ_BYTES] -= st.slot_len[slot]
+        n = st.port[gp, S.PT_PQ_N] - 1
+        st.port[gp, S.PT_PQ_HEAD] = _next_head(head, n, st.port_pq.shape[1])
+        st.port[gp, S.PT_PQ_N] = n
+        st.port[gp, S.PT_PQ_BYTES] -= st.slot_meta[slot, S.SM_LEN]
     else:
         slot = _pop_data(st, gp, now)
-    length = st.slot_len[slot]
+    length = st.slot_meta[slot, S.SM_LEN]
     st.port[gp, S.PT_TX_FRAMES] += 1
     st.port[gp, S.PT_TX_BYTES] += length
     peer = st.port[gp, S.PT_PEER]
@@ -347,7 +355,7 @@ def _send_pfc(st, gp, quanta, now):
     pause lasts 21 us, and a lapsed one let the peer refill the queue without bound."""
     slot = alloc_slot(st)
     dev = st.port[gp, S.PT_DEV]
-    st.slot_len[slot] = write_pfc_frame(st.pool[slot], dev, quanta)
+    st.slot_meta[slot, S.SM_LEN] = write_pfc_frame(st.pool[slot], dev, quanta)
     st.port[gp, S.PT_PAUSES_TX] += 1
     enqueue_priority(st, gp, slot, now)
     if quanta > 0:
@@ -382,8 +390,8 @@ def hold_ingress(st, slot, in_gp, now):
     xoff = st.dev[dev, S.D_SW_PFC_XOFF]
     if xoff <= 0:
         return
-    st.slot_in_port[slot] = in_gp
-    b = st.port[in_gp, S.PT_IN_BYTES] + st.slot_len[slot]
+    st.slot_meta[slot, S.SM_IN_PORT] = in_gp + 1
+    b = st.port[in_gp, S.PT_IN_BYTES] + st.slot_meta[slot, S.SM_LEN]
     st.port[in_gp, S.PT_IN_BYTES] = b
     if b > xoff and st.port[in_gp, S.PT_XOFF] == 0:
         st.port[in_gp, S.PT_XOFF] = 1
@@ -392,11 +400,11 @@ def hold_ingress(st, slot, in_gp, now):
 
 @njit(cache=True, _nrt=False)
 def _release_ingress(st, slot, now):
-    in_gp = st.slot_in_port[slot]
+    in_gp = st.slot_meta[slot, S.SM_IN_PORT] - 1
     if in_gp < 0:
         return
-    st.slot_in_port[slot] = -1
-    b = st.port[in_gp, S.PT_IN_BYTES] - st.slot_len[slot]
+    st.slot_meta[slot, S.SM_IN_PORT] = 0
+    b = st.port[in_gp, S.PT_IN_BYTES] - st.slot_meta[slot, S.SM_LEN]
     st.port[in_gp, S.PT_IN_BYTES] = b
     dev = st.port[in_gp, S.PT_DEV]
     if st.port[in_gp, S.PT_XOFF] != 0 and b <= st.dev[dev, S.D_SW_PFC_XON]:
@@ -447,8 +455,8 @@ def inject_frames(st, times, ports, keys, lengths, frames):
     for i in range(times.shape[0]):
         slot = alloc_slot(st)
         copy_bytes(st.pool[slot], 0, frames[i], 0, lengths[i])
-        st.slot_len[slot] = lengths[i]
-        st.slot_trusted[slot] = ICRC_EXTERNAL  # came from outside this engine: verify its ICRC
+        st.slot_meta[slot, S.SM_LEN] = lengths[i]
+        st.slot_meta[slot, S.SM_ICRC] = ICRC_EXTERNAL  # came from outside this engine: verify its ICRC
         gp = ports[i]
         _push_keyed(st, times[i], keys[i], S.EV_ARRIVE, st.port[gp, S.PT_DEV], gp, slot)
 

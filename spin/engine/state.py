@@ -119,6 +119,14 @@ CTL_ROUTE_EPOCH = 5     # a=epoch: routing converged on the new topology
 ROUTE_BLOCK_SHIFT = 6
 ROUTE_BLOCK = 1 << ROUTE_BLOCK_SHIFT
 
+# st.slot_meta: one 16-byte row per frame slot, so that a hop reads a frame's length, ingress
+# port and ICRC state from one cache line instead of three arrays
+SM_LEN = 0       # frame length, bytes
+SM_IN_PORT = 1   # 1 + the ingress port holding PFC bytes for the frame, 0: none (engine.ports)
+SM_ICRC = 2      # ICRC_EXTERNAL / ICRC_VALID / ICRC_PENDING (spin.engine.pool)
+SLOT_META_WORDS = 4
+
+
 # words per entry of st.lb_table (their meaning is the scheme's: see switch_emulator.lb)
 LB_WORDS = 4
 
@@ -127,10 +135,10 @@ FIELDS = (
     "ev", "ev_free", "heap", "cal", "far",        # events: table + free list + queue
     "dev", "hpu_free", "host_recv_count", "marks", "txq", "host_ops", "host_mem",
     "port", "port_q",                             # ports: table + FIFO rings of slot ids
-    "pool", "slot_len", "slot_free", "slot_trusted",  # frame buffer pool
+    "pool", "slot_meta", "slot_free",             # frame buffer pool
     "msg", "msg_state", "msg_free", "rx_keys", "rx_vals",
     "txm", "txm_free", "tx_keys", "tx_vals",
-    "ec", "prog", "route", "rblock", "rgroup", "rport", "mgroup", "mport", "ctl", "slot_in_port",
+    "ec", "prog", "route", "rblock", "rgroup", "rport", "mgroup", "mport", "ctl",
     "port_pq", "qsamples", "lb_table",
     "conn", "conn_bits", "conn_keys", "conn_vals",
     "msglog", "txlog", "pend",   # a handler's commands (+ its counters row)
@@ -216,7 +224,7 @@ def aligned_zeros(shape, dtype) -> np.ndarray:
 def allocate_state(z: StateSizes) -> EngineState:
     """Allocate every array of the engine state, zeroed or marked empty."""
     _C = COLUMNS
-    i8, i32, i64, u8 = np.int8, np.int32, np.int64, np.uint8
+    i32, i64, u8 = np.int32, np.int64, np.uint8
     d, p = z.n_devs, z.n_ports
     arrays = dict(
         sc=np.zeros(_C["NUM_SC"], i64), cur=np.zeros(_C["NUM_CUR"], i64),
@@ -238,9 +246,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         host_mem=np.zeros(max(z.host_mem_total, 8) + MAX_PENDING_ACTIONS * z.slot_bytes, u8),
         port=aligned_zeros((p, _C["PORT_COLS"]), i64),
         port_q=np.zeros((p, z.queue_frames), i32),
-        pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_len=np.zeros(z.n_slots, i32),
+        pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_meta=np.zeros((z.n_slots, SLOT_META_WORDS), i32),
         slot_free=np.arange(z.n_slots, dtype=i32)[::-1].copy(),
-        slot_trusted=np.zeros(z.n_slots, i8),
         msg=aligned_zeros((z.max_rx_messages, _C["MSG_COLS"]), i64),
         msg_state=np.zeros((z.max_rx_messages, MSG_STATE_WORDS), i64),
         msg_free=np.arange(z.max_rx_messages, dtype=i32)[::-1].copy(),
@@ -260,7 +267,6 @@ def allocate_state(z: StateSizes) -> EngineState:
         mgroup=np.zeros((max(z.n_mcast_groups, 1), 2), i32),
         mport=np.zeros(max(z.n_mcast_ports, 1), i32),
         ctl=np.zeros((max(z.n_control, 1), _C["CTL_COLS"]), i64),
-        slot_in_port=np.full(z.n_slots, -1, i32),
         port_pq=np.zeros((p, z.queue_frames), i32),
         conn=aligned_zeros((max(z.n_conns, 1), _C["CONN_COLS"]), i64),
         conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),

@@ -27,7 +27,13 @@ def compile_engine(scenario: Scenario, quiet: bool = True) -> None:
     (cached; a second call costs milliseconds)."""
     programs = [p for p in scenario.programs()
                 if any(same_program(c.program, p) for c in scenario.contexts)]
-    probe = Scenario(Topology.pair(), engine=scenario.engine)
+    # the scenario's engine settings, its table sizes (those of a large fabric) set back to the
+    # defaults: a pair needs no 16 million frame slots
+    sizes = ("buffer_slots", "queue_frames", "max_events_pending", "max_rx_messages",
+             "max_tx_messages", "log_messages", "capture_frames")
+    engine = scenario.engine.model_copy(
+        update={f: type(scenario.engine).model_fields[f].default for f in sizes})
+    probe = Scenario(Topology.pair(), engine=engine)
     for prog in programs:   # one stand-in context per program: its handlers get compiled
         probe.install(ExecutionContext(0, prog, match_qp=0))
     Simulation(probe, quiet=quiet).compile()

@@ -1,6 +1,7 @@
 """The scenario: everything a run needs, as plain picklable data (``Scenario``)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ import numpy as np
 
 from ..config import PORT_FIELDS, EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
 from ..errors import ConfigError
+from ..suggest import did_you_mean
 from ..describe.faults import LinkFault
 from ..handler import ExecutionContext, HandlerProgram, same_program
 from ..describe.host_program import HostProgram
@@ -96,12 +98,21 @@ class Scenario:
     def load_balancing(self, scheme: str, *switches: str) -> None:
         """Let ``switches`` pick ports by ``scheme`` (a ``SwitchConfig.load_balancing`` value)
         instead of ``switch.load_balancing``: e.g. flowlets at the edge, adaptive routing
-        above it."""
+        above it. Without switch names the scheme applies to every switch (a warning says so,
+        since naming none is also how a forgotten argument looks)."""
         port_schemes().get(scheme, "load_balancing scheme")
+        if not self.topology.switches:
+            raise ConfigError(f"load_balancing({scheme!r}): the topology has no switches")
         for name in switches:
             if name not in self.topology.switches:
                 raise ConfigError(f"load_balancing: {name!r} is not a switch; switches: "
-                                  f"{', '.join(self.topology.switches) or '(none)'}")
+                                  f"{', '.join(self.topology.switches)}"
+                                  f"{did_you_mean(name, self.topology.switches)}")
+        if not switches:
+            switches = tuple(self.topology.switches)
+            warnings.warn(f"Scenario.load_balancing({scheme!r}) names no switch: it applies to "
+                          f"all {len(switches)} switches", stacklevel=2)
+        for name in switches:
             self.switch_load_balancing[name] = scheme
 
     def configure_port(self, switch: str, toward: str, **fields: Any) -> None:
@@ -118,9 +129,11 @@ class Scenario:
             raise ConfigError(f"configure_port: {switch!r} has no port towards {toward!r}; "
                               f"it faces: {', '.join(peers)}")
         bad = sorted(set(fields) - set(PORT_FIELDS))
-        if bad:
-            raise ConfigError(f"configure_port: {bad[0]!r} is not a port field; valid: "
-                              f"{', '.join(PORT_FIELDS)}")
+        if bad or not fields:
+            what = f"{bad[0]!r} is not a port field" if bad else "no port field given"
+            raise ConfigError(f"configure_port({switch!r}, {toward!r}): {what}; valid: "
+                              f"{', '.join(PORT_FIELDS)}"
+                              f"{did_you_mean(bad[0], PORT_FIELDS) if bad else ''}")
         merged = {**self.port_overrides.get((switch, toward), {}), **fields}
         self.port_switch_config(switch, toward, merged)        # validate now
         self.port_overrides[(switch, toward)] = merged
@@ -150,6 +163,8 @@ class Scenario:
     def reshape(self, at_ns: float, swaps: list[tuple[int, int]]) -> None:
         """Optical re-shape at ``at_ns``: for each (i, j), links i and j exchange far ends
         (a-b, c-d become a-d, c-b)."""
+        if not swaps:
+            raise ConfigError(f"reshape at_ns={at_ns}: no link pairs given (swaps=[(i, j), ...])")
         for i, j in swaps:
             self._fault(LinkFault(at_ns, "swap", i, other=j))
 

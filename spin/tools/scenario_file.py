@@ -214,17 +214,19 @@ def _check_no_contradiction(ld: _Loader, scheme: str, path: str, given: dict,
                            f"{scheme!r}, which sets {key} = {value!r}; remove one of them")
 
 
-def _node(ld: _Loader, topo: Topology, value: Node, path: str) -> int:
-    hosts = topo.hosts
+def _node(ld: _Loader, topo: Topology, value: Node, path: str, switches_too: bool = False
+          ) -> int | str:
+    """Node id of a host given by id or name (or a switch's name, with ``switches_too``); else
+    the error Python's ``Topology.host_node`` gives, at ``path``."""
+    if switches_too and isinstance(value, str) and value in topo.switches:
+        return value
     if isinstance(value, bool):
         pass
-    elif isinstance(value, int) and 0 <= value < len(hosts):
+    elif isinstance(value, int) and 0 <= value < len(topo.hosts):
         return value
-    elif isinstance(value, str) and value in hosts:
-        return hosts.index(value)
-    shown = ", ".join(hosts[:16]) + (", ..." if len(hosts) > 16 else "")
-    raise ld.error(path, value, f"no such host; valid: node ids 0..{len(hosts) - 1} or names "
-                   f"{shown}")
+    elif isinstance(value, str) and value in topo.hosts:
+        return topo.node_id(value)
+    raise ld.error(path, value, topo.not_a_node(value, switches_too))
 
 
 def _load_factory(ld: _Loader, spec: ProgramSpec, path: str, base_dir: Path | None) -> HandlerProgram:
@@ -259,7 +261,8 @@ def _add_ops(ld: _Loader, sc: Scenario, topo: Topology, hp, ops: list, path: str
             raise ld.error(p, raw, "expected an inline table {op = ..., ...}")
         kind = raw.get("op")
         if kind not in OPS:
-            raise ld.error(f"{p}.op", kind, f"unknown op; valid choices: {', '.join(OPS)}")
+            raise ld.error(f"{p}.op", kind, f"unknown op; valid choices: {', '.join(OPS)}"
+                           f"{did_you_mean(kind, OPS)}")
         op = ld.validate(OPS[kind], raw, [p])
         try:
             if kind == "send":
@@ -405,8 +408,7 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
     sc.engine_programs = engine_programs or None
     for i, c in enumerate(sections["context"]):
         path = f"context[{i}]"
-        node = c.node if isinstance(c.node, str) and c.node in topo.switches \
-            else _node(ld, topo, c.node, f"{path}.node")
+        node = _node(ld, topo, c.node, f"{path}.node", switches_too=True)
         if c.program not in programs:
             raise ld.error(f"{path}.program", c.program, "no such [[program]]; declared: "
                            f"{', '.join(programs) or 'none'}")

@@ -37,6 +37,7 @@ from pydantic import Field, model_validator
 
 from ..config import _Frozen
 from ..errors import ConfigError
+from ..suggest import close_match, did_you_mean
 from ..topology import Topology
 from .inventory import ACCELERATOR, INTERNAL, bisection_gbps
 
@@ -180,7 +181,8 @@ def load_cost_model(path: str | None) -> CostModel:
         raise ConfigError(f"--cost {path}: not TOML ({exc})") from None
     unknown = sorted(set(data) - set(CostModel.model_fields))
     if unknown:
-        raise ConfigError(f"--cost {path}: unknown field {unknown[0]!r}; valid fields: "
+        raise ConfigError(f"--cost {path}: unknown field {unknown[0]!r}"
+                          f"{did_you_mean(unknown[0], CostModel.model_fields)}; valid fields: "
                           f"{', '.join(CostModel.model_fields)}")
     radices = data.get("switch_usd_by_radix")
     if isinstance(radices, dict):
@@ -189,4 +191,14 @@ def load_cost_model(path: str | None) -> CostModel:
             raise ConfigError(f"--cost {path}: switch_usd_by_radix key {bad[0]!r}: expected a "
                               f"port count such as 64")
         data["switch_usd_by_radix"] = {int(k): v for k, v in radices.items()}
-    return CostModel.make(**data)
+    kinds = data.get("link_classes")
+    if isinstance(kinds, dict):   # a misspelt kind would be priced as the default, silently
+        for kind in kinds:
+            match = close_match(kind, DEFAULT_LINK_CLASSES)
+            if kind not in DEFAULT_LINK_CLASSES and match is not None:
+                raise ConfigError(f"--cost {path}: link_classes key {kind!r} is no link kind "
+                                  f"of the built-in topologies (did you mean {match!r}?)")
+    try:
+        return CostModel.make(**data)
+    except ConfigError as exc:
+        raise ConfigError(f"--cost {path}: {exc}") from None

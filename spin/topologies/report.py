@@ -159,14 +159,45 @@ COMPARE_NOTES = textwrap.fill(
     "and at the bound", 100)
 
 
+def link_rates(inv: Inventory) -> str:
+    """The link rates of a topology, the commonest first, the others with their kinds:
+    ``400 Gb/s`` or ``400 Gb/s (internal 1600)``."""
+    count: dict[int, int] = {}
+    kinds: dict[int, list[str]] = {}
+    for rate, kind, n in inv.links_by_rate_kind:
+        count[rate] = count.get(rate, 0) + n
+        kinds.setdefault(rate, []).append(kind)
+    main, *others = sorted(count, key=lambda r: (-count[r], r))
+    rest = ", ".join(f"{'/'.join(kinds[r])} {r}" for r in others)
+    return f"{main} Gb/s" + (f" ({rest})" if rest else "")
+
+
+def measured_basis(rows: list[tuple[str, Inventory, Cost, Any]]) -> str | None:
+    """What the measured columns rest on: bytes per host of each run, the algorithm, the NICs
+    and the host preset (None when nothing was measured)."""
+    measured = [bw for _, _, _, bw in rows if bw is not None]
+    if not measured:
+        return None
+
+    def one(values: list) -> str:
+        return " or ".join(dict.fromkeys(values))
+
+    return (f"measured per host: allreduce of "
+            f"{one([f'{bw.nbytes:,} B' for bw in measured])} "
+            f"({one([bw.allreduce_algorithm for bw in measured])}, int32, accelerator NICs), "
+            f"all-to-all of {one([f'{bw.all_to_all_bytes:,} B' for bw in measured])} "
+            f"(to {one([f'{bw.all_to_all_peers:,}' for bw in measured])} peers); host preset "
+            f"{one([bw.host_preset for bw in measured])}; link rates in the table")
+
+
 def compare_table(rows: list[tuple[str, Inventory, Cost, Any]],
                   bounds: dict[str, float] | None = None) -> str:
-    """Topologies side by side with their cost and, where measured (the fourth item, a
-    ``FabricBandwidth`` or None), their allreduce and all-to-all bandwidth per host; the
+    """Topologies side by side with their link rates, cost and, where measured (the fourth
+    item, a ``FabricBandwidth`` or None), their allreduce and all-to-all bandwidth per host; the
     allreduce's bound (``bounds`` by title, else the measured run's) and the cost per GB/s
-    of allreduce, measured and at the bound."""
-    heads = ["topology", "hosts", "bisection", "cost", "power", "$/Gb/s bis.", "allreduce",
-             "AR bound", "all-to-all", "$/(GB/s) AR", "at bound"]
+    of allreduce, measured and at the bound. A line above says what was measured."""
+    heads = ["topology", "hosts", "links", "bisection", "cost", "power", "$/Gb/s bis.",
+             "allreduce", "AR bound", "all-to-all", "$/(GB/s) AR", "at bound"]
     body = []
     for title, inv, cost, bw in rows:
         bound = (bounds or {}).get(title, bw.allreduce_bound_gbytes_per_s if bw else None)
@@ -175,7 +206,8 @@ def compare_table(rows: list[tuple[str, Inventory, Cost, Any]],
             return "-" if not gbps else f"{cost.total_usd / (gbps * inv.hosts):,.0f}"
 
         measured = bw.allreduce_gbytes_per_s if bw is not None else None
-        body.append([title, f"{inv.hosts:,}", _tb(inv.bisection_gbps), _money(cost.total_usd),
+        body.append([title, f"{inv.hosts:,}", link_rates(inv), _tb(inv.bisection_gbps),
+                     _money(cost.total_usd),
                      f"{cost.watts / 1e3:,.1f} kW", f"{cost.usd_per_bisection_gbps:,.1f}",
                      "-" if bw is None else f"{measured:,.2f} GB/s",
                      "-" if bound is None else f"{bound:,.1f} GB/s",
@@ -187,4 +219,5 @@ def compare_table(rows: list[tuple[str, Inventory, Cost, Any]],
     for r in body:
         lines.append("  ".join(v.ljust(w) if c == 0 else v.rjust(w)
                                for c, (v, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines) + "\n\n" + COMPARE_NOTES
+    basis = measured_basis(rows)
+    return ((basis + "\n" if basis else "") + "\n".join(lines) + "\n\n" + COMPARE_NOTES)

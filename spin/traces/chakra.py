@@ -14,13 +14,16 @@ Process groups: a ``pg_name`` attribute names a group whose ranks come from the 
 ``<prefix>.groups.json`` when it exists; collectives without ``pg_name`` run on every rank.
 
 Converted PyTorch traces name collectives by op instead of ``comm_type`` (``pytorch_ops``):
-GPU-side NCCL kernels are the collectives, CPU-side c10d ops their launches."""
+GPU-side NCCL kernels are the collectives, CPU-side c10d ops their launches. Their sends and
+receives have no ``comm_dst``/``comm_src``: ``c10d::send``/``recv_`` record the peer among
+their arguments, and a GPU ``ncclDevKernel_SendRecv`` takes it from the op that launched it."""
 from __future__ import annotations
 
 import json
 import re
 import struct
 import zlib
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import protowire as pw
@@ -69,7 +72,11 @@ def read_chakra(prefix: str | Path, groups_file: str | Path | None = None,
     groups = _read_groups(Path(groups_file) if groups_file else
                           prefix.with_name(prefix.name + ".groups.json"), groups_file is not None)
     meta: dict[str, tuple[int, ...]] = {}
-    ranks = tuple(read_rank(rank, path, meta, len(files)) for rank, path in enumerate(files))
+    launches = [Launches() for _ in files]
+    ranks = tuple(read_rank(rank, path, meta, len(files), launches[rank])
+                  for rank, path in enumerate(files))
+    ranks = tuple(_resolve_kernel_peers(r, found, {**meta, **groups})
+                  for r, found in zip(ranks, launches))
     ranks, skipped = torch_ops.settle_cpu_collectives(ranks, strict)
     device = "gpu" if any(not op.cpu_op for r in ranks for op in r.ops) else "cpu"
     return validate(StepTrace(prefix.name, "chakra", ranks, {**meta, **groups}, device,
@@ -157,10 +164,31 @@ def _too_large(path: Path, limit: int, how: str):
                 f"{MAX_BYTES_ENV} to raise it)")
 
 
-def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 0
-              ) -> RankTrace:
+@dataclass
+class Launches:
+    """What a rank's file says about who launched a GPU send/recv kernel: each node's
+    caller (its first ``ctrl_deps``, as Chakra's converter records the call stack) and the
+    (peer, tag) arguments of its ``c10d::send``/``recv_`` nodes, by node id."""
+
+    caller: dict[int, int] = field(default_factory=dict)
+    peer_tag: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+
+    def of(self, node_id: int) -> tuple[str, int, int] | None:
+        """(kind, peer, tag) of the nearest ``c10d::send``/``recv_`` among ``node_id``'s
+        callers, if any."""
+        seen = {node_id}
+        while (node_id := self.caller.get(node_id, node_id)) not in seen:
+            seen.add(node_id)
+            if node_id in self.peer_tag:
+                return self.peer_tag[node_id]
+        return None
+
+
+def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 0,
+              launches: Launches | None = None) -> RankTrace:
     """One rank's nodes (the leading GlobalMetadata is checked for shape and skipped); the
-    process groups of a ``## process_group:init ##`` node go to ``groups``."""
+    process groups of a ``## process_group:init ##`` node go to ``groups``, who launched
+    what to ``launches``."""
     data = file_bytes(path)
     ops: list[TraceOp] = []
     last_id = None
@@ -169,7 +197,7 @@ def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 
             if index == 0:
                 _metadata(msg, offset)
                 continue
-            op = _node(msg, offset, str(path), groups, n_ranks)
+            op = _node(msg, offset, str(path), groups, n_ranks, launches)
             last_id = op.node_id
             ops.append(op)
     except pw.WireFormatError as exc:
@@ -188,9 +216,10 @@ def _metadata(msg: bytes, offset: int) -> None:
 
 
 def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
-          n_ranks: int = 0) -> TraceOp:
+          n_ranks: int = 0, launches: Launches | None = None) -> TraceOp:
     node_id, name, ntype, deps, duration_us, attrs = 0, "", 0, [], 0, {}
     inputs: dict[int, str] = {}
+    callers: list[int] = []
     for number, wire, value in pw.fields(msg, offset):
         if number == 1 and wire == pw.VARINT:
             node_id = value
@@ -200,6 +229,8 @@ def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
             ntype = value
         elif number in (4, 5):
             deps.extend(pw.packed_varints(wire, value))
+            if number == 4:
+                callers.extend(pw.packed_varints(wire, value))
         elif number == 7 and wire == pw.VARINT:
             duration_us = value
         elif number == 8 and wire == pw.LENGTH:       # IOInfo: values 1, shapes 2, types 3
@@ -214,6 +245,14 @@ def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
                    f"{', '.join(REPLAYED_TYPES)}")
     base = {"node_id": node_id, "name": name, "deps": tuple(dict.fromkeys(deps)),
                 "cpu_op": bool(attrs.get("is_cpu_op", False))}
+    transfer = torch_ops.point_to_point_of(name or str(attrs.get("op_schema", "")))
+    if launches is not None:
+        if callers:
+            launches.caller[node_id] = callers[0]
+        if transfer and base["cpu_op"]:
+            found = _recorded_peer(transfer, attrs, inputs)
+            if found:
+                launches.peer_tag[node_id] = (transfer, *found)
     if name == torch_ops.PG_INIT and groups is not None:
         try:
             groups.update(torch_ops.process_groups(torch_ops.literal(inputs.get(1, "")),
@@ -229,15 +268,9 @@ def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
                        flops=real_number(attrs.get("num_ops", 0), "num_ops", source, node_id,
                                          1e30),
                        tensor_bytes=_size_attr(attrs, "tensor_size", source, node_id), **base)
+    if kind in ("COMM_SEND_NODE", "COMM_RECV_NODE") or (transfer and "comm_type" not in attrs):
+        return _transfer(kind, transfer, attrs, inputs, duration_us, source, base)
     size = _size_attr(attrs, "comm_size", source, node_id)
-    tag = whole_number(attrs.get("comm_tag", 0), "comm_tag", source, node_id, 2**63 - 1,
-                       -2**63)
-    if kind == "COMM_SEND_NODE":
-        return TraceOp(kind=SEND, nbytes=size, peer=_int_attr(attrs, "comm_dst", source,
-                                                               node_id), tag=tag, **base)
-    if kind == "COMM_RECV_NODE":
-        return TraceOp(kind=RECV, nbytes=size, peer=_int_attr(attrs, "comm_src", source,
-                                                               node_id), tag=tag, **base)
     dims = attrs.get("involved_dim", [])
     group = attrs.get("pg_name", WORLD)
     if not isinstance(group, str):
@@ -276,6 +309,73 @@ def _named_collective(name: str, attrs: dict, inputs: dict, duration_us: int, so
                             base["node_id"], MAX_TRANSFER_BYTES)
     return TraceOp(kind=COLLECTIVE, collective=comm or "", nbytes=size, op=op,
                    duration_ns=duration_us * 1000.0, **coll, **base)
+
+
+def _transfer(kind: str, transfer: str | None, attrs: dict, inputs: dict, duration_us: int,
+              source: str, base: dict) -> TraceOp:
+    """A send or receive: peer and tag from ``comm_dst``/``comm_src`` and ``comm_tag``
+    (ASTRA-sim's traces). Converted PyTorch traces record neither: a CPU-side
+    ``c10d::send``/``recv_`` has them among its arguments (a CPU-side node without them is
+    settled with the other launches, ``pytorch_ops.settle_cpu_collectives``), a GPU-side NCCL
+    kernel gets them from the op that launched it (``_resolve_kernel_peers``)."""
+    kind = transfer or (SEND if kind == "COMM_SEND_NODE" else RECV)
+    key = "comm_dst" if kind == SEND else "comm_src"
+    op = base["name"] or str(attrs.get("op_schema", "")).split("(", 1)[0]
+    size = _size_attr(attrs, "comm_size", source, base["node_id"])
+    from_torch = transfer or torch_ops.is_nccl_kernel(op) or (base["cpu_op"] and op and
+                                                             "op_schema" in attrs)
+    if key in attrs or not from_torch:
+        return TraceOp(kind=kind, nbytes=size, peer=_int_attr(attrs, key, source,
+                                                              base["node_id"]),
+                       tag=whole_number(attrs.get("comm_tag", 0), "comm_tag", source,
+                                        base["node_id"], 2**63 - 1, -2**63), **base)
+    if not base["cpu_op"]:
+        return TraceOp(kind=kind, nbytes=size, peer=torch_ops.UNRESOLVED_PEER, op=op,
+                       group=str(attrs.get("pg_name", WORLD)), **base)
+    peer, tag = _recorded_peer(kind, attrs, inputs) or (torch_ops.UNRESOLVED_PEER, 0)
+    if not size:
+        size = whole_number(torch_ops.tensor_bytes(torch_ops.literal(inputs.get(2, "")) or [],
+                                                   torch_ops.literal(inputs.get(3, "")) or [], 0),
+                            "the size of its tensor arguments", source, base["node_id"],
+                            MAX_TRANSFER_BYTES)
+    return TraceOp(kind=kind, nbytes=size, peer=peer, tag=tag, op=op,
+                   duration_ns=duration_us * 1000.0, **base)
+
+
+def _recorded_peer(kind: str, attrs: dict, inputs: dict) -> tuple[int, int] | None:
+    """(peer, tag) of a CPU-side ``c10d::send``/``recv_`` node's arguments."""
+    return torch_ops.peer_and_tag(kind, torch_ops.literal(inputs.get(1, "")),
+                                  str(attrs.get("op_schema", "")))
+
+
+def _resolve_kernel_peers(rank: RankTrace, launches: Launches,
+                          groups: dict[str, tuple[int, ...]]) -> RankTrace:
+    """The peers and tags of a rank's GPU send/recv kernels, from the ``c10d::send``/``recv_``
+    that launched each (which also says whether it sends: converters before mid-2024 typed
+    every ``SendRecv`` kernel a send); the launch's rank is one of the kernel's ``pg_name``
+    group."""
+    ops = []
+    for op in rank.ops:
+        if op.peer == torch_ops.UNRESOLVED_PEER and not op.cpu_op:
+            found = launches.of(op.node_id)
+            if found is None:
+                raise fail(rank.source, op.node_id, f"{op.kind} kernel {op.op} has no "
+                           f"{'comm_dst' if op.kind == SEND else 'comm_src'} and no "
+                           f"c10d::send or c10d::recv_ among its callers (ctrl_deps) "
+                           f"records its peer")
+            kind, peer, tag = found
+            if op.group:
+                members = groups.get(op.group)
+                if members is None:
+                    raise fail(rank.source, op.node_id, f"process group {op.group!r} is not "
+                               f"defined; defined: {', '.join(sorted(groups)) or 'none'}")
+                if not 0 <= peer < len(members):
+                    raise fail(rank.source, op.node_id, f"{op.kind} peer {peer} of process "
+                               f"group {op.group!r}, whose ranks are {list(members)}")
+                peer = members[peer]
+            op = replace(op, kind=kind, peer=peer, tag=tag, group=WORLD)
+        ops.append(op)
+    return replace(rank, ops=tuple(ops))
 
 
 def _int_attr(attrs: dict, key: str, source: str, node_id: int) -> int:

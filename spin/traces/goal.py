@@ -23,6 +23,7 @@ from .model import (COMPUTE, MAX_COMPUTE_NS, MAX_RANKS, MAX_TRANSFER_BYTES, RECV
                     StepTrace, TraceOp, fail, validate)
 
 _OP = re.compile(r"(?P<label>[A-Za-z]\w*)\s*:\s*(?P<body>.*)$")
+OPERATIONS = ("send", "recv", "calc")
 _SEND = re.compile(r"(?P<kind>send|recv)\s+(?P<size>\d+)\s*b\s+(?P<dir>to|from)\s+"
                    r"(?P<peer>-?\d+)(?:\s+tag\s+(?P<tag>-?\d+))?(?P<rest>.*)$")
 _CALC = re.compile(r"calc\s+(?P<time>\d+)(?P<rest>.*)$")
@@ -108,6 +109,11 @@ def read_goal(path: str | Path) -> StepTrace:
 
 
 def _op(body: str, node_id: int, label: str, where: str) -> TraceOp:
+    word = body.split()[0] if body.split() else body
+    if word not in OPERATIONS:
+        from ..suggest import did_you_mean
+        raise fail(where, label, f"unknown operation {word!r}{did_you_mean(word, OPERATIONS)}; "
+                   f"valid operations: {', '.join(OPERATIONS)}")
     if m := _SEND.fullmatch(body):
         kind = m.group("kind")
         if (kind == "send") != (m.group("dir") == "to"):

@@ -6,7 +6,11 @@ collective by its op instead of a ``comm_type``: a CPU-side c10d op (``c10d::all
 ``ncclDevKernel_AllGather_RING_LL``). Their size is the bytes of the tensor arguments (the
 shapes and dtypes the trace recorded), and their process groups come from the trace's
 ``## process_group:init ##`` node: a JSON list of ``{"pg_name", "ranks", ...}`` (empty
-ranks: every rank), as ASTRA-sim's ``issue_pytorch_pg_metadata`` reads it."""
+ranks: every rank), as ASTRA-sim's ``issue_pytorch_pg_metadata`` reads it.
+
+Point-to-point transfers are ``c10d::send`` and ``c10d::recv_`` on the CPU, whose arguments
+name the peer and tag, and ``ncclDevKernel_SendRecv`` on the GPU, which names neither: its
+peer is the one of the c10d op that launched it (an ancestor by ``ctrl_deps``)."""
 from __future__ import annotations
 
 import ast
@@ -15,7 +19,7 @@ import math
 import re
 from dataclasses import replace
 
-from .model import COLLECTIVE, COMPUTE, RankTrace, TraceOp, fail
+from .model import COLLECTIVE, COMPUTE, RECV, SEND, RankTrace, TraceOp, fail
 
 # c10d op (without the namespace and the trailing "_") -> collective
 C10D_OPS = {"allreduce": "all_reduce", "allreduce_coalesced": "all_reduce",
@@ -26,6 +30,14 @@ C10D_OPS = {"allreduce": "all_reduce", "allreduce_coalesced": "all_reduce",
             "reduce_scatter_tensor_coalesced": "reduce_scatter",
             "alltoall": "all_to_all", "alltoall_base": "all_to_all",
             "barrier": "barrier", "monitored_barrier": "barrier"}
+# c10d point-to-point op (without the namespace and the trailing "_") -> its kind, and the
+# names its peer argument has had across PyTorch versions (``dst``, earlier ``dstRank``)
+C10D_P2P = {"send": SEND, "recv": RECV}
+PEER_ARGUMENT = {SEND: ("dst", "dstRank", "dst_rank"), RECV: ("src", "srcRank", "src_rank")}
+# positions of the peer and the tag in ``c10d::send(Tensor[] tensors, ProcessGroup
+# process_group, int dst, int tag)`` when the node has no ``op_schema``
+PEER_POSITION, TAG_POSITION = 2, 3
+UNRESOLVED_PEER = -2            # a GPU send/recv kernel whose peer its launch will give
 # words of an NCCL kernel name (lower case, no "_" or "-"), as Chakra's converter maps them
 NCCL_WORDS = (("allreduce", "all_reduce"), ("alltoall", "all_to_all"),
               ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
@@ -60,10 +72,52 @@ def collective_of(name: str) -> str | None:
     return None
 
 
+def point_to_point_of(name: str) -> str | None:
+    """SEND or RECV for ``c10d::send`` and ``c10d::recv_``; None for anything else."""
+    op = name.split("(", 1)[0].strip()
+    if not op.startswith("c10d::"):
+        return None
+    return C10D_P2P.get(op[len("c10d::"):].rstrip("_"))
+
+
 def known_ops() -> str:
-    """The op names ``collective_of`` understands, for error messages."""
-    return ", ".join(f"c10d::{op}_" for op in C10D_OPS) + ", ncclKernel_<Type>_*, " \
-        "ncclDevKernel_<Type>_*"
+    """The op names ``collective_of`` and ``point_to_point_of`` understand, for errors."""
+    return ", ".join(f"c10d::{op}_" for op in C10D_OPS) + ", c10d::send, c10d::recv_, " \
+        "ncclKernel_<Type>_*, ncclDevKernel_<Type>_*"
+
+
+def schema_arguments(schema: str) -> list[str]:
+    """Argument names of an op schema, ``ns::op(Type name, Type name=default) -> R``."""
+    inside = schema.split("(", 1)[1] if "(" in schema else ""
+    depth, current, names = 0, "", []
+    for ch in inside:
+        if ch in "([" or (ch == ")" and depth):
+            depth += 1 if ch in "([" else -1
+        elif ch == "]":
+            depth -= 1
+        elif ch == ")" or (ch == "," and not depth):
+            names.append(current.split("=", 1)[0].split()[-1] if current.split() else "")
+            current = ""
+            if ch == ")":
+                break
+            continue
+        current += ch
+    return names
+
+
+def peer_and_tag(kind: str, values, schema: str) -> tuple[int, int] | None:
+    """(peer rank, tag) a ``c10d::send``/``recv_`` node recorded in its argument values,
+    found by name in its ``op_schema`` (else by position); None if it recorded none."""
+    names = schema_arguments(schema)
+    peer_at = next((names.index(n) for n in PEER_ARGUMENT[kind] if n in names), PEER_POSITION)
+    tag_at = names.index("tag") if "tag" in names else TAG_POSITION
+    if not isinstance(values, list) or len(values) <= peer_at:
+        return None
+    peer = values[peer_at]
+    tag = values[tag_at] if len(values) > tag_at else 0
+    if not isinstance(peer, int) or isinstance(peer, bool):
+        return None
+    return peer, tag if isinstance(tag, int) and not isinstance(tag, bool) else 0
 
 
 def tensor_bytes(shapes, types, argument: int | None) -> int:
@@ -130,30 +184,38 @@ def process_groups(values, n_ranks: int) -> dict[str, tuple[int, ...]]:
 
 def settle_cpu_collectives(ranks: tuple[RankTrace, ...], strict: bool = False
                            ) -> tuple[tuple[RankTrace, ...], tuple[str, ...]]:
-    """Decide what the CPU-side collectives named from their op are. In a trace that also
-    has GPU-side collectives (NCCL kernels) they are the host's launches of those kernels:
-    replaying both would run every collective twice, so they become CPU ops (no time under
-    ``--cpu-ops skip``) and are listed as skipped; ``strict`` makes a skip an error. In a
-    CPU-only trace (gloo) they are the collectives, and an op spin cannot name is an error."""
-    gpu_side = any(op.kind == COLLECTIVE and not op.cpu_op for r in ranks for op in r.ops)
+    """Decide what the CPU-side communication ops named from their op (c10d collectives,
+    ``c10d::send``, ``c10d::recv_``) are. In a trace that also has GPU-side communication
+    (NCCL kernels) they are the host's launches of those kernels: replaying both would move
+    every byte twice, so they become CPU ops (no time under ``--cpu-ops skip``, as ASTRA-sim
+    runs CPU nodes on a queue of their own) and are listed as skipped; ``strict`` makes a
+    skip an error. In a CPU-only trace (gloo) they are the communication, and an op spin
+    cannot name, or a transfer whose peer the trace did not record, is an error."""
+    gpu_side = any(op.is_comm and not op.cpu_op for r in ranks for op in r.ops)
     out, skipped = [], []
     for rank in ranks:
         ops = []
         for op in rank.ops:
-            if op.kind == COLLECTIVE and op.cpu_op and op.op:
+            if op.is_comm and op.cpu_op and op.op:
                 if gpu_side:
+                    what = ("collective", "collectives") if op.kind == COLLECTIVE else \
+                        ("transfer", "transfers")
                     if strict:
-                        raise fail(rank.source, op.node_id, f"CPU-side collective {op.op} "
+                        raise fail(rank.source, op.node_id, f"CPU-side {what[0]} {op.op} "
                                    f"would be skipped (the trace's NCCL kernels are its "
-                                   f"collectives); --strict refuses skips")
+                                   f"{what[1]}); --strict refuses skips")
                     skipped.append(f"{rank.source}: node {op.node_id}: CPU-side {op.op} "
-                                   f"(its NCCL kernel is the collective)")
+                                   f"(its NCCL kernel is the {what[0]})")
                     op = TraceOp(op.node_id, COMPUTE, op.name, op.deps, op.start_deps,
                                  duration_ns=op.duration_ns or 0.0, cpu_op=True, op=op.op)
-                elif not op.collective:
+                elif op.kind == COLLECTIVE and not op.collective:
                     raise fail(rank.source, op.node_id, f"CPU-side collective op {op.op!r} "
                                f"has no comm_type and spin cannot name it; known ops: "
                                f"{known_ops()}")
+                elif op.kind != COLLECTIVE and op.peer == UNRESOLVED_PEER:
+                    raise fail(rank.source, op.node_id, f"{op.op} records no "
+                               f"{'destination' if op.kind == SEND else 'source'} rank "
+                               f"(argument {PEER_ARGUMENT[op.kind][0]} of its inputs)")
             ops.append(op)
         out.append(replace(rank, ops=tuple(ops)))
     return tuple(out), tuple(skipped)

@@ -56,9 +56,9 @@ def add_parser(sub) -> None:
                    "traces (Chakra, PyTorch with NCCL kernels), cpu for GOAL and CPU-only "
                    "PyTorch traces")
     t.add_argument("--strict", action="store_true",
-                   help="refuse to skip: a CPU-side collective of a converted PyTorch trace "
-                   "that would be replayed as a CPU op (its NCCL kernel is the collective) is "
-                   "an error")
+                   help="refuse to skip: a CPU-side c10d op of a converted PyTorch trace "
+                   "(collective, send or recv) that would be replayed as a CPU op (its NCCL "
+                   "kernel is the collective or transfer) is an error")
     t.add_argument("--max-memory-mb", type=float, default=DEFAULT_MAX_MEMORY_BYTES / 2**20,
                    help="host memory a rank may use (MiB, default %(default)g); larger "
                    "collectives are refused")
@@ -67,6 +67,9 @@ def add_parser(sub) -> None:
     t.add_argument("--json", metavar="OUT", help="write ranks and collectives as JSON")
     t.add_argument("--trace", dest="trace_out", metavar="OUT",
                    help="write a Perfetto (Chrome trace-event) timeline of every rank")
+    t.add_argument("--quiet", action="store_true",
+                   help="no compile or progress lines on stderr (the handlers of --algo nic "
+                   "or switch compile once, for tens of seconds)")
     t.set_defaults(func=cmd_train)
 
 
@@ -123,13 +126,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
     config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
                           args.workers, args.host_preset)
-    report = replay(trace, topo, config)
+    report = replay(trace, topo, config, quiet=args.quiet)
     print(f"topology: {label(name, params)}")
     print(host_line(trace, args.host_preset))
     if trace.skipped:
-        print(f"skipped {len(trace.skipped)} CPU-side collective launch(es), replayed as CPU "
-              f"ops (their NCCL kernels are the collectives; --strict refuses), first: "
-              f"{trace.skipped[0]}")
+        print(f"skipped {len(trace.skipped)} CPU-side c10d launch(es), replayed as CPU ops "
+              f"(their NCCL kernels are the collectives and transfers; --strict refuses), "
+              f"first: {trace.skipped[0]}")
     print(report.text())
     if args.json:
         report.write_json(args.json)

@@ -61,10 +61,12 @@ class ReplayConfig:
 
 
 def replay(trace: StepTrace, topology: Topology | None = None,
-           config: ReplayConfig | None = None, **scenario_configs) -> StepReport:
+           config: ReplayConfig | None = None, *, quiet: bool = True,
+           **scenario_configs) -> StepReport:
     """Run ``trace`` on ``topology`` (default: a star of as many hosts as ranks) and report
     per rank and per collective. ``scenario_configs`` are Scenario fields (nic, host, switch,
-    engine); a ``host`` given there replaces the host preset."""
+    engine); a ``host`` given there replaces the host preset. ``quiet=False`` prints on stderr
+    what is compiled, and progress for a run longer than a couple of seconds."""
     config = config or ReplayConfig()
     host = "custom" if "host" in scenario_configs else config.host_for(trace)
     if host != "custom":
@@ -81,7 +83,7 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     built: dict[CollectiveCall, object] = {}
     _emit(trace, plan, sc, config.compute, built)
     check = _AllreduceCheck.of(inputs, plan, built)
-    result = run(sc, config.workers, read=check.reads() if check else ())
+    result = run(sc, config.workers, read=check.reads() if check else (), quiet=quiet)
     result.require_finished()
     correct = check.verify(result) if check else None
     return build_report(trace, plan, result, config, correct, host)

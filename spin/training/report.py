@@ -109,15 +109,17 @@ class StepReport:
         return path
 
     def text(self) -> str:
-        """A table per rank and per collective, units in the headers."""
+        """A table per rank and per collective, units in the headers; every figure of
+        ``to_dict`` is shown, so a rank's step reads as compute + exposed comm + delay."""
         algo = f", all-reduce {self.algo}" if any(c.type == "all_reduce"
                                                    for c in self.collectives) else ""
         lines = [f"{self.trace} ({self.format}){algo}: step {self.step_us:.3f} us"
                  + ("" if self.allreduce_correct is None else
                     f", all-reduce results {'exact' if self.allreduce_correct else 'WRONG'}"),
-                 f"{'rank':>5} {'step_us':>11} {'compute_us':>11} {'exposed_comm_us':>16}"]
+                 f"{'rank':>5} {'step_us':>11} {'compute_us':>11} {'exposed_comm_us':>16} "
+                 f"{'delay_us':>9}"]
         lines += [f"{r.rank:>5} {r.step_us:>11.3f} {r.compute_us:>11.3f} "
-                  f"{r.exposed_comm_us:>16.3f}" for r in self.ranks]
+                  f"{r.exposed_comm_us:>16.3f} {r.delay_us:>9.3f}" for r in self.ranks]
         if self.collectives:
             lines.append(f"{'node':>5} {'type':<15} {'group':<8} {'bytes':>10} {'algo':<14} "
                          f"{'time_us':>10}")

@@ -168,3 +168,8 @@ def roce_frame_len(payload_len: int, has_reth: bool) -> int:
     """Total frame bytes (no Ethernet FCS) for a RoCEv2 frame carrying ``payload_len`` bytes."""
     return (ROCE_HEADER_BYTES + (RETH_BYTES if has_reth else 0) + payload_len
             + pad_count(payload_len) + ICRC_BYTES)
+
+# Room of a header slot, a frame slot that stores no payload (``nic_emulator.payload``): the
+# longest headers spin writes or parses (Ethernet 14, IPv4 with options 60, UDP 8, BTH 12, RETH or
+# PLH up to 20), their ICRC when trimmed, a PFC frame.
+HEADER_SLOT_BYTES = 128

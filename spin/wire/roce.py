@@ -38,6 +38,7 @@ _UDP_BYTES = 8
 _BTH_BYTES = 12
 _RETH_BYTES = 16
 _ICRC_BYTES = 4
+HEADER_SLOT_BYTES = H.HEADER_SLOT_BYTES   # a slot holding headers only (parse_frame)
 _ROCE_PORT = 4791
 
 if (_ETH_TYPE, _IP, _UDP, _BTH, _RETH) != (H.ETH.offsets["type"], H.IP_OFF, H.UDP_OFF, H.BTH_OFF,
@@ -152,17 +153,18 @@ def _ext_bytes(opcode: int) -> int:
 
 @njit(cache=True)
 def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_req,
-                       reth_va, reth_rkey, reth_dma_len, payload_len, ip_id):
+                       reth_va, reth_rkey, reth_dma_len, payload_len, ip_id, payload_stored=True):
     """Write Eth/IPv4/UDP/BTH(/RETH) for a frame carrying ``payload_len`` bytes.
 
     Returns the payload offset, or -1 (nothing written) if the slot is too small for the whole
-    frame. IP/UDP lengths count payload, pad and ICRC; the IP checksum and ICRC are left to
+    frame (for its headers alone when not ``payload_stored``: see ``write_bth_headers``).
+    IP/UDP lengths count payload, pad and ICRC; the IP checksum and ICRC are left to
     ``finalize_roce_frame`` so the caller can copy the payload in between.
     """
     op = np.int64(opcode) & 0xFF
     reth = _has_reth(op)
     off = write_bth_headers(frame, src_node, dst_node, ev, op, dest_qp, psn, ack_req,
-                            _RETH_BYTES if reth else 0, payload_len, ip_id, 0x02)
+                            _RETH_BYTES if reth else 0, payload_len, ip_id, 0x02, payload_stored)
     if off < 0 or not reth:
         return off
     _wr_be(frame, _RETH + 0, np.int64(reth_va), 8)
@@ -173,11 +175,13 @@ def write_roce_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_
 
 @njit(cache=True)
 def write_bth_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_req, ext_bytes,
-                      payload_len, ip_id, tos):
+                      payload_len, ip_id, tos, payload_stored=True):
     """Write Eth/IPv4 (with ``tos``)/UDP/BTH for a frame whose BTH is followed by
     ``ext_bytes`` of extension headers (written by the caller at offset 54) and
     ``payload_len`` payload bytes. Returns the offset right after the extension headers, or -1
-    (nothing written) if the frame does not fit the slot."""
+    (nothing written) if the frame does not fit the slot. A slot that does not store the
+    payload (``payload_stored`` false: a header slot, see ``nic_emulator.payload``) must hold the
+    headers only; the lengths still count the whole payload."""
     src = np.int64(src_node) & NODE_ID_MASK
     dst = np.int64(dst_node) & NODE_ID_MASK
     op = np.int64(opcode) & 0xFF
@@ -185,7 +189,8 @@ def write_bth_headers(frame, src_node, dst_node, ev, opcode, dest_qp, psn, ack_r
     pad = (4 - plen % 4) % 4
     l4_hdr = _UDP_BYTES + _BTH_BYTES + ext_bytes
     ip_len = _IPV4_BYTES + l4_hdr + plen + pad + _ICRC_BYTES
-    if plen < 0 or _ETH_BYTES + ip_len > frame.shape[0]:
+    stored = ip_len if payload_stored else _IPV4_BYTES + l4_hdr
+    if plen < 0 or _ETH_BYTES + stored > frame.shape[0]:
         return -1
     # Ethernet II
     frame[0] = 0x02
@@ -295,18 +300,21 @@ def finalize_roce_frame(frame, payload_off, payload_len):
 
 
 @njit(cache=True)
-def finalize_roce_frame_no_icrc(frame, payload_off, payload_len):
+def finalize_roce_frame_no_icrc(frame, payload_off, payload_len, payload_stored=True):
     """As ``finalize_roce_frame`` but leave the ICRC to ``write_icrc``: the engine defers it
     until the frame's bytes are observed (capture, another worker, a handler's view), since the
-    CRC is most of the cost of building a 1 KiB frame."""
+    CRC is most of the cost of building a 1 KiB frame. A header slot (not ``payload_stored``)
+    gets its IPv4 checksum only: its pad and ICRC are past its end, never observed."""
     plen = np.int64(payload_len)
     pad = (4 - plen % 4) % 4
     end = np.int64(payload_off) + plen + pad
     total = end + _ICRC_BYTES
-    if plen < 0 or payload_off < _BTH + _BTH_BYTES or total > frame.shape[0]:
+    if plen < 0 or payload_off < _BTH + _BTH_BYTES \
+            or (total if payload_stored else payload_off) > frame.shape[0]:
         return -1
-    for k in range(end - pad, end):
-        frame[k] = 0
+    if payload_stored:
+        for k in range(end - pad, end):
+            frame[k] = 0
     c = ipv4_checksum(frame, _IP)
     frame[_IP + 10] = c >> 8
     frame[_IP + 11] = c & 0xFF
@@ -325,16 +333,19 @@ def write_icrc(frame, total):
 
 
 @njit(cache=True)
-def parse_frame(frame, frame_len, check_icrc, out):
+def parse_frame(frame, frame_len, check_icrc, out, payload_stored=True):
     """Validate a frame and fill ``out[P_*]``; return ``drops.OK`` or a wire drop code.
 
     Reads only ``frame[:min(frame_len, len(frame))]`` whatever the content; ``out`` must have at
     least ``NUM_PARSED_FIELDS`` int64 entries. Trailing bytes after the IP datagram (Ethernet
     padding) are ignored. The UDP checksum is not verified (RoCEv2 senders put 0; the ICRC covers
-    the datagram).
+    the datagram). A header slot (not ``payload_stored``: ``HEADER_SLOT_BYTES`` holding a frame
+    this engine built, its payload not stored) is read up to its end, the ICRC unchecked.
     """
     n = np.int64(frame_len)
-    if n < 0 or n > frame.shape[0] or n < _ETH_BYTES:
+    if n < 0 or n < _ETH_BYTES:
+        return drops.TRUNCATED
+    if n > frame.shape[0] and (payload_stored or check_icrc or frame.shape[0] < HEADER_SLOT_BYTES):
         return drops.TRUNCATED
     if frame[_ETH_TYPE] != 0x08 or frame[_ETH_TYPE + 1] != 0x00:
         return drops.NOT_IPV4

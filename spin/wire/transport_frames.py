@@ -39,12 +39,12 @@ def get_be(frame, off, nbytes):
 
 @njit(cache=True, _nrt=False)
 def write_ue_write_headers(frame, src, dst, ev, qp, psn, va, rkey, msg_len, msg_psn, payload_len,
-                           ack_req=0):
+                           ack_req=0, payload_stored=True):
     """Headers of one UE WRITE packet (ECN-capable); ``ack_req`` sets the BTH AckReq bit (the
     sender asks for an ACK at once: its window closed after this packet). Returns the payload
-    offset or -1."""
+    offset or -1. ``payload_stored``: as for ``write_bth_headers``."""
     off = write_bth_headers(frame, src, dst, ev, H.OP_UE_WRITE, qp, psn, ack_req, H.PLH_BYTES,
-                            payload_len, psn & 0xFFFF, TOS_ECT0)
+                            payload_len, psn & 0xFFFF, TOS_ECT0, payload_stored)
     if off < 0:
         return -1
     put_be(frame, _EXT, np.int64(va), 8)
