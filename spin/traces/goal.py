@@ -28,9 +28,10 @@ _SEND = re.compile(r"(?P<kind>send|recv)\s+(?P<size>\d+)\s*b\s+(?P<dir>to|from)\
                    r"(?P<peer>-?\d+)(?:\s+tag\s+(?P<tag>-?\d+))?(?P<rest>.*)$")
 _CALC = re.compile(r"calc\s+(?P<time>\d+)(?P<rest>.*)$")
 _DEP = re.compile(r"(?P<a>[A-Za-z]\w*)\s+(?P<kind>requires|irequires)\s+(?P<b>[A-Za-z]\w*)$")
-# Operations a schedule may hold (all ranks): replay costs tens of microseconds per op, and a
-# million-op schedule ran for minutes without a word; SPIN_GOAL_MAX_OPS raises the limit.
-MAX_OPS = 200_000
+# Operations a schedule may hold (all ranks): reading and replaying cost ~70 us per op (a
+# 100,000-op schedule: 7.4 s), so a million ops is over a minute of work; SPIN_GOAL_MAX_OPS
+# raises the limit.
+MAX_OPS = 1_000_000
 MAX_OPS_ENV = "SPIN_GOAL_MAX_OPS"
 _PLACEMENT = re.compile(r"(\s+(cpu|nic)\s+\d+)*\s*$")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..bounds import shown
 from ..errors import TraceError
@@ -71,9 +72,13 @@ class RankTrace:
 
     def ref(self, node_id: int):
         """How errors name node ``node_id``: its label in GOAL, its id in Chakra."""
-        if self.labelled:
-            return next((op.name for op in self.ops if op.node_id == node_id), node_id)
-        return node_id
+        return self._labels.get(node_id, node_id) if self.labelled else node_id
+
+    @cached_property
+    def _labels(self) -> dict[int, str]:
+        """Label by node id, made once: ``ref`` names every op the checks visit, and a search
+        per call made validating a 100,000-op schedule take minutes."""
+        return {op.node_id: op.name for op in self.ops}
 
     @property
     def by_id(self) -> dict[int, TraceOp]:
