@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .bounds import count as count_field, size_bytes, time_ns, time_us
 from .errors import ConfigError
 from .registry import Registry
 from .suggest import did_you_mean
@@ -105,32 +106,32 @@ class TransportConfig(_Frozen):
     # connection has measured its RTT: well above the queueing delay of a few 1 MiB switch
     # buffers at 100 Gb/s (~85 us each). UE then uses SRTT + 4 RTTVAR (RFC 6298), never less
     # than ``min_rto_us`` (htsim's UEC source: ~100 us).
-    rto_us: float = Field(500.0, gt=0, allow_inf_nan=False)
-    min_rto_us: float = Field(100.0, gt=0, allow_inf_nan=False)
+    rto_us: float = time_us(500.0, positive=True)
+    min_rto_us: float = time_us(100.0, positive=True)
     # UE congestion control: "nscc" (Ultra Ethernet's NSCC: ECN and measured queueing delay,
     # fast increase, quick adapt; nic_emulator.nscc) or "window" (DCTCP-like, ECN only:
     # nic_emulator.congestion). NSCC's target queueing delay: 0 is half of ``base_rtt_us``
     # (htsim: 6 us for its 12 us reference RTT).
     congestion: Literal["nscc", "window"] = "nscc"
-    target_delay_us: float = Field(0.0, ge=0, allow_inf_nan=False)
+    target_delay_us: float = time_us(0.0)
     # DCQCN (Zhu et al., SIGCOMM'15): the receiver sends at most one CNP per flow per 50 us
     # (the paper's N); the sender's alpha gain g = 1/256 and the alpha/rate-increase timer
     # 55 us (the paper's g and K); F = 5 fast-recovery stages; additive increase 40 Mb/s (the
     # paper's R_AI) and hyper increase 400 Mb/s; the rate never falls below 100 Mb/s.
-    cnp_interval_us: float = Field(50.0, ge=0, allow_inf_nan=False)
+    cnp_interval_us: float = time_us(50.0)
     dcqcn_g_shift: int = Field(8, ge=1, le=16)
-    dcqcn_timer_us: float = Field(55.0, gt=0, allow_inf_nan=False)
+    dcqcn_timer_us: float = time_us(55.0, positive=True)
     dcqcn_fast_recovery_stages: int = Field(5, ge=1, le=64)
-    dcqcn_ai_mbps: int = Field(40, ge=1)
-    dcqcn_hai_mbps: int = Field(400, ge=1)
-    dcqcn_min_rate_mbps: int = Field(100, ge=1)
+    dcqcn_ai_mbps: int = Field(40, ge=1, le=1_600_000)
+    dcqcn_hai_mbps: int = Field(400, ge=1, le=1_600_000)
+    dcqcn_min_rate_mbps: int = Field(100, ge=1, le=1_600_000)
     # UE congestion window: starts at ``window_bytes``, or (0) one bandwidth-delay product of
     # the host link over ``base_rtt_us``, never below one MTU nor above ``max_window_factor``
     # times the start; ECN gain 1/16 (DCTCP's g) for the "window" control. ``base_rtt_us`` is
     # also NSCC's base RTT (a queueing delay is an RTT sample minus the least of it and the
     # connection's least sample).
-    window_bytes: int = Field(0, ge=0)
-    base_rtt_us: float = Field(12.0, gt=0, allow_inf_nan=False)
+    window_bytes: int = size_bytes(0)
+    base_rtt_us: float = time_us(12.0, positive=True)
     max_window_factor: int = Field(2, ge=1, le=64)
     # Spraying and REPS exploration draw EVs from this many per connection, walked in a
     # shuffled round robin (htsim's ``-paths``, default 64 there; a power of two keeps the walk
@@ -138,7 +139,7 @@ class TransportConfig(_Frozen):
     ev_set_size: int = Field(0, ge=0, le=16_384)
     # REPS: after a trim or timeout only cached (known-good) EVs are used for this long
     # (htsim's buffer_reps default: 10 ms).
-    reps_freeze_us: float = Field(10_000.0, ge=0, allow_inf_nan=False)
+    reps_freeze_us: float = time_us(10_000.0)
 
     @field_validator("kind")
     @classmethod
@@ -162,20 +163,20 @@ class TransportConfig(_Frozen):
 class NicConfig(_Frozen):
     # 32 HPUs at 1 GHz: PsPIN's 4 clusters x 8 RI5CY cores (pspin_cfg_pkg.sv, docs/examples.md).
     hpus: int = Field(32, ge=1, le=1024)
-    hpu_clock_mhz: int = Field(1000, ge=1)
+    hpu_clock_mhz: int = Field(1000, ge=1, le=100_000)
     # Matching cost per header packet / per later packet: the sPIN simulator's defaults
     # c=100 and sPIN_c_packet=10 cycles (LogGOPSim2 cmdline.ggo).
-    match_header_cycles: int = Field(100, ge=0)
-    match_packet_cycles: int = Field(10, ge=0)
+    match_header_cycles: int = count_field(100, low=0)
+    match_packet_cycles: int = count_field(10, low=0)
     # PCIe Gen5 x16: 32 GT/s x 16 lanes, 128b/130b = 63 GB/s raw per direction; ~50 GB/s after
     # TLP/DLLP overheads with 256 B payloads. One-way latency ~400 ns (Neugebauer et al.,
     # "Understanding PCIe performance for end host networking", SIGCOMM'18).
     pcie_rate_gbytes_per_s: float = Field(50.0, ge=1e-3, le=1e5, allow_inf_nan=False)
     pcie_latency_ns: float = Field(400.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # In-flight receive messages per NIC: PsPIN has 256 message queues (MPQs).
-    max_inflight_messages: int = Field(256, ge=1)
+    max_inflight_messages: int = count_field(256)
     # Frames the transmit engine may queue at the egress port before it waits.
-    tx_window_frames: int = Field(8, ge=1)
+    tx_window_frames: int = count_field(8)
     # A frame to the NIC's own node is turned around inside the NIC, as RDMA devices handle
     # loopback messages (no packet on the port: Barak, "Loopback messages in RDMA", rdmamojo,
     # 2018). 50 ns stands for one pass through on-chip transmit and receive logic instead of
@@ -186,7 +187,7 @@ class NicConfig(_Frozen):
 
 
 class HostConfig(_Frozen):
-    memory_bytes: int = Field(1 << 20, ge=64)
+    memory_bytes: int = size_bytes(1 << 20, low=64)
     # Per-message host software overhead o = 1.5 us: the sPIN simulator's LogGOPS default
     # (LogGOPSim2 cmdline.ggo o=1500 ns), applied to posting a send and to consuming a receive.
     send_overhead_ns: float = Field(1500.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
@@ -198,7 +199,7 @@ class HostConfig(_Frozen):
     # Pipelining of the host ring allreduce: 0 sends each step's block as one message (MPI's
     # ring); > 0 moves it in chunks of this many bytes, each passed on once reduced, so the
     # reduction of one chunk overlaps the transfer of the next (NCCL's ring).
-    pipeline_chunk_bytes: int = Field(0, ge=0)
+    pipeline_chunk_bytes: int = size_bytes(0)
 
     @classmethod
     def preset(cls, name: str) -> HostConfig:
@@ -229,7 +230,7 @@ class SwitchConfig(_Frozen):
     # forward of the frame is modelled separately by the link serialisation).
     latency_ns: float = Field(450.0, ge=0, le=MAX_DELAY_NS, allow_inf_nan=False)
     # Per-port output buffer; tail drop (or trimming) beyond it.
-    port_buffer_bytes: int = Field(1 << 20, ge=2048)
+    port_buffer_bytes: int = size_bytes(1 << 20, low=2048)
     # Handler processing units. Flare builds its programmable switch from PsPIN units, one per
     # port (De Sensi et al., "Flare: Flexible In-Network Allreduce", SC21): PsPIN's 4 clusters
     # x 8 cores at 1 GHz keep up with one 400 Gb/s port (Di Girolamo et al., ISCA'21), so a
@@ -237,19 +238,19 @@ class SwitchConfig(_Frozen):
     # sets the total. Matching costs as the NIC's (sPIN simulator defaults).
     hpus: int | None = Field(None, ge=1, le=4096)
     hpus_per_port: int = Field(32, ge=1, le=1024)
-    hpu_clock_mhz: int = Field(1000, ge=1)
-    match_header_cycles: int = Field(100, ge=0)
-    match_packet_cycles: int = Field(10, ge=0)
-    max_inflight_messages: int = Field(1024, ge=1)
+    hpu_clock_mhz: int = Field(1000, ge=1, le=100_000)
+    match_header_cycles: int = count_field(100, low=0)
+    match_packet_cycles: int = count_field(10, low=0)
+    max_inflight_messages: int = count_field(1024)
     # ECN: mark CE on ECN-capable frames when the egress queue holds at least this many bytes
     # (0: never). DCTCP-style step marking; 64 KiB is about DCTCP's K = 65 x 1.5 KB packets
     # (Alizadeh et al., SIGCOMM'10). Real IP ECN bits, checksum updated.
-    ecn_threshold_bytes: int = Field(65_536, ge=0)
+    ecn_threshold_bytes: int = size_bytes(65_536)
     # RED-like marking instead of the step: with an upper threshold above the lower one, a frame
     # is marked with probability (queue - lower) / (upper - lower) between the two and always
     # above the upper (htsim's composite queue; its main_uec uses 20 % and 80 % of a BDP-sized
     # queue). 0: the step at ``ecn_threshold_bytes`` alone.
-    ecn_high_bytes: int = Field(0, ge=0)
+    ecn_high_bytes: int = size_bytes(0)
     # When the marking is decided: "enqueue" (on the bytes queued ahead of the frame, as DCTCP
     # switches) or "dequeue" (when it starts transmission, on the bytes queued behind it, as
     # htsim and shared-buffer switches that mark on egress do; the signal is fresher by one
@@ -273,8 +274,8 @@ class SwitchConfig(_Frozen):
     # back at line rate, ~33 KB at 400 Gb/s with the defaults) of all the ingress ports that
     # feed one output fit its buffer: 32 KiB suits radix-16 switches with 1 MiB per port.
     pfc: bool = False
-    pfc_xoff_bytes: int = Field(32 * 1024, ge=1)
-    pfc_xon_bytes: int = Field(16 * 1024, ge=0)
+    pfc_xoff_bytes: int = size_bytes(32 * 1024, low=1)
+    pfc_xon_bytes: int = size_bytes(16 * 1024)
     pfc_pause_quanta: int = Field(0xFFFF, ge=1, le=0xFFFF)
     # PFC watchdog (as switches ship it, e.g. SONiC's pfcwd): a port held by pauses for this
     # long with data waiting is taken to be in a PFC deadlock (a cycle of paused ports, which
@@ -290,7 +291,7 @@ class SwitchConfig(_Frozen):
     # Idle time after which a flow's next packet starts a new flowlet (may change port).
     # htsim's fat-tree switch uses 10 us (_sticky_delta); CONGA 500 us, LetFlow 150 us were
     # tuned for TCP at 10 Gb/s. Must exceed the delay skew between paths to avoid reordering.
-    flowlet_gap_ns: float = Field(10_000.0, gt=0, allow_inf_nan=False)
+    flowlet_gap_ns: float = time_ns(10_000.0, positive=True)
     # Time from a link failure (or re-shape) until every switch routes around it: detection
     # plus table update. Hardware fast failover reacts within microseconds; BFD-driven
     # control planes take milliseconds.
@@ -325,12 +326,12 @@ PORT_FIELDS = ("port_buffer_bytes", "ecn_threshold_bytes", "ecn_high_bytes", "ec
 class EngineConfig(_Frozen):
     # RoCE path MTU; 1 KiB is what PsPIN's figures use.
     mtu_bytes: Literal[256, 512, 1024, 2048, 4096] = 1024
-    buffer_slots: int = Field(1 << 14, ge=64)
-    queue_frames: int = Field(1024, ge=4)
-    max_events_pending: int = Field(1 << 16, ge=64)
-    max_rx_messages: int = Field(1 << 14, ge=16)
-    max_tx_messages: int = Field(1 << 14, ge=16)
-    log_messages: int = Field(1 << 16, ge=0)
+    buffer_slots: int = count_field(1 << 14, low=64)
+    queue_frames: int = count_field(1024, low=4)
+    max_events_pending: int = count_field(1 << 16, low=64)
+    max_rx_messages: int = count_field(1 << 14, low=16)
+    max_tx_messages: int = count_field(1 << 14, low=16)
+    log_messages: int = count_field(1 << 16, low=0)
     # Verify the ICRC of frames entering from outside this engine (other workers, injection);
     # frames built by the engine are correct by construction.
     check_icrc: bool = True
@@ -338,16 +339,16 @@ class EngineConfig(_Frozen):
     # Run handlers as plain Python inside the compiled engine: print, pdb and tracebacks with
     # the failing line work, results are the same; each call costs microseconds, not ns.
     debug: bool = False
-    capture_frames: int = Field(1 << 14, ge=16)
+    capture_frames: int = count_field(1 << 14, low=16)
     # Wall-clock time one handler invocation may run before the run is stopped with an error
     # naming it (an endless loop in a handler cannot be interrupted otherwise); 0 disables.
-    handler_timeout_s: float = Field(10.0, ge=0, allow_inf_nan=False)
+    handler_timeout_s: float = Field(10.0, ge=0, le=1e6, allow_inf_nan=False)
     # An incomplete message whose last packet is older than this is evicted (and counted as
     # expired) when its device needs a message slot: its missing packets are not coming.
-    message_timeout_ns: float = Field(1_000_000.0, gt=0, allow_inf_nan=False)
+    message_timeout_ns: float = time_ns(1_000_000.0, positive=True)
     # Record every non-empty output queue at this interval (0: off), for occupancy over time
     # (result.queue_samples); the mean and maximum per port are always kept.
-    queue_sample_ns: float = Field(0.0, ge=0, allow_inf_nan=False)
+    queue_sample_ns: float = time_ns(0.0)
     # SHA-256 of every host's memory in the result (``RunResult.host_memory_sha256``), for
     # checks that two runs left identical memory. Off by default: hashing reads every byte of
     # every host (seconds at 1024 hosts) and most runs never look at it; ``spin run`` says when

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from ..bounds import shown
 from ..describe.checks import Check, Dump, build_check, evaluate
 from ..config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, SpinError
@@ -125,7 +126,7 @@ class _Loader:
         self.source = source
 
     def error(self, path: str, value: Any, msg: str) -> ConfigError:
-        return ConfigError(f"{self.source}: {path} = {value!r}: {msg}")
+        return ConfigError(f"{self.source}: {path} = {shown(value, 200)}: {msg}")
 
     def validate(self, model: type[BaseModel], data: Any, prefix: list) -> Any:
         if not isinstance(data, dict):
@@ -162,7 +163,7 @@ class _Loader:
                     value = None
             else:
                 msg = err["msg"]
-            lines.append(f"{self.source}: {path} = {value!r}: {msg}")
+            lines.append(f"{self.source}: {path} = {shown(value, 200)}: {msg}")
         # one error per union member: one line per path, the members' wants joined by "or"
         kept: dict[str, str] = {}
         for line in lines:
@@ -336,13 +337,37 @@ def _as_list(ld: _Loader, doc: dict, key: str) -> list:
     return val
 
 
+# Arrays and tables inside each other: a scenario needs four or five levels ([[host_program]]
+# ops with a repeat of ops); far more is a mistake or an attack on the validators' recursion.
+MAX_NESTING = 32
+
+
+def _check_nesting(ld: _Loader, doc: dict) -> None:
+    """Refuse values nested deeper than MAX_NESTING (walked without recursion)."""
+    todo: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while todo:
+        value, path, depth = todo.pop()
+        if depth > MAX_NESTING:
+            raise ld.error(path, "...", f"nested {depth} levels deep; at most {MAX_NESTING} "
+                           f"levels of arrays and tables are read")
+        if isinstance(value, dict):
+            todo.extend((v, f"{path}.{k}" if path else str(k), depth + 1)
+                        for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+
+
 def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | None = None
                        ) -> tuple[Scenario, RunOptions]:
     ld = _Loader(source)
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:   # TOMLDecodeError, or an integer of more than 4,300 digits
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:   # the TOML reader recurses once per nested array or table
+        raise ConfigError(f"{source}: arrays or tables nested too deeply to read; a scenario "
+                          f"nests at most {MAX_NESTING} levels") from None
+    _check_nesting(ld, doc)
     for key in doc:
         if key not in TOP_KEYS:
             raise ld.error(key, doc[key], f"unknown key {key!r}{did_you_mean(key, TOP_KEYS)}; "

@@ -131,6 +131,7 @@ from typing import Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..bounds import count as count_field, size_bytes, time_ns
 from ..config import (ENTROPIES, TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig,
                      SwitchConfig)
 from ..topologies import TOPOLOGIES
@@ -199,8 +200,8 @@ class ProgramSpec(_Spec):
 class ContextSpec(_Spec):
     node: Node
     program: str
-    match_qp: int | None = Field(None, ge=0)
-    match_rkey: int | None = Field(None, ge=0)
+    match_qp: int | None = count_field(None, low=0)
+    match_rkey: int | None = Field(None, ge=0, lt=2**32)
     match_src: Node | None = None
     match_dst: Node | None = None
     match_udp_dport: int | None = Field(None, ge=0, le=65535)
@@ -209,14 +210,14 @@ class ContextSpec(_Spec):
 
 class MulticastSpec(_Spec):
     switch: str = Field(min_length=1)
-    ports: list[int] = Field(min_length=1)
+    ports: list[int] = Field(min_length=1, max_length=65_536)
 
 
 class FaultSpec(_Spec):
-    at_ns: float = Field(ge=0, allow_inf_nan=False)
+    at_ns: float = time_ns()
     kind: Literal["down", "up", "rate", "swap"]
-    link: int = Field(ge=0)
-    other: int | None = Field(None, ge=0)
+    link: int = count_field(low=0)
+    other: int | None = count_field(None, low=0)
     rate_gbps: int | None = Field(None, gt=0, le=1600)
 
 
@@ -228,22 +229,22 @@ class HostProgramSpec(_Spec):
 class SendOp(_Spec):
     op: Literal["send"]
     dst: Node
-    nbytes: int = Field(ge=0)
-    qp: int = Field(0, ge=0)
-    local_addr: int = Field(0, ge=0)
-    remote_addr: int = Field(0, ge=0)
-    rkey: int = Field(0, ge=0)
+    nbytes: int = size_bytes()
+    qp: int = count_field(0, low=0)
+    local_addr: int = size_bytes(0)
+    remote_addr: int = size_bytes(0)
+    rkey: int = Field(0, ge=0, lt=2**32)
 
 
 class WaitRecvOp(_Spec):
     op: Literal["wait_recv"]
-    qp: int = Field(0, ge=0)
-    count: int = Field(1, ge=1)
+    qp: int = count_field(0, low=0)
+    count: int = count_field(1)
 
 
 class WaitEventOp(_Spec):
     op: Literal["wait_event"]
-    count: int = Field(1, ge=1)
+    count: int = count_field(1)
 
 
 class ComputeOp(_Spec):
@@ -253,9 +254,9 @@ class ComputeOp(_Spec):
 
 class ReduceOp(_Spec):
     op: Literal["reduce"]
-    dst_addr: int = Field(ge=0)
-    src_addr: int = Field(ge=0)
-    count: int = Field(ge=1)
+    dst_addr: int = size_bytes()
+    src_addr: int = size_bytes()
+    count: int = count_field()
     dtype: Literal["int32", "int64", "float32", "float64"]
     operator: Literal["sum", "max", "min", "prod", "band", "bor", "bxor"] = "sum"
     function: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -269,7 +270,7 @@ class MarkOp(_Spec):
 
 class RepeatOp(_Spec):
     op: Literal["repeat"]
-    times: int = Field(ge=1)
+    times: int = count_field()
     ops: list[Any]
 
 
@@ -280,13 +281,13 @@ OPS: dict[str, type[_Spec]] = {"send": SendOp, "wait_recv": WaitRecvOp, "wait_ev
 
 class MemorySpec(_Spec):
     node: Node
-    addr: int = Field(ge=0)
+    addr: int = size_bytes()
     dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                    "float32", "float64"]
     values: list[int | float] | None = None
     fill: Literal["arange", "random", "zeros"] | None = None
-    count: int | None = Field(None, ge=1)
-    seed: int = Field(0, ge=0)
+    count: int | None = count_field(None)
+    seed: int = Field(0, ge=0, lt=2**32)
 
 
 class CaptureSpec(_Spec):
@@ -294,7 +295,7 @@ class CaptureSpec(_Spec):
 
 
 class WorkersSpec(_Spec):
-    count: int = Field(1, ge=1)
+    count: int = count_field(1)
     assign: dict[str, int] | None = None
 
 
@@ -303,24 +304,24 @@ class EndpointTableSpec(_Spec):
     url: str
     mode: Literal["lockstep", "realtime"] = "lockstep"
     realtime_factor: float = Field(1e4, gt=0, le=1e12, allow_inf_nan=False)
-    max_lag_ms: float = Field(500.0, gt=0, allow_inf_nan=False)
+    max_lag_ms: float = Field(500.0, gt=0, le=1e9, allow_inf_nan=False)
     on_lag: Literal["error", "warn"] = "error"
-    attach_timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False)
-    reply_timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    attach_timeout_s: float = Field(120.0, gt=0, le=1e6, allow_inf_nan=False)
+    reply_timeout_s: float = Field(300.0, gt=0, le=1e6, allow_inf_nan=False)
     key_file: str | None = None
 
 
 class RegionSpec(_Spec):
     node: Node
-    addr: int = Field(ge=0)
+    addr: int = size_bytes()
 
 
 class CheckSpec(_Spec):
     node: Node
-    addr: int = Field(ge=0)
+    addr: int = size_bytes()
     dtype: Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                    "float32", "float64"]
-    count: int | None = Field(None, ge=1)
+    count: int | None = count_field(None)
     expect: Literal["sum", "copy", "values", "npy", "function"]
     sources: list[RegionSpec] | None = None
     values: list[int | float] | None = None

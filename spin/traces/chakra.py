@@ -19,7 +19,6 @@ receives have no ``comm_dst``/``comm_src``: ``c10d::send``/``recv_`` record the 
 their arguments, and a GPU ``ncclDevKernel_SendRecv`` takes it from the op that launched it."""
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import struct
@@ -35,11 +34,16 @@ from .model import (
     RECV,
     SEND,
     WORLD,
+    MAX_COMPUTE_NS,
+    MAX_RANKS,
+    MAX_TRANSFER_BYTES,
     RankTrace,
     StepTrace,
     TraceOp,
     fail,
+    real_number,
     validate,
+    whole_number,
 )
 
 NODE_TYPES = {0: "INVALID_NODE", 1: "METADATA_NODE", 2: "MEM_LOAD_NODE", 3: "MEM_STORE_NODE",
@@ -53,6 +57,10 @@ COMM_TYPES = {0: "all_reduce", 1: "reduce", 2: "all_gather", 3: "gather", 4: "sc
 REPLAYED_COMM = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                  "barrier")
 GZIP_MAGIC = b"\x1f\x8b"
+# The most bytes one rank file may hold once gunzipped (a gzip bomb stops here, before it fills
+# memory); SPIN_TRACE_MAX_BYTES raises it for real traces larger than that.
+MAX_RANK_FILE_BYTES = 4 << 30
+MAX_BYTES_ENV = "SPIN_TRACE_MAX_BYTES"
 
 
 def read_chakra(prefix: str | Path, groups_file: str | Path | None = None,
@@ -87,9 +95,12 @@ def rank_files(prefix: Path) -> list[Path]:
     if not found:
         raise fail(str(prefix), None, f"no rank files {prefix.name}.<rank>.et in {parent}")
     n = max(found) + 1
-    missing = [r for r in range(n) if r not in found]
-    if missing:
-        raise fail(str(parent / f"{prefix.name}.{missing[0]}.et"), None,
+    if n > MAX_RANKS:   # refused before anything per rank is made
+        raise fail(str(found[n - 1]), None, f"rank {n - 1}: a trace has at most {MAX_RANKS:,} "
+                   f"ranks, numbered from 0")
+    if len(found) < n:
+        first = next(r for r in range(len(found) + 1) if r not in found)
+        raise fail(str(parent / f"{prefix.name}.{first}.et"), None,
                    f"rank file missing (found {len(found)} of ranks 0..{n - 1})")
     return [found[r] for r in range(n)]
 
@@ -101,21 +112,56 @@ def _read_groups(path: Path, required: bool) -> dict[str, tuple[int, ...]]:
         return {}
     try:
         raw = json.loads(path.read_text())
-        return {str(k): tuple(int(r) for r in v) for k, v in raw.items()}
-    except (ValueError, TypeError, AttributeError) as exc:
+        return {str(k): tuple(whole_number(r, f"process group {k!r} rank", str(path), None,
+                                           MAX_RANKS - 1) for r in v) for k, v in raw.items()}
+    except OSError as exc:
+        raise fail(str(path), None, f"cannot read the process-group file: "
+                   f"{exc.strerror or exc}") from None
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:
         raise fail(str(path), None, f"process groups must be a JSON object "
                    f"{{name: [ranks]}}: {exc}") from None
 
 
 def file_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped if it starts with the gzip magic."""
-    data = path.read_bytes()
+    """The file's bytes, gunzipped if it starts with the gzip magic; at most
+    ``max_rank_file_bytes()`` either way."""
+    limit = max_rank_file_bytes()
+    try:
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:   # a directory, no permission
+        raise fail(str(path), None, f"cannot read the rank file: {exc.strerror or exc}") \
+            from None
+    if len(data) > limit:
+        raise _too_large(path, limit, "")
     if not data.startswith(GZIP_MAGIC):
         return data
+    out, rest = bytearray(), data
     try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
+        while rest.startswith(GZIP_MAGIC):   # a gzip file may hold several members
+            unzip = zlib.decompressobj(wbits=31)
+            out += unzip.decompress(rest, limit + 1 - len(out))
+            if len(out) > limit or unzip.unconsumed_tail:
+                raise _too_large(path, limit, " once gunzipped")
+            if not unzip.eof:
+                raise EOFError("the stream ends before its last block")
+            rest = unzip.unused_data
+    except (EOFError, zlib.error) as exc:
         raise fail(str(path), None, f"gzip stream is corrupt or truncated ({exc})") from None
+    return bytes(out)
+
+
+def max_rank_file_bytes() -> int:
+    """The size cap of one (gunzipped) rank file: ``$SPIN_TRACE_MAX_BYTES`` or 4 GiB."""
+    import os
+    from ..describe.limits import parse_bytes
+    given = os.environ.get(MAX_BYTES_ENV, "").strip()
+    return parse_bytes(given, MAX_BYTES_ENV) if given else MAX_RANK_FILE_BYTES
+
+
+def _too_large(path: Path, limit: int, how: str):
+    return fail(str(path), None, f"larger than {limit:,} B{how} (a rank file's limit; set "
+                f"{MAX_BYTES_ENV} to raise it)")
 
 
 @dataclass
@@ -213,17 +259,23 @@ def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
                                                    n_ranks))
         except ValueError as exc:
             raise fail(source, node_id, str(exc)) from None
+    duration_us = whole_number(duration_us, "duration_micros", source, node_id,
+                               int(MAX_COMPUTE_NS // 1000))
     if kind in ("COMP_NODE", "METADATA_NODE"):
         return TraceOp(kind=COMPUTE,
                        duration_ns=duration_us * 1000.0 if duration_us else
                        (0.0 if kind == "METADATA_NODE" else None),
-                       flops=float(attrs.get("num_ops", 0)),
-                       tensor_bytes=int(attrs.get("tensor_size", 0)), **base)
+                       flops=real_number(attrs.get("num_ops", 0), "num_ops", source, node_id,
+                                         1e30),
+                       tensor_bytes=_size_attr(attrs, "tensor_size", source, node_id), **base)
     if kind in ("COMM_SEND_NODE", "COMM_RECV_NODE") or (transfer and "comm_type" not in attrs):
         return _transfer(kind, transfer, attrs, inputs, duration_us, source, base)
-    size = int(attrs.get("comm_size", 0))
+    size = _size_attr(attrs, "comm_size", source, node_id)
     dims = attrs.get("involved_dim", [])
-    coll = {"group": str(attrs.get("pg_name", WORLD)),
+    group = attrs.get("pg_name", WORLD)
+    if not isinstance(group, str):
+        raise fail(source, node_id, f"pg_name = {group!r}: expected a string")
+    coll = {"group": group,
             "involved_dim": tuple(bool(d) for d in (dims if isinstance(dims, list)
                                                      else [dims]))}
     if "comm_type" not in attrs:
@@ -248,11 +300,13 @@ def _named_collective(name: str, attrs: dict, inputs: dict, duration_us: int, so
     if comm is None and not base["cpu_op"]:
         raise fail(source, base["node_id"], f"collective op {op!r} has no comm_type and spin "
                    f"cannot name it; known ops: {torch_ops.known_ops()}")
-    size = int(attrs.get("comm_size", 0))
+    size = _size_attr(attrs, "comm_size", source, base["node_id"])
     if not size and comm:
         size = torch_ops.tensor_bytes(torch_ops.literal(inputs.get(2, "")) or [],
                                       torch_ops.literal(inputs.get(3, "")) or [],
                                       torch_ops.SIZE_ARGUMENT[comm])
+        size = whole_number(size, "the size of its tensor arguments", source,
+                            base["node_id"], MAX_TRANSFER_BYTES)
     return TraceOp(kind=COLLECTIVE, collective=comm or "", nbytes=size, op=op,
                    duration_ns=duration_us * 1000.0, **coll, **base)
 
@@ -267,20 +321,23 @@ def _transfer(kind: str, transfer: str | None, attrs: dict, inputs: dict, durati
     kind = transfer or (SEND if kind == "COMM_SEND_NODE" else RECV)
     key = "comm_dst" if kind == SEND else "comm_src"
     op = base["name"] or str(attrs.get("op_schema", "")).split("(", 1)[0]
-    size = int(attrs.get("comm_size", 0))
+    size = _size_attr(attrs, "comm_size", source, base["node_id"])
     from_torch = transfer or torch_ops.is_nccl_kernel(op) or (base["cpu_op"] and op and
                                                              "op_schema" in attrs)
     if key in attrs or not from_torch:
         return TraceOp(kind=kind, nbytes=size, peer=_int_attr(attrs, key, source,
                                                               base["node_id"]),
-                       tag=int(attrs.get("comm_tag", 0)), **base)
+                       tag=whole_number(attrs.get("comm_tag", 0), "comm_tag", source,
+                                        base["node_id"], 2**63 - 1, -2**63), **base)
     if not base["cpu_op"]:
         return TraceOp(kind=kind, nbytes=size, peer=torch_ops.UNRESOLVED_PEER, op=op,
                        group=str(attrs.get("pg_name", WORLD)), **base)
     peer, tag = _recorded_peer(kind, attrs, inputs) or (torch_ops.UNRESOLVED_PEER, 0)
     if not size:
-        size = torch_ops.tensor_bytes(torch_ops.literal(inputs.get(2, "")) or [],
-                                      torch_ops.literal(inputs.get(3, "")) or [], 0)
+        size = whole_number(torch_ops.tensor_bytes(torch_ops.literal(inputs.get(2, "")) or [],
+                                                   torch_ops.literal(inputs.get(3, "")) or [], 0),
+                            "the size of its tensor arguments", source, base["node_id"],
+                            MAX_TRANSFER_BYTES)
     return TraceOp(kind=kind, nbytes=size, peer=peer, tag=tag, op=op,
                    duration_ns=duration_us * 1000.0, **base)
 
@@ -322,9 +379,15 @@ def _resolve_kernel_peers(rank: RankTrace, launches: Launches,
 
 
 def _int_attr(attrs: dict, key: str, source: str, node_id: int) -> int:
+    """A rank or a code: an integer 0..MAX_RANKS - 1."""
     if key not in attrs:
         raise fail(source, node_id, f"attribute {key} missing")
-    return int(attrs[key])
+    return whole_number(attrs[key], key, source, node_id, MAX_RANKS - 1)
+
+
+def _size_attr(attrs: dict, key: str, source: str, node_id: int) -> int:
+    """A byte count: an integer 0..MAX_TRANSFER_BYTES (0 when absent)."""
+    return whole_number(attrs.get(key, 0), key, source, node_id, MAX_TRANSFER_BYTES)
 
 
 _SCALAR = {3: "d", 5: "f", 19: "I", 21: "Q", 23: "i", 25: "q"}

@@ -19,7 +19,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from .model import COMPUTE, RECV, SEND, RankTrace, StepTrace, TraceOp, fail, validate
+from .model import (COMPUTE, MAX_COMPUTE_NS, MAX_RANKS, MAX_TRANSFER_BYTES, RECV, SEND, RankTrace,
+                    StepTrace, TraceOp, fail, validate)
 
 _OP = re.compile(r"(?P<label>[A-Za-z]\w*)\s*:\s*(?P<body>.*)$")
 OPERATIONS = ("send", "recv", "calc")
@@ -27,6 +28,11 @@ _SEND = re.compile(r"(?P<kind>send|recv)\s+(?P<size>\d+)\s*b\s+(?P<dir>to|from)\
                    r"(?P<peer>-?\d+)(?:\s+tag\s+(?P<tag>-?\d+))?(?P<rest>.*)$")
 _CALC = re.compile(r"calc\s+(?P<time>\d+)(?P<rest>.*)$")
 _DEP = re.compile(r"(?P<a>[A-Za-z]\w*)\s+(?P<kind>requires|irequires)\s+(?P<b>[A-Za-z]\w*)$")
+# Operations a schedule may hold (all ranks): reading and replaying cost ~70 us per op (a
+# 100,000-op schedule: 7.4 s), so a million ops is over a minute of work; SPIN_GOAL_MAX_OPS
+# raises the limit.
+MAX_OPS = 1_000_000
+MAX_OPS_ENV = "SPIN_GOAL_MAX_OPS"
 _PLACEMENT = re.compile(r"(\s+(cpu|nic)\s+\d+)*\s*$")
 
 
@@ -34,14 +40,18 @@ def read_goal(path: str | Path) -> StepTrace:
     """The schedule in ``path``, validated; a TraceError names the line and label at fault."""
     path = Path(path)
     if not path.is_file():
-        raise fail(str(path), None, "GOAL file does not exist")
+        raise fail(str(path), None, "is a directory, not a GOAL file" if path.is_dir() else
+                   "GOAL file does not exist")
     try:
         text = path.read_text()
     except UnicodeDecodeError as exc:
         raise fail(str(path), None, f"not a text file ({exc})") from None
+    except OSError as exc:
+        raise fail(str(path), None, f"cannot read the GOAL file: {exc.strerror or exc}") from None
+    ops_limit = max_ops()
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
     src = str(path)
-    num_ranks, rank, ops, deps = None, None, {}, {}
+    num_ranks, rank, ops, deps, total_ops = None, None, {}, {}, 0
     ranks: dict[int, RankTrace] = {}
     labels: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -50,11 +60,12 @@ def read_goal(path: str | Path) -> StepTrace:
         if not line:
             continue
         if m := re.fullmatch(r"num_ranks\s+(\d+)", line):
-            num_ranks = int(m.group(1))
+            num_ranks = _number(m.group(1), "num_ranks", where, None, MAX_RANKS)
         elif m := re.fullmatch(r"rank\s+(\d+)\s*\{", line):
             if rank is not None:
                 raise fail(where, None, f"rank {m.group(1)} opens inside rank {rank}")
-            rank, ops, deps, labels = int(m.group(1)), {}, {}, {}
+            rank, ops, deps, labels = _number(m.group(1), "rank", where, None, MAX_RANKS), \
+                {}, {}, {}
             if num_ranks is None:
                 raise fail(where, None, "rank block before num_ranks")
             if not 0 <= rank < num_ranks or rank in ranks:
@@ -80,6 +91,10 @@ def read_goal(path: str | Path) -> StepTrace:
                 raise fail(where, label, "label defined twice")
             labels[label] = len(labels)
             ops[labels[label]] = _op(m.group("body"), labels[label], label, where)
+            total_ops += 1
+            if total_ops > ops_limit:
+                raise fail(where, label, f"more than {ops_limit:,} operations: a schedule this "
+                           f"long replays for minutes; set {MAX_OPS_ENV} to allow more")
         else:
             raise fail(where, None, f"cannot read {line!r}; expected 'LABEL: send|recv|calc "
                        f"...', 'LABEL requires|irequires LABEL', 'rank N {{' or '}}'")
@@ -87,9 +102,9 @@ def read_goal(path: str | Path) -> StepTrace:
         raise fail(src, None, f"rank {rank} block not closed (truncated file?)")
     if num_ranks is None:
         raise fail(src, None, "no num_ranks line")
-    missing = [r for r in range(num_ranks) if r not in ranks]
-    if missing:
-        raise fail(src, None, f"num_ranks {num_ranks} but rank {missing[0]} has no block")
+    if len(ranks) < num_ranks:
+        missing = next(r for r in range(len(ranks) + 1) if r not in ranks)
+        raise fail(src, None, f"num_ranks {num_ranks} but rank {missing} has no block")
     return validate(StepTrace(path.stem, "goal", tuple(ranks[r] for r in range(num_ranks)),
                                device="cpu"))
 
@@ -104,18 +119,42 @@ def _op(body: str, node_id: int, label: str, where: str) -> TraceOp:
         kind = m.group("kind")
         if (kind == "send") != (m.group("dir") == "to"):
             raise fail(where, label, f"{kind} takes '{'to' if kind == 'send' else 'from'}'")
-        peer, tag = int(m.group("peer")), int(m.group("tag") or 0)
+        peer = _number(m.group("peer"), "peer", where, label, MAX_RANKS, signed=True)
+        tag = _number(m.group("tag") or "0", "tag", where, label, 2**63 - 1, signed=True)
         if peer < 0 or tag < 0:
             raise fail(where, label, f"{kind} with peer {peer} and tag {tag}: any-source and "
                        f"any-tag receives (-1) are not replayable")
         _placement(m.group("rest"), where, label)
         return TraceOp(node_id, SEND if kind == "send" else RECV, name=label,
-                       nbytes=int(m.group("size")), peer=peer, tag=tag)
+                       nbytes=_number(m.group("size"), "size", where, label,
+                                      MAX_TRANSFER_BYTES), peer=peer, tag=tag)
     if m := _CALC.fullmatch(body):
         _placement(m.group("rest"), where, label)
-        return TraceOp(node_id, COMPUTE, name=label, duration_ns=float(m.group("time")))
+        time_ns = _number(m.group("time"), "calc time (ns)", where, label, int(MAX_COMPUTE_NS))
+        return TraceOp(node_id, COMPUTE, name=label, duration_ns=float(time_ns))
     raise fail(where, label, f"unknown operation {body.split()[0] if body else body!r}; valid "
                f"operations: send, recv, calc")
+
+
+def _number(text: str, name: str, where: str, label, high: int, signed: bool = False) -> int:
+    """A decimal integer of the schedule, at most ``high`` (a 5,000-digit size is named, not
+    converted)."""
+    digits = text.lstrip("-")
+    if len(digits) > 19 or int(text) > high:
+        shown = text if len(text) <= 24 else f"a number of {len(digits):,} digits"
+        raise fail(where, label, f"{name} {shown}: at most {high:,}")
+    return int(text)
+
+
+def max_ops() -> int:
+    """How many operations a schedule may hold: ``$SPIN_GOAL_MAX_OPS`` or MAX_OPS."""
+    import os
+    given = os.environ.get(MAX_OPS_ENV, "").strip()
+    if not given:
+        return MAX_OPS
+    if not given.isdigit() or int(given) < 1:
+        raise fail(MAX_OPS_ENV, None, f"{given!r}: expected a count of operations >= 1")
+    return int(given)
 
 
 def _placement(rest: str, where: str, label: str) -> None:

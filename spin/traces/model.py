@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from ..bounds import shown
 from ..errors import TraceError
 
 COMPUTE, COLLECTIVE, SEND, RECV = "compute", "collective", "send", "recv"
@@ -18,6 +20,12 @@ OP_KINDS = (COMPUTE, COLLECTIVE, SEND, RECV)
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                "barrier")
 WORLD = ""                      # the process group of every rank
+# What a trace may declare, checked while it is read and before anything is allocated for
+# it: ranks (the largest topologies build 65,536 hosts), bytes of one transfer (1 PiB) and
+# the time of one compute op (1000 s, as a scenario's compute op).
+MAX_RANKS = 1 << 20
+MAX_TRANSFER_BYTES = 1 << 50
+MAX_COMPUTE_NS = 1e12
 
 
 @dataclass(frozen=True)
@@ -64,9 +72,13 @@ class RankTrace:
 
     def ref(self, node_id: int):
         """How errors name node ``node_id``: its label in GOAL, its id in Chakra."""
-        if self.labelled:
-            return next((op.name for op in self.ops if op.node_id == node_id), node_id)
-        return node_id
+        return self._labels.get(node_id, node_id) if self.labelled else node_id
+
+    @cached_property
+    def _labels(self) -> dict[int, str]:
+        """Label by node id, made once: ``ref`` names every op the checks visit, and a search
+        per call made validating a 100,000-op schedule take minutes."""
+        return {op.node_id: op.name for op in self.ops}
 
     @property
     def by_id(self) -> dict[int, TraceOp]:
@@ -98,6 +110,28 @@ class StepTrace:
         """The ranks of process group ``group`` (every rank for the world group)."""
         return self.groups.get(group, tuple(range(self.n_ranks))) if group else \
             tuple(range(self.n_ranks))
+
+
+def whole_number(value, name: str, source: str, node_id, high: int, low: int = 0) -> int:
+    """An attribute or field that must be an integer in ``low..high``: a string, a list, NaN,
+    an infinity or a fraction where a trace should hold an integer is named, not converted."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(source, node_id, f"{name} = {shown(value)}: expected an integer "
+                   f"{low}..{high}")
+    if not low <= value <= high:
+        raise fail(source, node_id, f"{name} = {shown(value)}: must be {low}..{high}")
+    return value
+
+
+def real_number(value, name: str, source: str, node_id, high: float) -> float:
+    """An attribute that must be a finite number in ``0..high``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 <= value <= high):
+        raise fail(source, node_id, f"{name} = {shown(value)}: expected a finite number "
+                   f"0..{high:g}")
+    return float(value)
 
 
 def fail(source: str, node_id, problem: str) -> TraceError:

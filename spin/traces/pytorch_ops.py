@@ -161,16 +161,23 @@ def literal(text: str):
         return None
 
 
+def _rank(value) -> int:
+    """A rank of a process group: an integer (a float, infinity or string is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 20:
+        raise ValueError(f"rank {value!r} is not an integer 0..{(1 << 20) - 1}")
+    return value
+
+
 def process_groups(values, n_ranks: int) -> dict[str, tuple[int, ...]]:
     """Groups of a ``## process_group:init ##`` node's input values (a list whose first item
     is the JSON list of groups); empty ranks mean every rank. ValueError if malformed."""
     raw = values[0] if isinstance(values, list) and values else values
     try:
         items = json.loads(raw) if isinstance(raw, str) else raw
-        return {str(item["pg_name"]): tuple(int(r) for r in item.get("ranks") or
+        return {str(item["pg_name"]): tuple(_rank(r) for r in item.get("ranks") or
                                             range(n_ranks))
                 for item in items}
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise ValueError(f"process groups must be a JSON list of {{\"pg_name\", "
                          f"\"ranks\"}} objects ({type(exc).__name__}: {exc})") from None
 
