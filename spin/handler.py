@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import ConfigError, HandlerError
+from .handler_sandbox import check_sandbox
 
 HANDLER_PARAMS = ("ctx", "pkt", "mem")
 # Default handler cost: 40 cycles, about what PsPIN measured for its ping-pong payload handler
@@ -72,6 +73,7 @@ def check_handler(fn: Callable | None, kind: str, program: str) -> None:
     if "<locals>" in name or "<lambda>" in name:
         raise HandlerError(f"{kind} handler {name!r} of program {program!r} must be defined at "
                            f"module level so its compiled entry can import it")
+    check_sandbox(py, kind, program)
 
 
 @dataclass(frozen=True, eq=False)

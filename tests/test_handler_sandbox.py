@@ -1,0 +1,34 @@
+"""Handlers may not leave the sandbox of a NIC core: object mode, ctypes and recursion are
+refused when the program is made, naming the handler, file, line and reason."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spin.errors import HandlerCompileError
+from spin.handler import HandlerProgram
+from tests import sandbox_handlers as H
+
+
+@pytest.mark.parametrize("fn, line, reason", [
+    (H.objmode_payload, "with numba.objmode():", "uses numba.objmode"),
+    (H.aliased_objmode_payload, "with quiet_mode():", "uses numba.objmode (as quiet_mode)"),
+    (H.ctypes_payload, '_system(b"true")', "calls _system, a C function reached through ctypes"),
+    (H.recursive_payload, "return recursive_payload(ctx, pkt, mem)",
+     "recursion (recursive_payload -> recursive_payload)"),
+    (H.deep_helper_payload, "return 1 + _depth(n - 1)",
+     "recursion (_depth -> _depth)"),
+    (H.mutual_payload, "return _ping(n - 1)", "recursion (_ping -> _pong -> _ping)"),
+])
+def test_a_handler_leaving_the_sandbox_is_refused_with_its_line(fn, line, reason) -> None:
+    with pytest.raises(HandlerCompileError) as exc:
+        HandlerProgram("p", payload=fn, memory=np.zeros(2, np.int64))
+    text = str(exc.value)
+    assert "\n" not in text
+    assert text.startswith(f"payload handler '{fn.__name__}' of program 'p' is refused: ")
+    assert "sandbox_handlers.py:" in text and f"`{line}`" in text and reason in text
+
+
+def test_helpers_called_twice_are_not_recursion() -> None:
+    program = HandlerProgram("p", payload=H.fine_payload)
+    assert program.payload is H.fine_payload
