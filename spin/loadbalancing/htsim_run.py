@@ -105,11 +105,22 @@ def with_switch_seed(sc: Scenario, seed: int) -> Scenario:
     return replace(sc, switch=sc.switch.make(**{**sc.switch.model_dump(), "ecmp_seed": seed}))
 
 
+# Seeds one command may run: each is a whole run of the scenario (about a second at 128 hosts),
+# so a million seeds would run for days without a useful result.
+MAX_SWITCH_SEEDS = 1000
+
+
+def check_seed_count(seeds: int) -> None:
+    """One line for a seed count outside 1..MAX_SWITCH_SEEDS."""
+    if not 1 <= seeds <= MAX_SWITCH_SEEDS:
+        raise ConfigError(f"--switch-seeds {seeds}: must be 1..{MAX_SWITCH_SEEDS:,} (runs use "
+                          f"seeds 1..N, one whole run each)")
+
+
 def run_over_seeds(sc: Scenario, workload, name: str, seeds: int,
                    progress=None) -> SeedSummary:
     """Run scheme ``name`` once per switch seed 1..``seeds``."""
-    if seeds < 1:
-        raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
+    check_seed_count(seeds)
     runs = []
     for seed in range(1, seeds + 1):
         runs.append(run_scheme(with_switch_seed(sc, seed), workload, name))
@@ -230,8 +241,8 @@ def run_preset_cli(args) -> int:
     for s in names:
         get_scheme(s, "--schemes")
     seeds = getattr(args, "switch_seeds", None)
-    if seeds is not None and seeds < 1:
-        raise ConfigError(f"--switch-seeds {seeds}: need at least 1 (runs use seeds 1..N)")
+    if seeds is not None:
+        check_seed_count(seeds)
     built = htsim_scenario(args.topo_file, args.cm, args.preset,
                            payload=getattr(args, "payload", "generated"))
     sc, _, p = built

@@ -177,7 +177,12 @@ def load_cost_model(path: str | None) -> CostModel:
         data = tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
         raise ConfigError(f"--cost {path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--cost {path}: not a UTF-8 text file ({exc.reason} at byte "
+                          f"{exc.start})") from None
+    except OSError as exc:   # a directory, no permission
+        raise ConfigError(f"--cost {path}: cannot read it: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigError(f"--cost {path}: not TOML ({exc})") from None
     unknown = sorted(set(data) - set(CostModel.model_fields))
     if unknown:

@@ -51,6 +51,10 @@ def _parse(path: str | Path) -> tuple[dict, list[dict], dict]:
             val = int(tok[1])
         except ValueError:
             raise TopologyError(f"{p}:{n}: {tok[0]} {tok[1]!r}: must be an integer") from None
+        low, high = _RANGES.get(key, (0, 1 << 40))
+        if key != "tier" and not low <= val <= high:
+            shown = tok[1] if len(tok[1]) <= 24 else f"(a number of {len(tok[1]):,} digits)"
+            raise TopologyError(f"{p}:{n}: {tok[0]} {shown}: must be {low:,}..{high:,}")
         if key == "tier":
             if not 0 <= val <= 2:
                 raise TopologyError(f"{p}:{n}: Tier {val}: valid tiers are 0, 1, 2")
@@ -66,6 +70,14 @@ def _parse(path: str | Path) -> tuple[dict, list[dict], dict]:
             tiers[cur][key] = val
             where[(cur, key)] = n
     return top, tiers, where
+
+
+# What each key may hold: sizes up to the largest fabrics spin builds, rates and times that
+# stay within int64 picoseconds, ratios that divide (0 would divide by zero).
+_RANGES = {"nodes": (1, 1 << 20), "podsize": (1, 1 << 20), "radix_down": (0, 1 << 16),
+           "radix_up": (0, 1 << 16), "downlink_speed_gbps": (0, 1_000_000),
+           "downlink_latency_ns": (0, 10**12), "switch_latency_ns": (0, 10**12),
+           "oversubscribed": (1, 1024), "bundle": (1, 1024)}
 
 
 def load_htsim_topo(path: str | Path) -> Topology:
