@@ -32,6 +32,14 @@ def test_out_of_bounds_index_is_named(name, fn) -> None:
     assert msg.index("IndexError") < msg.index("; packet:") < msg.index("frame (")
 
 
+def test_a_compiled_failure_names_its_line_and_values_by_replay() -> None:
+    msg = _run("oob_memory")
+    line = "`mem[mem.shape[0] + 1000] = 1        # far past the handler memory`"
+    assert "IndexError: index is out of bounds at " in msg and line in msg
+    assert "(found by replaying the run as plain Python)" in msg
+    assert msg.index(line) < msg.index("; packet:")
+
+
 def test_return_value_that_is_no_return_code_is_named() -> None:
     msg = _run("bad_return")
     assert "'bad_return_payload'" in msg and "not a sPIN return code" in msg

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # annotations only (the scenario module imports this one)
 
 
 PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress
+REPLAY_MAX_EVENTS = 5_000_000    # a handler failure after more events keeps its hint, unreplayed
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,21 @@ def write_link_pcaps(scenario: "Scenario", captured: CapturedFrames,
             w.write_many(sel.time_ps, sel.frames, sel.length)
         paths.append(path)
     return paths
+
+
+def _frame_values(exc: BaseException, file: str, limit: int = 8) -> str:
+    """The scalar locals (ints, floats, bools) of the innermost frame of ``exc`` in ``file``:
+    what an index or a divisor was when the handler failed."""
+    import traceback
+    frame = None
+    for candidate, _ in traceback.walk_tb(exc.__traceback__):
+        if candidate.f_code.co_filename == file:
+            frame = candidate
+    if frame is None:
+        return ""
+    shown = [f"{name}={value!r}" for name, value in frame.f_locals.items()
+             if isinstance(value, (bool, int, float, np.integer, np.floating))]
+    return ", ".join(shown[:limit])
 
 
 def _device_label(topo: Topology, node: int | str) -> str:
@@ -293,15 +309,39 @@ class Simulation:
                              "in that type, where the compiled handler widens to int64: "
                              "convert with int(...))")
             else:
-                hint = (" (to see the failing line, run the handlers as plain Python: "
-                        "EngineConfig(debug=True), spin run --debug or run(..., debug=True))")
+                hint = self._replayed_failing_line() or (
+                    " (to see the failing line, run the handlers as plain Python: "
+                    "EngineConfig(debug=True), spin run --debug or run(..., debug=True))")
             return HandlerError(self.describe_running_handler(
                 f"failed with {type(exc).__name__}: {exc}{hint}"))
         if isinstance(exc, MemoryError):
             return ConfigError(str(exc))
         return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
 
-    def _failing_line(self, exc: BaseException) -> str:
+    def _replayed_failing_line(self) -> str:
+        """`` at FILE:LINE: `code` (values: ...)`` of a compiled handler's failure, found by
+        running the same fabric again with the handlers as plain Python up to the failure
+        (virtual time is deterministic, and debug mode gives the same results, so the replay
+        fails in the same invocation). Only for a run in one process without host callbacks
+        (which the replay would call again), and up to REPLAY_MAX_EVENTS events, so a failure
+        deep into a long run keeps the hint instead of replaying for minutes."""
+        st = self.st
+        if (not self._standalone or self.scenario.callbacks
+                or int(st.sc[S.SC_EVENTS]) > REPLAY_MAX_EVENTS):
+            return ""
+        t_fail = int(st.cur[S.CUR_TIME])
+        try:
+            replay = Simulation(self.scenario.with_debug_handlers(), quiet=True)
+            replay.run_until(t_fail + 1)
+        except HandlerError as err:
+            cause = err.__cause__
+            line = replay._failing_line(cause, with_values=True) if cause is not None else ""
+            return f"{line} (found by replaying the run as plain Python)" if line else ""
+        except Exception:   # the replay is a courtesy: the original error stands
+            return ""
+        return ""
+
+    def _failing_line(self, exc: BaseException, with_values: bool = False) -> str:
         """Debug mode: `` at FILE:LINE: `code``` of the innermost frame of the traceback in the
         running handler's own file."""
         import linecache
@@ -315,7 +355,9 @@ class Simulation:
             return ""
         f = frames[-1]
         code = linecache.getline(f.filename, f.lineno).strip()
-        return f" at {f.filename}:{f.lineno}" + (f": `{code}`" if code else "")
+        values = _frame_values(exc, file) if with_values else ""
+        return (f" at {f.filename}:{f.lineno}" + (f": `{code}`" if code else "")
+                + (f" (values: {values})" if values else ""))
 
     def describe_running_handler(self, reason: str = "") -> str:
         """The handler running now (from the engine's current-handler slots): its name, file
