@@ -11,10 +11,12 @@ like any import) is the one other thing a scenario file can make happen.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +86,26 @@ def _import(mod_name: str, base_dir: Path | None) -> Any:
         return importlib.import_module(mod_name)
 
 
+SLOW_IMPORT_NOTICE_S = 3.0
+
+
+@contextlib.contextmanager
+def _slow_import_notice(mod_name: str):
+    """A line on stderr when importing a scenario's module takes over SLOW_IMPORT_NOTICE_S: a
+    module that loops or blocks on import is the user's code, which spin cannot stop safely,
+    so it says what it is waiting for (Ctrl-C stops it) instead of hanging without a word."""
+    def notice() -> None:
+        print(f"spin: still importing module {mod_name!r} after {SLOW_IMPORT_NOTICE_S:g} s "
+              f"(its top-level code is running; Ctrl-C stops it)", file=sys.stderr, flush=True)
+    timer = threading.Timer(SLOW_IMPORT_NOTICE_S, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def resolve(path: str, kind: _Kind, base_dir: Path | None = None) -> Callable[..., Any]:
     """The declared function ``path`` names; ConfigError (one line, with the rule) for anything
     else. Nothing the path names is called here: the module is imported and looked into."""
@@ -91,7 +113,8 @@ def resolve(path: str, kind: _Kind, base_dir: Path | None = None) -> Callable[..
     if not sep or not mod_name or not fn_name:
         raise ConfigError(f"expected 'package.module:function'; {kind.rule}")
     try:
-        module = _import(mod_name, base_dir)
+        with _slow_import_notice(mod_name):
+            module = _import(mod_name, base_dir)
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - the module's own code failed: name it

@@ -161,3 +161,21 @@ def test_every_shipped_factory_is_declared():
                     and not getattr(fn, "__spin_program_factory__", False)):
                 missing.append(f"{module.__name__}:{name}")
     assert missing == []
+
+
+def test_a_module_slow_to_import_says_what_spin_waits_for(tmp_path, monkeypatch, capsys):
+    from spin import scenario_code
+    (tmp_path / "slow_factory.py").write_text(textwrap.dedent("""
+        import time
+        from spin.scenario_code import program_factory
+        time.sleep(0.5)
+
+        @program_factory
+        def prog():
+            return None
+    """))
+    monkeypatch.setattr(scenario_code, "SLOW_IMPORT_NOTICE_S", 0.05)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fn = scenario_code.resolve("slow_factory:prog", scenario_code.FACTORY, tmp_path)
+    assert fn.__name__ == "prog"
+    assert "still importing module 'slow_factory' after 0.05 s" in capsys.readouterr().err
