@@ -135,12 +135,17 @@ def test_declaration_errors():
         Table("t", "T_", "T_COLS", [Columns("a", [("X", 0, "x")])])
     with pytest.raises(StateLayoutError, match="UPPER_CASE"):
         Table("t", "T_", "T_COLS", [Columns("a", [("x", "x")])])
-    t = Table("t", "T_", "T_COLS", [Columns("a", [("X", "x"), ("Y", 2, "y")])])
+    with pytest.raises(StateLayoutError, match=r"columns from X on are declared by "
+                       r"'nic_emulator.gone', which is no module or package of the project"):
+        Table("t", "T_", "T_COLS", [Columns("spin.engine", [("W", "w")]),
+                                    Columns("nic_emulator.gone", [("X", "x")])])
+    t = Table("t", "T_", "T_COLS", [Columns("spin.engine.heap (a qualifier)",
+                                            [("X", "x"), ("Y", 2, "y")])])
     assert t.constants() == {"T_X": 0, "T_Y": 1, "T_COLS": 3}
     with pytest.raises(StateLayoutError, match="already defined"):
         export([t], {"T_X": 5})
     with pytest.raises(StateLayoutError, match="already defined"):
-        export([t, Table("u", "T_", "U_COLS", [Columns("b", [("X", "x")])])], {})
+        export([t, Table("u", "T_", "U_COLS", [Columns("switch_emulator", [("X", "x")])])], {})
     with pytest.raises(StateLayoutError, match="3 columns"):
         t.row(np.zeros(4, np.int64))
 

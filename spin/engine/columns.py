@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -63,6 +64,21 @@ def _parse(spec: Spec, owner: str) -> tuple[str, int, str]:
     return name, width, str(doc)
 
 
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _check_owner(table: str, part: Columns) -> None:
+    """An owner names a module or package of the project (``pkg.mod``, optionally followed by a
+    qualifier in parentheses): a renamed or deleted owner is an error at import, not a label
+    that silently points nowhere. Checked on disk, so the engine imports no owner."""
+    module = part.owner.split(" ", 1)[0]
+    path = _PROJECT_ROOT.joinpath(*module.split("."))
+    if not (path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()):
+        first = _parse(part.specs[0], part.owner)[0] if part.specs else "?"
+        raise StateLayoutError(f"table {table!r}: columns from {first} on are declared by "
+                               f"{part.owner!r}, which is no module or package of the project")
+
+
 class Table:
     """A table's layout: its owners' columns in order, numbered from 0 without gaps.
 
@@ -83,6 +99,8 @@ class Table:
                         f"already declared by {cols[col_name].owner}")
                 cols[col_name] = Column(col_name, index, width, part.owner, doc)
                 index += width
+        for part in self.parts:
+            _check_owner(name, part)
         self.columns: Mapping[str, Column] = MappingProxyType(cols)
         self.width = index
 

@@ -38,7 +38,7 @@ TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transports", [
     ("BASE_RTT_PS", "NSCC: base RTT of the fabric (queueing delay = RTT sample - this)"),
     ("TARGET_PS", "NSCC: target queueing delay"),
     ("RTO_MIN_PS", "floor of the retransmission timeout derived from the measured RTT"),
-]), Columns("nic_emulator.reliable_rx", [
+]), Columns("nic_emulator.transports.ue", [
     ("ACK_ON_ECN", "UE receiver: 1 acknowledges an ECN-marked packet at once"),
 ])])
 
