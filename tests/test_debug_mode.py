@@ -54,7 +54,18 @@ def test_debug_mode_names_the_failing_line():
     assert f'debug_handlers.py", line {line}' in cause
 
 
-def test_a_compiled_handler_error_suggests_debug_mode():
+def test_a_compiled_handler_error_names_its_line_by_replaying_in_debug_mode():
+    sc, _ = _scenario(h.index_past_the_end)
+    with pytest.raises(HandlerError) as info:
+        Simulation(sc).run()
+    msg = str(info.value)
+    assert "debug_handlers.py:" in msg and "`mem[i] = 1" in msg and "(values: i=4)" in msg
+    assert "(found by replaying the run as plain Python)" in msg
+
+
+def test_without_a_replay_a_compiled_handler_error_suggests_debug_mode(monkeypatch):
+    from spin.runtime import simulation
+    monkeypatch.setattr(simulation, "REPLAY_MAX_EVENTS", 0)   # a failure deep into a long run
     sc, _ = _scenario(h.index_past_the_end)
     with pytest.raises(HandlerError, match="debug=True"):
         Simulation(sc).run()

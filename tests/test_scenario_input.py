@@ -58,7 +58,8 @@ def test_sizes_that_cannot_be_allocated(tmp_path):
     _refused(_file(tmp_path, "[host]\nmemory_bytes = 1000000000000000"),
              "engine state needs about", "host.memory_bytes = 1000000000000000", "memory limit")
     fill = '[[memory]]\nnode = 0\naddr = 0\ndtype = "int64"\nfill = "zeros"\ncount = 1000000000000'
-    _refused(_file(tmp_path, fill), "memory[0].count", "outside host memory")
+    _refused(_file(tmp_path, fill), "memory[0].count = 1000000000000",
+             "less than or equal to 2147483647")
 
 
 def test_unallocatable_state_from_python_is_a_config_error(monkeypatch):

@@ -327,7 +327,7 @@ class Simulation:
         deep into a long run keeps the hint instead of replaying for minutes."""
         st = self.st
         if (not self._standalone or self.scenario.callbacks
-                or int(st.sc[S.SC_EVENTS]) > REPLAY_MAX_EVENTS):
+                or int(st.sc[S.SC_EVENTS]) >= REPLAY_MAX_EVENTS):
             return ""
         t_fail = int(st.cur[S.CUR_TIME])
         try:
