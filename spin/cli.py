@@ -329,12 +329,12 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from .parallel.worker_main import main as worker_main
+    from .tools.launched_run import check_join_timeout
+    check_join_timeout(args.join_timeout_s)
     argv = ["--join", args.join]
     if args.key_file:
         argv += ["--key-file", args.key_file]
     if args.join_timeout_s is not None:
-        if not 0 < args.join_timeout_s < float("inf"):
-            raise SpinError(f"--join-timeout-s {args.join_timeout_s}: must be a time > 0 s")
         argv += ["--join-timeout-s", str(args.join_timeout_s)]
     return int(worker_main(argv) or 0)
 

@@ -140,14 +140,20 @@ def _local_address(host: str, host_file: str) -> str:
     return addr
 
 
+def check_join_timeout(seconds: float | None) -> None:
+    """``--join-timeout-s``: a finite time > 0 s (a negative one made ZeroMQ fail, NaN and
+    infinity made the conversion to milliseconds fail)."""
+    if seconds is not None and not 0 < seconds < float("inf"):
+        raise ConfigError(f"--join-timeout-s {seconds}: must be a time > 0 s")
+
+
 def run_rank(args: argparse.Namespace, body: Callable[[argparse.Namespace, Cluster], int]) -> int:
     """This process's part of a launched job: a worker's (rank > 0), or rank 0's ``body``."""
     if not args.key_file:
         raise ConfigError(f"--launcher {args.launcher} needs --key-file: the workers join over tcp "
                           f"and must hold the run's key; create it with `spin keys DIR` on a "
                           f"directory every rank shares")
-    if args.join_timeout_s is not None and not 0 < args.join_timeout_s < float("inf"):
-        raise ConfigError(f"--join-timeout-s {args.join_timeout_s}: must be a time > 0 s")
+    check_join_timeout(args.join_timeout_s)
     if args.launcher == "hosts":
         if not args.hosts:
             raise ConfigError("--launcher hosts needs --hosts FILE: one host per line, rank 0 "

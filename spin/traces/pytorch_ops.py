@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import replace
 
-from .model import COLLECTIVE, COMPUTE, RECV, SEND, RankTrace, TraceOp, fail
+from .model import COLLECTIVE, COMPUTE, MAX_RANKS, RECV, SEND, RankTrace, TraceOp, fail
 
 # c10d op (without the namespace and the trailing "_") -> collective
 C10D_OPS = {"allreduce": "all_reduce", "allreduce_coalesced": "all_reduce",
@@ -163,8 +163,8 @@ def literal(text: str):
 
 def _rank(value) -> int:
     """A rank of a process group: an integer (a float, infinity or string is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 20:
-        raise ValueError(f"rank {value!r} is not an integer 0..{(1 << 20) - 1}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_RANKS:
+        raise ValueError(f"rank {value!r} is not an integer 0..{MAX_RANKS - 1}")
     return value
 
 
