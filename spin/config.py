@@ -203,7 +203,7 @@ class HostConfig(_Frozen):
 
     @classmethod
     def preset(cls, name: str) -> HostConfig:
-        """The host model ``name`` of HOST_PRESETS (``cpu``, ``gpu``)."""
+        """The host model ``name`` of HOST_PRESETS (``cpu``, ``gpu``, ``network``)."""
         if name not in HOST_PRESETS:
             raise ConfigError(f"host preset {name!r}; valid choices: "
                               f"{', '.join(HOST_PRESETS)}")
@@ -217,9 +217,14 @@ class HostConfig(_Frozen):
 # ~1.1 TB/s of input, 0.9 ps per byte; and NCCL's ring pipelines every step in chunks (its
 # Simple protocol splits a 4 MiB channel buffer into NCCL_STEPS = 8 slots of 512 KiB), so a
 # chunk's reduction overlaps the next chunk's transfer. Message overheads stay the cpu ones.
+# ``network``: the gpu preset with no per-message host overhead, so that only the fabric and the
+# algorithm limit a collective: the configuration in which collectives are held to their link
+# bounds (docs/reference/collective-bounds.md), not a model of any host.
 HOST_PRESETS: dict[str, dict] = {
     "cpu": {},
     "gpu": {"reduce_ps_per_byte": 0.9, "pipeline_chunk_bytes": 512 * 1024},
+    "network": {"reduce_ps_per_byte": 0.9, "pipeline_chunk_bytes": 512 * 1024,
+                "send_overhead_ns": 0.0, "recv_overhead_ns": 0.0},
 }
 
 MAX_SWITCH_HPUS = 4096

@@ -1,7 +1,8 @@
 """The collectives a trace calls besides all-reduce move the right bytes: every rank's data
 after the run is what the collective defines (all-gather, reduce-scatter, all-to-all,
-broadcast), and a barrier lets no rank out before the last one came in. n = 4 and 5 (a ring
-and a tree that do not fold evenly)."""
+broadcast), with every algorithm, whole blocks (cpu hosts) and chunks (gpu hosts), and a
+barrier lets no rank out before the last one came in. n = 4, 5 and 8 (rings and trees that do
+not fold evenly, and a power of two for the recursive ones)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from spin.collectives.common import align, block_counts, offsets
 from spin.config import HostConfig
+from spin.errors import ConfigError
 from spin.runs import run
 from spin.simulation import Scenario
 from spin.topology import Topology
@@ -19,42 +21,71 @@ from spin.training.replay import ComputeModel, ReplayConfig, replay
 NBYTES = 40_000          # not a multiple of n: blocks differ by one element
 
 
-def _run(kind: str, n: int, inputs: np.ndarray, extra: int = 0):
-    sc = Scenario(Topology.star(n), host=HostConfig(
-        memory_bytes=-(-(other.memory_needed(kind, n, NBYTES) + extra) // 4096) * 4096))
+PRESETS = ("cpu", "gpu")
+
+
+def _run(kind: str, n: int, inputs: np.ndarray, extra: int = 0, algo: str = "auto",
+         preset: str = "cpu", nbytes: int = NBYTES):
+    memory = -(-(other.memory_needed(kind, n, nbytes) + extra) // 4096) * 4096
+    host = HostConfig.preset(preset).model_copy(update={"memory_bytes": memory})
+    sc = Scenario(Topology.star(n), host=host)
     for r in range(n):
         sc.write_host_memory(r, 0, inputs[r])
-    other.build(kind, sc, tuple(range(n)), NBYTES, qp=0)
+    built = other.build(kind, sc, tuple(range(n)), nbytes, qp=0, algo=algo)
+    assert algo in ("auto", built)
     size = sc.host.memory_bytes
     res = run(sc, read=[(r, 0, size // 4, "float32") for r in range(n)]).require_finished()
     return [res.read(r, 0, size // 4, "float32") for r in range(n)]
 
 
-def _inputs(n: int) -> np.ndarray:
-    count = other.elements(NBYTES)
+def _inputs(n: int, nbytes: int = NBYTES) -> np.ndarray:
+    count = other.elements(nbytes)
     return np.random.default_rng(n).integers(-100, 100, (n, count)).astype(np.float32)
 
 
-@pytest.mark.parametrize("n", (4, 5))
-def test_all_gather_gives_every_rank_every_block(n):
+ALL_GATHER_CASES = [(n, a, p) for n in (4, 5, 8) for a in ("ring", "rd") for p in PRESETS
+                    if a == "ring" or not n & (n - 1)]
+
+
+@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES)
+def test_all_gather_gives_every_rank_every_block(n, algo, preset):
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
     off = offsets(counts)
     want = np.concatenate([x[r, off[r]:off[r + 1]] for r in range(n)])
-    for mem in _run("all_gather", n, x):
+    for mem in _run("all_gather", n, x, algo=algo, preset=preset):
         assert np.array_equal(mem[:x.shape[1]], want)
 
 
-@pytest.mark.parametrize("n", (4, 5))
-def test_reduce_scatter_leaves_each_rank_one_summed_block(n):
-    """Ring order: rank r ends with the sum of block (r + 1) mod n (``spin.collectives.ring``)."""
+@pytest.mark.parametrize("n,algo,preset", [(n, a.replace("rd", "rh"), p)
+                                           for n, a, p in ALL_GATHER_CASES])
+def test_reduce_scatter_leaves_each_rank_one_summed_block(n, algo, preset):
+    """Ring order: rank r ends with the sum of block (r + 1) mod n (``spin.collectives.ring``);
+    recursive halving: with block r."""
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
     off = offsets(counts)
     total = x.sum(axis=0)
-    for r, mem in enumerate(_run("reduce_scatter", n, x)):
-        b = (r + 1) % n
+    for r, mem in enumerate(_run("reduce_scatter", n, x, algo=algo, preset=preset)):
+        b = (r + 1) % n if algo == "ring" else r
         assert np.array_equal(mem[off[b]:off[b + 1]], total[off[b]:off[b + 1]])
+
+
+@pytest.mark.parametrize("kind,n,nbytes,pipelined,want", [
+    ("all_gather", 8, 1 << 20, True, "ring"), ("all_gather", 64, 1 << 20, True, "rd"),
+    ("all_gather", 6, 1 << 10, True, "ring"), ("reduce_scatter", 8, 1 << 16, False, "rh"),
+    ("broadcast", 8, 8 << 10, True, "binomial"), ("broadcast", 8, 1 << 20, True, "chain"),
+    ("broadcast", 8, 1 << 20, False, "scatter_ring"), ("broadcast", 4, 1 << 20, False, "binomial")])
+def test_auto_picks_by_size_ranks_and_pipelining(kind, n, nbytes, pipelined, want):
+    assert other.resolve(kind, "auto", n, nbytes, pipelined) == want
+
+
+def test_a_recursive_algorithm_on_a_group_of_six_is_refused_by_name():
+    with pytest.raises(ConfigError, match="all_gather algorithm='rd' needs a power-of-two "
+                                          "group; this one has 6 ranks"):
+        other.resolve("all_gather", "rd", 6, 1 << 10, False)
+    with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, scatter_ring"):
+        other.resolve("broadcast", "pipeline", 6, 1 << 10, False)
 
 
 @pytest.mark.parametrize("n", (4, 5))
@@ -72,10 +103,11 @@ def test_all_to_all_delivers_block_p_of_rank_r_to_rank_p(n):
                 assert np.array_equal(got, x[r, off[p]:off[p + 1]])
 
 
-@pytest.mark.parametrize("n", (4, 5))
-def test_broadcast_copies_the_roots_buffer_everywhere(n):
-    x = _inputs(n)
-    for mem in _run("broadcast", n, x):
+@pytest.mark.parametrize("n,algo,preset", [
+    (n, a, p) for n in (4, 5, 9) for a in ("binomial", "chain", "scatter_ring") for p in PRESETS])
+def test_broadcast_copies_the_roots_buffer_everywhere(n, algo, preset):
+    x = _inputs(n, 200_000)           # gpu hosts: the chain moves it in chunks
+    for mem in _run("broadcast", n, x, algo=algo, preset=preset, nbytes=200_000):
         assert np.array_equal(mem[:x.shape[1]], x[0])
 
 

@@ -19,6 +19,11 @@ from .common import (AllreducePlan, Builder, align, block_counts, check_args, ch
                      itemsize, offsets, write_inputs)
 
 NAME = "ring"
+# A block is cut into at most this many chunks: NCCL's Simple protocol splits its channel
+# buffer into NCCL_STEPS = 8 slots, and a transfer smaller than the buffer into that many.
+CHUNKS_PER_BLOCK = 8
+MIN_CHUNK_BYTES = 4096    # one MTU of payload: smaller chunks only add per-message costs
+OVERHEAD_SHARE = 0.1      # host overheads per chunk: at most this share of its wire time
 
 
 def plan_memory(n: int, count: int, dtype: str) -> int:
@@ -35,14 +40,32 @@ def chunk_ranges(count: int, width: int, chunk_bytes: int) -> list[tuple[int, in
     return [(lo, min(per, count - lo)) for lo in range(0, count, per)]
 
 
+def chunk_bytes(scenario, block_bytes: int) -> int:
+    """Bytes per chunk of a ``block_bytes`` block (0: the block goes whole).
+
+    At most ``HostConfig.pipeline_chunk_bytes``; a smaller block is cut into CHUNKS_PER_BLOCK
+    chunks, as NCCL shrinks its chunks for small transfers, so the chunks of one block cover
+    the hops of the next. But never below MIN_CHUNK_BYTES, nor so small that the hosts'
+    per-message overheads exceed OVERHEAD_SHARE of a chunk's time on the wire: the hosts, not
+    the link, would pace the ring (with the cpu overheads, 1.5 us a side, chunks stay whole)."""
+    cap = scenario.host.pipeline_chunk_bytes
+    if cap <= 0:
+        return 0
+    host = scenario.host
+    rate_gbps = min(link.config.rate_gbps for link in scenario.topology.links)
+    overhead_bytes = (host.send_overhead_ns + host.recv_overhead_ns) * rate_gbps / 8
+    floor = max(MIN_CHUNK_BYTES, int(overhead_bytes / OVERHEAD_SHARE))
+    return min(cap, max(floor, -(-block_bytes // CHUNKS_PER_BLOCK)))
+
+
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None,
           qp: int = 0) -> AllreducePlan:
     """Add a ring allreduce of ``count`` elements per rank to ``scenario``'s host programs.
 
-    With ``HostConfig.pipeline_chunk_bytes`` > 0 every step moves its block as chunks of that
-    size and each chunk goes on as soon as it is reduced, so the reduction of one chunk overlaps
-    the transfer of the next (NCCL's ring pipelines its steps so); 0 sends one message per
-    block and step."""
+    With ``HostConfig.pipeline_chunk_bytes`` > 0 every step moves its block as chunks (of at
+    most that size, ``chunk_bytes``) and each chunk goes on as soon as it is reduced, so the
+    reduction of one chunk overlaps the transfer of the next (NCCL's ring pipelines its steps
+    so); 0 sends one message per block and step."""
     hosts = check_args(scenario, count, dtype, hosts)
     n, w = len(hosts), itemsize(dtype)
     counts = block_counts(count, n)
@@ -52,7 +75,7 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     plan = AllreducePlan(NAME, hosts, count, dtype, data, data, scratch,
                          plan_memory(n, count, dtype), (qp,))
     check_memory(scenario, plan)
-    chunk_bytes = scenario.host.pipeline_chunk_bytes
+    chunk = chunk_bytes(scenario, max(counts) * w)
     b = Builder(scenario, hosts, dtype, qp, 1)
     b.mark_all(plan.start_mark)
     def send(r: int, blk: int, to_scratch: int | None, lo: int, c: int) -> None:
@@ -63,18 +86,18 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
         b.send(r, (r + 1) % n, 0, at, dst, c)
 
     for r in range(n):
-        for lo, c in chunk_ranges(counts[r], w, chunk_bytes):      # reduce-scatter step 0
+        for lo, c in chunk_ranges(counts[r], w, chunk):      # reduce-scatter step 0
             send(r, r, 0, lo, c)
         for s in range(n - 1):                       # reduce-scatter: reduce, pass on
             in_blk = (r - s - 1) % n
-            for lo, c in chunk_ranges(counts[in_blk], w, chunk_bytes):
+            for lo, c in chunk_ranges(counts[in_blk], w, chunk):
                 b.recv(r, 0, c)
                 b.reduce(r, data + (off[in_blk] + lo) * w, scratch + s * region + lo * w, c)
                 # step s+1 of the reduce-scatter, or allgather step 0 once the sum is whole
                 send(r, in_blk, s + 1 if s < n - 2 else None, lo, c)
         for s in range(n - 1):                       # allgather: receive in place, pass on
             in_blk = (r - s) % n
-            for lo, c in chunk_ranges(counts[in_blk], w, chunk_bytes):
+            for lo, c in chunk_ranges(counts[in_blk], w, chunk):
                 b.recv(r, 0, c)
                 if s < n - 2:
                     send(r, in_blk, None, lo, c)

@@ -6,8 +6,15 @@ the all-gather's output, the reduce-scatter's and all-to-all's input, the broadc
 * reduce-scatter: the ring's first half, each received block reduced into the data.
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
   as NCCL posts them) and waits for the n-1 it is owed.
-* broadcast: binomial tree from the group's first rank (MPICH's short-message broadcast).
+* broadcast: from the group's first rank, a binomial tree for short buffers; for long ones a
+  chain in chunks where the hosts pipeline (NCCL's ring), else van de Geijn's scatter + ring
+  all-gather (MPICH's choice from 12 KiB on 8 ranks or more).
 * barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
+
+With ``HostConfig.pipeline_chunk_bytes`` > 0 (the ``gpu`` and ``network`` host presets) the
+ring steps and the chain move their blocks in chunks, each passed on as soon as it arrived (and
+was reduced), so a block's transfer overlaps the hops of the next: see ``chunk_bytes`` for the
+size. 0 (the ``cpu`` preset, MPI's rings) sends one message per block and step.
 
 Each builder appends to the hosts' programs and returns the host memory its layout needs;
 messages of one collective use ``qps`` QPs from ``qp`` on, where every receiver hears from
@@ -16,9 +23,31 @@ even when consecutive collectives overlap on the wire."""
 from __future__ import annotations
 
 from ..collectives.common import Builder, align, block_counts, offsets
+from ..collectives.ring import chunk_bytes, chunk_ranges
+from ..errors import ConfigError
 
 DTYPE, WIDTH = "float32", 4          # elements the replay moves (sizes round up to them)
 BARRIER_BYTES = 8
+# MPICH's broadcast switches from the binomial tree to scatter + ring all-gather from 12 KiB
+# (MPIR_CVAR_BCAST_SHORT_MSG_SIZE) on at least 8 ranks (MPIR_CVAR_BCAST_MIN_PROCS).
+BCAST_SHORT_BYTES, BCAST_MIN_RANKS = 12 * 1024, 8
+CHAIN_FILL_SHARE = 20     # a chain broadcast's fill: at most 5 % of its transfer time
+# Blocks up to this size go by recursive doubling (all-gather) or halving (reduce-scatter) on
+# a power-of-two group: log2 n steps instead of the ring's n-1, where a step's latency costs
+# more than its block's time on the wire (64 KiB is 1.3 us at 400 Gb/s, under one hop's
+# latency). MPICH switches at 512 KiB in all (MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE,
+# REDSCAT_COMMUTATIVE_LONG_MSG_SIZE): the same point on 8 ranks.
+LOG_STEP_MAX_BLOCK_BYTES = 64 * 1024
+
+# The algorithms of each collective other than all-reduce; "auto" picks one by size (resolve).
+ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "all_gather": ("auto", "ring", "rd"),
+    "reduce_scatter": ("auto", "ring", "rh"),
+    "all_to_all": ("pairwise",),
+    "broadcast": ("auto", "binomial", "chain", "scatter_ring"),
+    "barrier": ("dissemination",),
+}
+POWER_OF_TWO_ONLY = ("rd", "rh")
 
 
 def elements(nbytes: int) -> int:
@@ -26,9 +55,39 @@ def elements(nbytes: int) -> int:
     return max(1, -(-nbytes // WIDTH))
 
 
-def qps_needed(kind: str, n: int) -> int:
-    """QPs a collective of ``kind`` on ``n`` ranks uses (a barrier: one per round)."""
-    return max(1, (n - 1).bit_length()) if kind == "barrier" else 1
+def resolve(kind: str, algo: str, n: int, nbytes: int, pipelined: bool) -> str:
+    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``algo``
+    itself, or for "auto" the choice of MPI and NCCL by size. ``pipelined``: the hosts move
+    blocks in chunks (``HostConfig.pipeline_chunk_bytes`` > 0)."""
+    if algo == "auto" and ALGORITHMS[kind][0] != "auto":
+        return ALGORITHMS[kind][0]      # one algorithm only
+    if algo not in ALGORITHMS[kind]:
+        raise ConfigError(f"{kind} algorithm={algo!r}; valid choices: "
+                          f"{', '.join(ALGORITHMS[kind])}")
+    if algo in POWER_OF_TWO_ONLY and n & (n - 1):
+        raise ConfigError(f"{kind} algorithm={algo!r} needs a power-of-two group; this one has "
+                          f"{n} ranks (choose ring or auto)")
+    if algo != "auto":
+        return algo
+    if kind in ("all_gather", "reduce_scatter"):
+        small = -(-nbytes // n) <= LOG_STEP_MAX_BLOCK_BYTES
+        if n > 2 and not n & (n - 1) and small:
+            return "rd" if kind == "all_gather" else "rh"
+        return "ring"
+    if nbytes < BCAST_SHORT_BYTES:
+        return "binomial"
+    if pipelined:
+        return "chain"
+    return "scatter_ring" if n >= BCAST_MIN_RANKS else "binomial"
+
+
+def qps_needed(kind: str, n: int, algo: str = "") -> int:
+    """QPs a collective of ``kind`` on ``n`` ranks uses: one per round where each round
+    hears from another peer (a barrier, recursive doubling and halving), else one per sender
+    a rank hears from."""
+    if kind == "barrier" or algo in POWER_OF_TWO_ONLY:
+        return max(1, (n - 1).bit_length())
+    return 2 if algo == "scatter_ring" else 1
 
 
 def memory_needed(kind: str, n: int, nbytes: int) -> int:
@@ -42,35 +101,105 @@ def memory_needed(kind: str, n: int, nbytes: int) -> int:
             "barrier": align(BARRIER_BYTES)}[kind]
 
 
-def build(kind: str, scenario, hosts: tuple[int, ...], nbytes: int, qp: int) -> None:
-    """Append collective ``kind`` of ``nbytes`` over ``hosts`` (rank order) to their programs."""
+def build(kind: str, scenario, hosts: tuple[int, ...], nbytes: int, qp: int,
+          algo: str = "auto") -> str:
+    """Append collective ``kind`` of ``nbytes`` over ``hosts`` (rank order) to their programs
+    with ``algo`` (see ``resolve``); returns the algorithm that was built."""
     n = len(hosts)
-    b = Builder(scenario, hosts, DTYPE, qp, qps_needed(kind, n))
-    BUILDERS[kind](b, n, elements(nbytes))
+    name = resolve(kind, algo, n, nbytes, scenario.host.pipeline_chunk_bytes > 0)
+    b = Builder(scenario, hosts, DTYPE, qp, qps_needed(kind, n, name))
+    BUILDERS[(kind, name)](b, n, elements(nbytes))
+    return name
+
+
+def _chunks(b: Builder, count: int) -> list[tuple[int, int]]:
+    """(first element, elements) of the chunks of a ``count``-element block."""
+    return chunk_ranges(count, WIDTH, chunk_bytes(b.sc, count * WIDTH))
 
 
 def _all_gather(b: Builder, n: int, count: int) -> None:
+    """Step s: pass on, chunk by chunk, the block that arrived in step s-1 (step 0: our own)."""
     counts = block_counts(count, n)
     off = offsets(counts)
+    chunks = _chunks(b, max(counts))
+
+    def send(r: int, blk: int, lo: int, c: int) -> None:
+        at = (off[blk] + lo) * WIDTH
+        b.send(r, (r + 1) % n, 0, at, at, c)
+
     for r in range(n):
+        for lo, c in _fit(chunks, counts[r]):
+            send(r, r, lo, c)
         for s in range(n - 1):
-            out_blk, in_blk = (r - s) % n, (r - s - 1) % n
-            b.send(r, (r + 1) % n, 0, off[out_blk] * WIDTH, off[out_blk] * WIDTH,
-                   counts[out_blk])
-            b.recv(r, 0, counts[in_blk])
+            in_blk = (r - s - 1) % n
+            for lo, c in _fit(chunks, counts[in_blk]):
+                b.recv(r, 0, c)
+                if s < n - 2:
+                    send(r, in_blk, lo, c)
 
 
 def _reduce_scatter(b: Builder, n: int, count: int) -> None:
+    """Step s: add the arriving chunks of block (r-s-1) into our data and pass each sum on
+    into the right neighbour's scratch region of step s+1."""
     counts = block_counts(count, n)
     off = offsets(counts)
     scratch, region = align(count * WIDTH), align(max(counts) * WIDTH)
+    chunks = _chunks(b, max(counts))
+
+    def send(r: int, blk: int, step: int, lo: int, c: int) -> None:
+        b.send(r, (r + 1) % n, 0, (off[blk] + lo) * WIDTH, scratch + step * region + lo * WIDTH,
+               c)
+
     for r in range(n):
+        for lo, c in _fit(chunks, counts[r]):
+            send(r, r, 0, lo, c)
         for s in range(n - 1):
-            out_blk, in_blk = (r - s) % n, (r - s - 1) % n
-            b.send(r, (r + 1) % n, 0, off[out_blk] * WIDTH, scratch + s * region,
-                   counts[out_blk])
-            b.recv(r, 0, counts[in_blk])
-            b.reduce(r, off[in_blk] * WIDTH, scratch + s * region, counts[in_blk])
+            in_blk = (r - s - 1) % n
+            for lo, c in _fit(chunks, counts[in_blk]):
+                b.recv(r, 0, c)
+                b.reduce(r, (off[in_blk] + lo) * WIDTH, scratch + s * region + lo * WIDTH, c)
+                if s < n - 2:
+                    send(r, in_blk, s + 1, lo, c)
+
+
+def _all_gather_rd(b: Builder, n: int, count: int) -> None:
+    """Recursive doubling (power-of-two n): in round k, rank r and r XOR 2^k swap the 2^k
+    blocks each has gathered so far, in place, on QP k."""
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    for r in range(n):
+        for k in range((n - 1).bit_length()):
+            d = 1 << k
+            mine, theirs = (r >> k) << k, ((r ^ d) >> k) << k
+            at = off[mine] * WIDTH
+            b.send(r, r ^ d, k, at, at, off[mine + d] - off[mine])
+            b.recv(r, k, off[theirs + d] - off[theirs])
+
+
+def _reduce_scatter_rh(b: Builder, n: int, count: int) -> None:
+    """Recursive halving (power-of-two n; rank r ends with the sum of block r): in round k
+    the ranks' current range of n/2^k blocks is halved, r sends the half without block r to
+    r XOR n/2^(k+1), into scratch region k, and adds what that partner sent it for its own
+    half (QP k). A rank sends (n-1)/n S in all, as the ring does, in log2 n steps."""
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    region = align(max(counts) * WIDTH)
+    for r in range(n):
+        first, width, scratch = 0, n, align(count * WIDTH)
+        for k in range((n - 1).bit_length()):
+            width //= 2
+            keep = first if r < first + width else first + width
+            give = first + width if keep == first else first
+            b.send(r, r ^ width, k, off[give] * WIDTH, scratch, off[give + width] - off[give])
+            b.recv(r, k, off[keep + width] - off[keep])
+            b.reduce(r, off[keep] * WIDTH, scratch, off[keep + width] - off[keep])
+            first, scratch = keep, scratch + width * region
+
+
+def _fit(chunks: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """The chunks of the largest block cut to a block of ``count`` elements (blocks differ by
+    at most one element, so sender and receiver cut every block the same way)."""
+    return [(lo, min(c, count - lo)) for lo, c in chunks if lo < count]
 
 
 def _all_to_all(b: Builder, n: int, count: int) -> None:
@@ -86,7 +215,40 @@ def _all_to_all(b: Builder, n: int, count: int) -> None:
             b.recv(r, 0, counts[r])
 
 
-def _broadcast(b: Builder, n: int, count: int) -> None:
+def _broadcast_chain(b: Builder, n: int, count: int) -> None:
+    """Rank v receives each chunk from v-1 and passes it on to v+1 at once. The last rank has
+    the buffer (n-2) chunk times after the root sent it, so chunks are cut small enough that
+    the chain's fill costs at most 1/CHAIN_FILL_SHARE of the transfer."""
+    share = -(-count * WIDTH // (CHAIN_FILL_SHARE * max(1, n - 2)))
+    chunks = chunk_ranges(count, WIDTH, min(chunk_bytes(b.sc, count * WIDTH),
+                                            max(share, chunk_bytes(b.sc, 0))))
+    for v in range(n):
+        for lo, c in chunks:
+            if v:
+                b.recv(v, 0, c)
+            if v < n - 1:
+                b.send(v, v + 1, 0, lo * WIDTH, lo * WIDTH, c)
+
+
+def _broadcast_scatter_ring(b: Builder, n: int, count: int) -> None:
+    """Van de Geijn's broadcast: the root scatters one block to each of the other m = n-1
+    ranks (QP +1), which then all-gather the blocks around a ring of their own (QP +0): the
+    root sends S once and every other rank receives S once, against S per round of the tree."""
+    m = n - 1
+    counts = block_counts(count, m)
+    off = offsets(counts)
+    for q in range(m):
+        b.send(0, q + 1, 1, off[q] * WIDTH, off[q] * WIDTH, counts[q])
+    for q in range(m):                  # ring position q is rank q + 1
+        b.recv(q + 1, 1, counts[q])
+        for s in range(m - 1):
+            out_blk, in_blk = (q - s) % m, (q - s - 1) % m
+            at = off[out_blk] * WIDTH
+            b.send(q + 1, (q + 1) % m + 1, 0, at, at, counts[out_blk])
+            b.recv(q + 1, 0, counts[in_blk])
+
+
+def _broadcast_tree(b: Builder, n: int, count: int) -> None:
     rounds = (n - 1).bit_length()
     for v in range(n):                  # v: rank relative to the root (rank 0 of the group)
         if v:
@@ -106,5 +268,10 @@ def _barrier(b: Builder, n: int, count: int) -> None:
             b.recv(r, k, words)
 
 
-BUILDERS = {"all_gather": _all_gather, "reduce_scatter": _reduce_scatter,
-            "all_to_all": _all_to_all, "broadcast": _broadcast, "barrier": _barrier}
+BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gather_rd,
+            ("reduce_scatter", "ring"): _reduce_scatter,
+            ("reduce_scatter", "rh"): _reduce_scatter_rh,
+            ("all_to_all", "pairwise"): _all_to_all,
+            ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
+            ("broadcast", "scatter_ring"): _broadcast_scatter_ring,
+            ("barrier", "dissemination"): _barrier}

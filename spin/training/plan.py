@@ -12,8 +12,9 @@ from ..traces.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
 from . import collectives as other
 
 # the one algorithm each non-all-reduce collective has
-FIXED_ALGORITHMS = {"all_gather": "ring", "reduce_scatter": "ring", "all_to_all": "pairwise",
-                    "broadcast": "binomial", "barrier": "dissemination"}
+# the other collectives' algorithms, as "choice/choice/..." for help texts (the first is the
+# default; "auto" picks by size, spin.training.collectives.resolve)
+FIXED_ALGORITHMS = {kind: "/".join(names) for kind, names in other.ALGORITHMS.items()}
 # all-reduce algorithms a trace may choose: exact ones (lossy variants change the values)
 ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "nic", "switch")
 MAX_QPS = 4096
@@ -61,9 +62,11 @@ class ReplayPlan:
         return sorted({c.algo for c in self.calls if c.kind == "all_reduce"})
 
 
-def choose(kind: str, algo: str, per_kind: dict[str, str]) -> str:
-    """The algorithm of a ``kind`` collective: ``per_kind`` first, else ``algo`` for
-    all-reduce; each other kind has one."""
+def choose(kind: str, algo: str, per_kind: dict[str, str], n: int = 2, nbytes: int = 0,
+           pipelined: bool = False) -> str:
+    """The algorithm of a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``per_kind``
+    first, else ``algo`` for all-reduce, else the kind's default ("auto" resolved by size;
+    ``pipelined``: the hosts move blocks in chunks)."""
     chosen = per_kind.get(kind)
     if kind == "all_reduce":
         name = algorithm(chosen or algo, "all_reduce algorithm").name
@@ -71,17 +74,15 @@ def choose(kind: str, algo: str, per_kind: dict[str, str]) -> str:
             raise ConfigError(f"all_reduce algorithm={name!r} (lossy or quantized); valid "
                               f"choices: {', '.join(ALLREDUCE_CHOICES)}")
         return name
-    if chosen is not None and chosen != FIXED_ALGORITHMS[kind]:
-        raise ConfigError(f"{kind} algorithm={chosen!r}; valid choices: "
-                          f"{FIXED_ALGORITHMS[kind]}")
-    return FIXED_ALGORITHMS[kind]
+    return other.resolve(kind, chosen or other.ALGORITHMS[kind][0], n, nbytes, pipelined)
 
 
 def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
-                max_memory_bytes: int, per_node: dict[int, str] | None = None) -> ReplayPlan:
+                max_memory_bytes: int, per_node: dict[int, str] | None = None,
+                pipelined: bool = False) -> ReplayPlan:
     """Match collectives across ranks, pick algorithms (``per_node``: by the node id of a
-    call on its group's first rank, before ``per_kind`` and ``algo``), and lay out QPs and
-    memory."""
+    call on its group's first rank, before ``per_kind`` and ``algo``; ``pipelined``: the hosts
+    move blocks in chunks), and lay out QPs and memory."""
     per_node = dict(per_node or {})
     for kind in per_kind:
         if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
@@ -107,7 +108,8 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
         for i, ref in enumerate(first):
             chosen = per_node.pop(ref.node_id, None)
             name = choose(ref.collective, algo,
-                          {**per_kind, ref.collective: chosen} if chosen else per_kind)
+                          {**per_kind, ref.collective: chosen} if chosen else per_kind,
+                          len(members), ref.nbytes, pipelined)
             # each switch job installs its own programs on its QP (install_jobs)
             key = (ref.collective, name, members) + ((group, i) if name == "switch" else ())
             if key not in qp_blocks:
@@ -174,7 +176,7 @@ def p2p_queues(triples: set, n: int) -> tuple[dict[tuple[int, int, int], int], i
 def _qps(kind: str, algo: str, n: int) -> int:
     if kind == "all_reduce":
         return 2 * n.bit_length() + 2 if algo in ("rd", "rabenseifner") else 2
-    return other.qps_needed(kind, n)
+    return other.qps_needed(kind, n, algo)
 
 
 def _memory(kind: str, algo: str, n: int, nbytes: int) -> int:

@@ -76,8 +76,9 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     if len(topo.hosts) < trace.n_ranks:
         raise ConfigError(f"topology has {len(topo.hosts)} hosts; the trace {trace.name} has "
                           f"{trace.n_ranks} ranks (ranks take the first hosts)")
+    host_config = scenario_configs.get("host") or HostConfig()
     plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes,
-                       config.per_node)
+                       config.per_node, pipelined=host_config.pipeline_chunk_bytes > 0)
     sc = _scenario(topo, plan, trace.n_ranks, scenario_configs)
     inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
     built: dict[CollectiveCall, object] = {}
@@ -178,7 +179,7 @@ def _emit_collective(call: CollectiveCall, sc: Scenario, progs, waits: _Waits):
         built = algorithm(call.algo).build(sc, other.elements(call.nbytes), other.DTYPE,
                                            hosts=call.ranks, qp=call.qp, **options)
     else:
-        other.build(call.kind, sc, call.ranks, call.nbytes, call.qp)
+        other.build(call.kind, sc, call.ranks, call.nbytes, call.qp, call.algo)
     for r, node in zip(call.ranks, call.node_ids):
         if call.algo in OFFLOADED:
             waits.defer(r, node)
