@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 
 from spin.collectives.common import align, block_counts, offsets
-from spin.config import HostConfig
+from spin.collectives.measure import lossless
+from spin.config import HostConfig, NicConfig, SwitchConfig
 from spin.errors import ConfigError
 from spin.runs import run
 from spin.simulation import Scenario
 from spin.topology import Topology
 from spin.traces.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
 from spin.training import collectives as other
+from spin.training.collective_choice import PathCosts, resolve
 from spin.training.replay import ComputeModel, ReplayConfig, replay
 
 NBYTES = 40_000          # not a multiple of n: blocks differ by one element
@@ -28,7 +30,7 @@ def _run(kind: str, n: int, inputs: np.ndarray, extra: int = 0, algo: str = "aut
          preset: str = "cpu", nbytes: int = NBYTES):
     memory = -(-(other.memory_needed(kind, n, nbytes) + extra) // 4096) * 4096
     host = HostConfig.preset(preset).model_copy(update={"memory_bytes": memory})
-    sc = Scenario(Topology.star(n), host=host)
+    sc = Scenario(Topology.star(n), host=host, switch=lossless())
     for r in range(n):
         sc.write_host_memory(r, 0, inputs[r])
     built = other.build(kind, sc, tuple(range(n)), nbytes, qp=0, algo=algo)
@@ -71,21 +73,50 @@ def test_reduce_scatter_leaves_each_rank_one_summed_block(n, algo, preset):
         assert np.array_equal(mem[off[b]:off[b + 1]], total[off[b]:off[b + 1]])
 
 
-@pytest.mark.parametrize("kind,n,nbytes,pipelined,want", [
-    ("all_gather", 8, 1 << 20, True, "ring"), ("all_gather", 64, 1 << 20, True, "rd"),
-    ("all_gather", 6, 1 << 10, True, "ring"), ("reduce_scatter", 8, 1 << 16, False, "rh"),
-    ("broadcast", 8, 8 << 10, True, "binomial"), ("broadcast", 8, 1 << 20, True, "chain"),
-    ("broadcast", 8, 1 << 20, False, "scatter_ring"), ("broadcast", 4, 1 << 20, False, "binomial")])
-def test_auto_picks_by_size_ranks_and_pipelining(kind, n, nbytes, pipelined, want):
-    assert other.resolve(kind, "auto", n, nbytes, pipelined) == want
+def _costs(preset: str) -> PathCosts:
+    return PathCosts.of(Topology.star(2), HostConfig.preset(preset), NicConfig(), SwitchConfig())
+
+
+@pytest.mark.parametrize("kind,n,nbytes,preset,want", [
+    ("all_gather", 8, 1 << 20, "gpu", "ring"), ("all_gather", 64, 1 << 20, "gpu", "rd"),
+    ("all_gather", 6, 1 << 10, "gpu", "ring"), ("reduce_scatter", 8, 1 << 16, "cpu", "rh"),
+    ("broadcast", 8, 8 << 10, "gpu", "binomial"),
+    ("broadcast", 8, 64 << 20, "network", "chain"),
+    ("broadcast", 512, 1 << 20, "network", "scatter_rd"),
+    ("broadcast", 9, 64 << 20, "cpu", "scatter_ring"),
+    ("broadcast", 4, 1 << 20, "cpu", "binomial")])
+def test_auto_picks_by_size_ranks_and_pipelining(kind, n, nbytes, preset, want):
+    assert resolve(kind, "auto", n, nbytes, _costs(preset)) == want
+
+
+def test_auto_broadcast_is_the_fastest_of_its_choices_where_they_differ_most():
+    """On 16 network-preset hosts the estimate's pick is also the measured fastest: the chain
+    at 16 MiB (its fill is small against the transfer), scatter + recursive doubling at
+    256 KiB (the chain's 15 hops of latency are not)."""
+    for nbytes in (256 << 10, 16 << 20):
+        times = {a: _broadcast_time(16, nbytes, a) for a in ("binomial", "chain", "scatter_rd")}
+        picked = resolve("broadcast", "auto", 16, nbytes, _costs("network"))
+        assert times[picked] == min(times.values()), (nbytes, picked, times)
+
+
+def _broadcast_time(n: int, nbytes: int, algo: str) -> int:
+    host = HostConfig.preset("network").model_copy(
+        update={"memory_bytes": -(-other.memory_needed("broadcast", n, nbytes) // 4096) * 4096})
+    sc = Scenario(Topology.star(n), host=host, switch=lossless())
+    sc.payload = "generated"
+    other.build("broadcast", sc, tuple(range(n)), nbytes, qp=0, algo=algo)
+    for r in range(n):
+        sc.host_program(r).mark("end")
+    result = run(sc).require_finished()
+    return max(result.mark("end", r) for r in range(n))
 
 
 def test_a_recursive_algorithm_on_a_group_of_six_is_refused_by_name():
     with pytest.raises(ConfigError, match="all_gather algorithm='rd' needs a power-of-two "
                                           "group; this one has 6 ranks"):
-        other.resolve("all_gather", "rd", 6, 1 << 10, False)
+        resolve("all_gather", "rd", 6, 1 << 10, _costs("cpu"))
     with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, scatter_ring"):
-        other.resolve("broadcast", "pipeline", 6, 1 << 10, False)
+        resolve("broadcast", "pipeline", 6, 1 << 10, _costs("cpu"))
 
 
 @pytest.mark.parametrize("n", (4, 5))
@@ -104,7 +135,8 @@ def test_all_to_all_delivers_block_p_of_rank_r_to_rank_p(n):
 
 
 @pytest.mark.parametrize("n,algo,preset", [
-    (n, a, p) for n in (4, 5, 9) for a in ("binomial", "chain", "scatter_ring") for p in PRESETS])
+    (n, a, p) for n in (4, 5, 8, 9) for a in ("binomial", "chain", "scatter_ring", "scatter_rd")
+    for p in PRESETS if a != "scatter_rd" or not n & (n - 1)])
 def test_broadcast_copies_the_roots_buffer_everywhere(n, algo, preset):
     x = _inputs(n, 200_000)           # gpu hosts: the chain moves it in chunks
     for mem in _run("broadcast", n, x, algo=algo, preset=preset, nbytes=200_000):

@@ -6,9 +6,11 @@ the all-gather's output, the reduce-scatter's and all-to-all's input, the broadc
 * reduce-scatter: the ring's first half, each received block reduced into the data.
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
   as NCCL posts them) and waits for the n-1 it is owed.
-* broadcast: from the group's first rank, a binomial tree for short buffers; for long ones a
-  chain in chunks where the hosts pipeline (NCCL's ring), else van de Geijn's scatter + ring
-  all-gather (MPICH's choice from 12 KiB on 8 ranks or more).
+* broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
+  chain in chunks (NCCL's ring broadcast), or van de Geijn's scatter + all-gather, by a ring
+  or by recursive doubling (MPICH's for long buffers).
+
+``spin.training.collective_choice`` picks among them by size when a trace does not name one.
 * barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
 
 With ``HostConfig.pipeline_chunk_bytes`` > 0 (the ``gpu`` and ``network`` host presets) the
@@ -24,30 +26,11 @@ from __future__ import annotations
 
 from ..collectives.common import Builder, align, block_counts, offsets
 from ..collectives.ring import chunk_bytes, chunk_ranges
-from ..errors import ConfigError
+from .collective_choice import PathCosts, resolve
 
 DTYPE, WIDTH = "float32", 4          # elements the replay moves (sizes round up to them)
 BARRIER_BYTES = 8
-# MPICH's broadcast switches from the binomial tree to scatter + ring all-gather from 12 KiB
-# (MPIR_CVAR_BCAST_SHORT_MSG_SIZE) on at least 8 ranks (MPIR_CVAR_BCAST_MIN_PROCS).
-BCAST_SHORT_BYTES, BCAST_MIN_RANKS = 12 * 1024, 8
 CHAIN_FILL_SHARE = 20     # a chain broadcast's fill: at most 5 % of its transfer time
-# Blocks up to this size go by recursive doubling (all-gather) or halving (reduce-scatter) on
-# a power-of-two group: log2 n steps instead of the ring's n-1, where a step's latency costs
-# more than its block's time on the wire (64 KiB is 1.3 us at 400 Gb/s, under one hop's
-# latency). MPICH switches at 512 KiB in all (MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE,
-# REDSCAT_COMMUTATIVE_LONG_MSG_SIZE): the same point on 8 ranks.
-LOG_STEP_MAX_BLOCK_BYTES = 64 * 1024
-
-# The algorithms of each collective other than all-reduce; "auto" picks one by size (resolve).
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "all_gather": ("auto", "ring", "rd"),
-    "reduce_scatter": ("auto", "ring", "rh"),
-    "all_to_all": ("pairwise",),
-    "broadcast": ("auto", "binomial", "chain", "scatter_ring"),
-    "barrier": ("dissemination",),
-}
-POWER_OF_TWO_ONLY = ("rd", "rh")
 
 
 def elements(nbytes: int) -> int:
@@ -55,39 +38,14 @@ def elements(nbytes: int) -> int:
     return max(1, -(-nbytes // WIDTH))
 
 
-def resolve(kind: str, algo: str, n: int, nbytes: int, pipelined: bool) -> str:
-    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``algo``
-    itself, or for "auto" the choice of MPI and NCCL by size. ``pipelined``: the hosts move
-    blocks in chunks (``HostConfig.pipeline_chunk_bytes`` > 0)."""
-    if algo == "auto" and ALGORITHMS[kind][0] != "auto":
-        return ALGORITHMS[kind][0]      # one algorithm only
-    if algo not in ALGORITHMS[kind]:
-        raise ConfigError(f"{kind} algorithm={algo!r}; valid choices: "
-                          f"{', '.join(ALGORITHMS[kind])}")
-    if algo in POWER_OF_TWO_ONLY and n & (n - 1):
-        raise ConfigError(f"{kind} algorithm={algo!r} needs a power-of-two group; this one has "
-                          f"{n} ranks (choose ring or auto)")
-    if algo != "auto":
-        return algo
-    if kind in ("all_gather", "reduce_scatter"):
-        small = -(-nbytes // n) <= LOG_STEP_MAX_BLOCK_BYTES
-        if n > 2 and not n & (n - 1) and small:
-            return "rd" if kind == "all_gather" else "rh"
-        return "ring"
-    if nbytes < BCAST_SHORT_BYTES:
-        return "binomial"
-    if pipelined:
-        return "chain"
-    return "scatter_ring" if n >= BCAST_MIN_RANKS else "binomial"
-
-
 def qps_needed(kind: str, n: int, algo: str = "") -> int:
     """QPs a collective of ``kind`` on ``n`` ranks uses: one per round where each round
     hears from another peer (a barrier, recursive doubling and halving), else one per sender
     a rank hears from."""
-    if kind == "barrier" or algo in POWER_OF_TWO_ONLY:
-        return max(1, (n - 1).bit_length())
-    return 2 if algo == "scatter_ring" else 1
+    rounds = max(1, (n - 1).bit_length())
+    if kind == "barrier" or algo in ("rd", "rh"):
+        return rounds
+    return {"scatter_ring": 2, "scatter_rd": rounds + 1}.get(algo, 1)
 
 
 def memory_needed(kind: str, n: int, nbytes: int) -> int:
@@ -106,7 +64,7 @@ def build(kind: str, scenario, hosts: tuple[int, ...], nbytes: int, qp: int,
     """Append collective ``kind`` of ``nbytes`` over ``hosts`` (rank order) to their programs
     with ``algo`` (see ``resolve``); returns the algorithm that was built."""
     n = len(hosts)
-    name = resolve(kind, algo, n, nbytes, scenario.host.pipeline_chunk_bytes > 0)
+    name = resolve(kind, algo, n, nbytes, PathCosts.of_scenario(scenario))
     b = Builder(scenario, hosts, DTYPE, qp, qps_needed(kind, n, name))
     BUILDERS[(kind, name)](b, n, elements(nbytes))
     return name
@@ -248,6 +206,18 @@ def _broadcast_scatter_ring(b: Builder, n: int, count: int) -> None:
             b.recv(q + 1, 0, counts[in_blk])
 
 
+def _broadcast_scatter_rd(b: Builder, n: int, count: int) -> None:
+    """Scatter + recursive doubling (power-of-two n): the root sends block q to rank q (QP
+    +log2 n), then all n ranks gather the blocks as ``_all_gather_rd`` does (QPs +0..)."""
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    scatter_qp = (n - 1).bit_length()
+    for q in range(1, n):
+        b.send(0, q, scatter_qp, off[q] * WIDTH, off[q] * WIDTH, counts[q])
+        b.recv(q, scatter_qp, counts[q])
+    _all_gather_rd(b, n, count)
+
+
 def _broadcast_tree(b: Builder, n: int, count: int) -> None:
     rounds = (n - 1).bit_length()
     for v in range(n):                  # v: rank relative to the root (rank 0 of the group)
@@ -274,4 +244,5 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("all_to_all", "pairwise"): _all_to_all,
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
             ("broadcast", "scatter_ring"): _broadcast_scatter_ring,
+            ("broadcast", "scatter_rd"): _broadcast_scatter_rd,
             ("barrier", "dissemination"): _barrier}

@@ -7,14 +7,17 @@ from dataclasses import dataclass
 
 from ..collectives import algorithm
 from ..collectives.common import align
+from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, TraceError
+from ..topology import Topology
 from ..traces.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
 from . import collectives as other
+from .collective_choice import ALGORITHMS, PathCosts, resolve
 
 # the one algorithm each non-all-reduce collective has
 # the other collectives' algorithms, as "choice/choice/..." for help texts (the first is the
 # default; "auto" picks by size, spin.training.collectives.resolve)
-FIXED_ALGORITHMS = {kind: "/".join(names) for kind, names in other.ALGORITHMS.items()}
+FIXED_ALGORITHMS = {kind: "/".join(names) for kind, names in ALGORITHMS.items()}
 # all-reduce algorithms a trace may choose: exact ones (lossy variants change the values)
 ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "nic", "switch")
 MAX_QPS = 4096
@@ -62,11 +65,11 @@ class ReplayPlan:
         return sorted({c.algo for c in self.calls if c.kind == "all_reduce"})
 
 
-def choose(kind: str, algo: str, per_kind: dict[str, str], n: int = 2, nbytes: int = 0,
-           pipelined: bool = False) -> str:
+def choose(kind: str, algo: str, per_kind: dict[str, str], n: int, nbytes: int,
+           costs: PathCosts) -> str:
     """The algorithm of a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``per_kind``
-    first, else ``algo`` for all-reduce, else the kind's default ("auto" resolved by size;
-    ``pipelined``: the hosts move blocks in chunks)."""
+    first, else ``algo`` for all-reduce, else the kind's default ("auto" resolved by size
+    and the fabric's ``costs``)."""
     chosen = per_kind.get(kind)
     if kind == "all_reduce":
         name = algorithm(chosen or algo, "all_reduce algorithm").name
@@ -74,15 +77,17 @@ def choose(kind: str, algo: str, per_kind: dict[str, str], n: int = 2, nbytes: i
             raise ConfigError(f"all_reduce algorithm={name!r} (lossy or quantized); valid "
                               f"choices: {', '.join(ALLREDUCE_CHOICES)}")
         return name
-    return other.resolve(kind, chosen or other.ALGORITHMS[kind][0], n, nbytes, pipelined)
+    return resolve(kind, chosen or ALGORITHMS[kind][0], n, nbytes, costs)
 
 
 def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
                 max_memory_bytes: int, per_node: dict[int, str] | None = None,
-                pipelined: bool = False) -> ReplayPlan:
+                costs: PathCosts | None = None) -> ReplayPlan:
     """Match collectives across ranks, pick algorithms (``per_node``: by the node id of a
-    call on its group's first rank, before ``per_kind`` and ``algo``; ``pipelined``: the hosts
-    move blocks in chunks), and lay out QPs and memory."""
+    call on its group's first rank, before ``per_kind`` and ``algo``; ``costs``: the fabric's,
+    for the choice by size, default a star of default configs), and lay out QPs and memory."""
+    if costs is None:
+        costs = PathCosts.of(Topology.star(2), HostConfig(), NicConfig(), SwitchConfig())
     per_node = dict(per_node or {})
     for kind in per_kind:
         if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
@@ -109,7 +114,7 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
             chosen = per_node.pop(ref.node_id, None)
             name = choose(ref.collective, algo,
                           {**per_kind, ref.collective: chosen} if chosen else per_kind,
-                          len(members), ref.nbytes, pipelined)
+                          len(members), ref.nbytes, costs)
             # each switch job installs its own programs on its QP (install_jobs)
             key = (ref.collective, name, members) + ((group, i) if name == "switch" else ())
             if key not in qp_blocks:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..collectives import algorithm
 from ..collectives.measure import lossless
-from ..config import HOST_PRESETS, HostConfig
+from ..config import HOST_PRESETS, HostConfig, NicConfig, SwitchConfig
 from ..engine import state as S
 from ..errors import ConfigError, TraceError
 from ..runs import run
@@ -23,6 +23,7 @@ from ..traces.model import COLLECTIVE, COMPUTE, RECV, SEND, StepTrace, TraceOp
 from . import collectives as other
 from .compute import ComputeModel
 from .marks import end_label, start_label
+from .collective_choice import PathCosts
 from .plan import CollectiveCall, ReplayPlan, plan_replay
 from .report import StepReport, build_report
 from .schedule import issue_order
@@ -76,9 +77,11 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     if len(topo.hosts) < trace.n_ranks:
         raise ConfigError(f"topology has {len(topo.hosts)} hosts; the trace {trace.name} has "
                           f"{trace.n_ranks} ranks (ranks take the first hosts)")
-    host_config = scenario_configs.get("host") or HostConfig()
+    costs = PathCosts.of(topo, *(scenario_configs.get(k) or default() for k, default in
+                                 (("host", HostConfig), ("nic", NicConfig),
+                                  ("switch", SwitchConfig))))
     plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes,
-                       config.per_node, pipelined=host_config.pipeline_chunk_bytes > 0)
+                       config.per_node, costs)
     sc = _scenario(topo, plan, trace.n_ranks, scenario_configs)
     inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
     built: dict[CollectiveCall, object] = {}

@@ -1,0 +1,95 @@
+"""Which algorithm runs a collective other than all-reduce, when a trace leaves it to spin
+("auto"): the choice MPI libraries and NCCL make by size, decided with the alpha-beta costs of
+the run's own configs rather than with fixed thresholds wherever the algorithms' costs differ
+in kind (the broadcasts).
+
+* all-gather / reduce-scatter: recursive doubling / halving on power-of-two groups while a
+  block is small (log2 n steps where a step's latency outweighs its block on the wire), the
+  ring (bandwidth-optimal, every link busy) otherwise.
+* broadcast: a binomial tree below 12 KiB, as MPICH; above it the cheapest of the tree, a chain
+  (NCCL's ring broadcast; only when the hosts pipeline chunks), and van de Geijn's scatter +
+  all-gather by recursive doubling or by a ring.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import HostConfig, NicConfig, SwitchConfig
+from ..errors import ConfigError
+
+ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "all_gather": ("auto", "ring", "rd"),
+    "reduce_scatter": ("auto", "ring", "rh"),
+    "all_to_all": ("pairwise",),
+    "broadcast": ("auto", "binomial", "chain", "scatter_ring", "scatter_rd"),
+    "barrier": ("dissemination",),
+}
+POWER_OF_TWO_ONLY = ("rd", "rh", "scatter_rd")
+# Blocks up to this size go by recursive doubling (all-gather) or halving (reduce-scatter) on
+# a power-of-two group: log2 n steps instead of the ring's n-1. 64 KiB is 1.3 us at 400 Gb/s,
+# under one message's latency. MPICH switches at 512 KiB in all
+# (MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE, REDSCAT_COMMUTATIVE_LONG_MSG_SIZE): the same point on 8 ranks.
+LOG_STEP_MAX_BLOCK_BYTES = 64 * 1024
+BCAST_SHORT_BYTES = 12 * 1024    # MPICH's MPIR_CVAR_BCAST_SHORT_MSG_SIZE: a tree below it
+
+
+@dataclass(frozen=True)
+class PathCosts:
+    """alpha-beta costs of one message between two hosts: ``alpha_ns`` is its fixed part (host
+    overheads, three PCIe crossings, two links and a switch: the least any fabric adds) and
+    ``bytes_per_ns`` the slowest link's rate. ``pipelined``: hosts move blocks in chunks."""
+
+    alpha_ns: float
+    bytes_per_ns: float
+    pipelined: bool
+
+    @classmethod
+    def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig) -> PathCosts:
+        """The costs of ``topology`` with these configs."""
+        links = [link.config for link in topology.links]
+        link_ns = max((c.latency_ns for c in links), default=0.0)
+        rate_gbps = min((c.rate_gbps for c in links), default=1)
+        alpha = (host.send_overhead_ns + host.recv_overhead_ns + 3 * nic.pcie_latency_ns
+                 + 2 * link_ns + switch.latency_ns)
+        return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0)
+
+    @classmethod
+    def of_scenario(cls, scenario) -> PathCosts:
+        return cls.of(scenario.topology, scenario.host, scenario.nic, scenario.switch)
+
+    def broadcast_ns(self, algo: str, n: int, nbytes: int) -> float:
+        """Estimated time of a broadcast of ``nbytes`` on ``n`` ranks with ``algo``."""
+        t, a = nbytes / self.bytes_per_ns, self.alpha_ns
+        log_n = (n - 1).bit_length()
+        if algo == "chain":
+            return t + (n - 1) * a if self.pipelined else (n - 1) * (t + a)
+        if algo == "scatter_ring":
+            return 2 * t + n * a
+        if algo == "scatter_rd":
+            return 2 * t + (log_n + 1) * a
+        return log_n * (t + a)                                  # binomial
+
+
+def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
+    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``algo``
+    itself (checked), or for "auto" the choice above."""
+    if algo == "auto" and ALGORITHMS[kind][0] != "auto":
+        return ALGORITHMS[kind][0]      # one algorithm only
+    if algo not in ALGORITHMS[kind]:
+        raise ConfigError(f"{kind} algorithm={algo!r}; valid choices: "
+                          f"{', '.join(ALGORITHMS[kind])}")
+    power_of_two = n > 1 and not n & (n - 1)
+    if algo in POWER_OF_TWO_ONLY and not power_of_two:
+        raise ConfigError(f"{kind} algorithm={algo!r} needs a power-of-two group; this one has "
+                          f"{n} ranks (choose {'ring' if kind != 'broadcast' else 'scatter_ring'}"
+                          f" or auto)")
+    if algo != "auto":
+        return algo
+    if kind in ("all_gather", "reduce_scatter"):
+        if n > 2 and power_of_two and -(-nbytes // n) <= LOG_STEP_MAX_BLOCK_BYTES:
+            return "rd" if kind == "all_gather" else "rh"
+        return "ring"
+    if nbytes < BCAST_SHORT_BYTES or n < 3:
+        return "binomial"
+    candidates = ["binomial", "chain", "scatter_ring"] + (["scatter_rd"] if power_of_two else [])
+    return min(candidates, key=lambda a: costs.broadcast_ns(a, n, nbytes))
