@@ -7,8 +7,8 @@ in kind (the broadcasts).
   block is small (log2 n steps where a step's latency outweighs its block on the wire), the
   ring (bandwidth-optimal, every link busy) otherwise.
 * broadcast: a binomial tree below 12 KiB, as MPICH; above it the cheapest of the tree, a chain
-  (NCCL's ring broadcast; only when the hosts pipeline chunks), and van de Geijn's scatter +
-  all-gather by recursive doubling or by a ring.
+  and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), and van de
+  Geijn's scatter + all-gather by recursive doubling or by a ring.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_gather": ("auto", "ring", "rd"),
     "reduce_scatter": ("auto", "ring", "rh"),
     "all_to_all": ("pairwise",),
-    "broadcast": ("auto", "binomial", "chain", "scatter_ring", "scatter_rd"),
+    "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd"),
     "barrier": ("dissemination",),
 }
 POWER_OF_TWO_ONLY = ("rd", "rh", "scatter_rd")
@@ -63,6 +63,8 @@ class PathCosts:
         log_n = (n - 1).bit_length()
         if algo == "chain":
             return t + (n - 1) * a if self.pipelined else (n - 1) * (t + a)
+        if algo == "double_tree":          # the root, then trees of depth log2 n
+            return t + (log_n + 1) * a if self.pipelined else (log_n + 1) * (t + a)
         if algo == "scatter_ring":
             return 2 * t + n * a
         if algo == "scatter_rd":
@@ -91,5 +93,6 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
         return "ring"
     if nbytes < BCAST_SHORT_BYTES or n < 3:
         return "binomial"
-    candidates = ["binomial", "chain", "scatter_ring"] + (["scatter_rd"] if power_of_two else [])
+    candidates = ["binomial", "chain", "double_tree", "scatter_ring"] + (
+        ["scatter_rd"] if power_of_two else [])
     return min(candidates, key=lambda a: costs.broadcast_ns(a, n, nbytes))

@@ -7,8 +7,9 @@ the all-gather's output, the reduce-scatter's and all-to-all's input, the broadc
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
   as NCCL posts them) and waits for the n-1 it is owed.
 * broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
-  chain in chunks (NCCL's ring broadcast), or van de Geijn's scatter + all-gather, by a ring
-  or by recursive doubling (MPICH's for long buffers).
+  chain in chunks (NCCL's ring broadcast), two binary trees in chunks (NCCL's double binary
+  tree), or van de Geijn's scatter + all-gather, by a ring or by recursive doubling (MPICH's
+  for long buffers).
 
 ``spin.training.collective_choice`` picks among them by size when a trace does not name one.
 * barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
@@ -45,7 +46,7 @@ def qps_needed(kind: str, n: int, algo: str = "") -> int:
     rounds = max(1, (n - 1).bit_length())
     if kind == "barrier" or algo in ("rd", "rh"):
         return rounds
-    return {"scatter_ring": 2, "scatter_rd": rounds + 1}.get(algo, 1)
+    return {"scatter_ring": 2, "double_tree": 2, "scatter_rd": rounds + 1}.get(algo, 1)
 
 
 def memory_needed(kind: str, n: int, nbytes: int) -> int:
@@ -173,19 +174,98 @@ def _all_to_all(b: Builder, n: int, count: int) -> None:
             b.recv(r, 0, counts[r])
 
 
+def _fill_chunks(b: Builder, count: int, hops: int,
+                 cap_bytes: int | None = None) -> list[tuple[int, int]]:
+    """Chunks of a ``count``-element buffer that is forwarded over ``hops`` ranks in a row:
+    the last one has it ``hops`` chunk times after the first, so chunks are cut small enough
+    that this fill costs at most 1/CHAIN_FILL_SHARE of the transfer (never below the
+    ``chunk_bytes`` floor, never above its cap or ``cap_bytes``)."""
+    floor, cap = chunk_bytes(b.sc, 0), chunk_bytes(b.sc, count * WIDTH)
+    share = -(-count * WIDTH // (CHAIN_FILL_SHARE * max(1, hops)))
+    if cap_bytes is not None:
+        share = min(share, cap_bytes)
+    return chunk_ranges(count, WIDTH, min(cap, max(share, floor)))
+
+
 def _broadcast_chain(b: Builder, n: int, count: int) -> None:
-    """Rank v receives each chunk from v-1 and passes it on to v+1 at once. The last rank has
-    the buffer (n-2) chunk times after the root sent it, so chunks are cut small enough that
-    the chain's fill costs at most 1/CHAIN_FILL_SHARE of the transfer."""
-    share = -(-count * WIDTH // (CHAIN_FILL_SHARE * max(1, n - 2)))
-    chunks = chunk_ranges(count, WIDTH, min(chunk_bytes(b.sc, count * WIDTH),
-                                            max(share, chunk_bytes(b.sc, 0))))
+    """Rank v receives each chunk from v-1 and passes it on to v+1 at once."""
     for v in range(n):
-        for lo, c in chunks:
+        for lo, c in _fill_chunks(b, count, n - 2):
             if v:
                 b.recv(v, 0, c)
             if v < n - 1:
                 b.send(v, v + 1, 0, lo * WIDTH, lo * WIDTH, c)
+
+
+def binary_tree(m: int, shift: int = 0) -> dict[int, list[int]]:
+    """Children of each of positions 0..m-1 in a balanced in-order binary tree (the middle of
+    a range is its root, each half a subtree), its positions relabelled ``(j + shift) mod m``;
+    key -1 holds the root. In-order, the leaves are every other position, so a shift by one
+    makes them the inner nodes of the second tree."""
+    children: dict[int, list[int]] = {}
+
+    def subtree(lo: int, hi: int) -> int | None:
+        if lo > hi:
+            return None
+        mid = (lo + hi) // 2
+        kids = [k for k in (subtree(lo, mid - 1), subtree(mid + 1, hi)) if k is not None]
+        children[(mid + shift) % m] = [(k + shift) % m for k in kids]
+        return mid
+
+    root = subtree(0, m - 1)
+    children[-1] = [] if root is None else [(root + shift) % m]
+    return children
+
+
+def _broadcast_double_tree(b: Builder, n: int, count: int) -> None:
+    """Two binary trees over ranks 1..n-1, each carrying half the buffer in chunks (QP 0 and
+    QP 1), where the leaves of one are the inner nodes of the other (NCCL's double binary
+    tree): every rank receives S and sends at most about S, and a chunk crosses only
+    log2 n ranks, where the chain's crosses n-1.
+
+    A rank's program waits for one chunk at a time, so it takes the chunks of both trees in
+    the order they are due to arrive (its depth in each tree, in hops, and the chunk's place
+    in the root's sends): a rank deep in one tree and shallow in the other then never holds
+    up the shallow tree while it waits for the deep one."""
+    m = n - 1
+    halves = block_counts(count, 2)
+    starts = offsets(halves)
+    trees = [binary_tree(m, shift) for shift in (0, 1 if m > 1 else 0)]
+    # both parents of a rank may send to it at once: chunks no larger than a switch port's
+    # pause threshold keep that collision from pausing the parents' ports (and all they send)
+    chunks = _fill_chunks(b, max(halves), 2 * max(1, m.bit_length()),
+                          cap_bytes=b.sc.switch.pfc_xoff_bytes)
+    costs = PathCosts.of_scenario(b.sc)
+    chunk_ns = chunks[0][1] * WIDTH / costs.bytes_per_ns
+    hop_ns = costs.alpha_ns + 2 * chunk_ns       # a parent sends each chunk to two children
+    depths = [_depths(tree) for tree in trees]
+
+    def pieces(t: int, lo: int, c: int) -> list[tuple[int, int]]:
+        return [((starts[t] + lo_t) * WIDTH, c_t) for lo_t, c_t in _fit([(lo, c)], halves[t])]
+
+    for lo, c in chunks:                          # the root: both halves, chunk by chunk
+        for t, tree in enumerate(trees):
+            for at, c_t in pieces(t, lo, c):
+                for kid in tree[-1]:
+                    b.send(0, kid + 1, t, at, at, c_t)
+    for q in range(m):
+        due = sorted((depths[t][q] * hop_ns + j * 2 * chunk_ns, t, j)
+                     for t in range(2) for j in range(len(chunks)))
+        for _, t, j in due:
+            for at, c_t in pieces(t, *chunks[j]):
+                b.recv(q + 1, t, c_t)
+                for kid in trees[t].get(q, []):
+                    b.send(q + 1, kid + 1, t, at, at, c_t)
+
+
+def _depths(tree: dict[int, list[int]]) -> dict[int, int]:
+    """Hops from the broadcast's root to each position of ``tree`` (its root: 1)."""
+    depth, level, hops = {}, tree[-1], 1
+    while level:
+        depth.update((p, hops) for p in level)
+        level = [kid for p in level for kid in tree.get(p, [])]
+        hops += 1
+    return depth
 
 
 def _broadcast_scatter_ring(b: Builder, n: int, count: int) -> None:
@@ -245,4 +325,5 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
             ("broadcast", "scatter_ring"): _broadcast_scatter_ring,
             ("broadcast", "scatter_rd"): _broadcast_scatter_rd,
+            ("broadcast", "double_tree"): _broadcast_double_tree,
             ("barrier", "dissemination"): _barrier}

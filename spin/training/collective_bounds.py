@@ -1,0 +1,119 @@
+"""Every collective against its link bound, in the network-bound configuration: hosts of the
+``network`` preset (no per-message overhead, reduction at HBM speed) on a star with lossless
+switches, so only the algorithm and the fabric set the time.
+
+The bound of a collective is what no algorithm can beat on that star: the bytes the busiest
+host link must carry, at the payload rate B = R * MTU / (MTU + 82 B of headers and wire
+overhead), plus the latency of one packet from its post to its completion at the receiver
+(``spin.collectives.theory.streaming_ring_bound``). Per rank, with S as nccl-tests counts it:
+all-gather, reduce-scatter and all-to-all move (n-1)/n S through each rank's link, all-reduce
+2(n-1)/n S, and a broadcast S through every receiver's link.
+
+Times are from the ranks' marks (first start to last end), not from the run's last event.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..collectives.measure import lossless, measure
+from ..collectives.theory import streaming_ring_bound
+from ..config import EngineConfig, HostConfig
+from ..runs import run
+from ..runtime.scenario import Scenario
+from ..topology import Topology
+from . import collectives as other
+from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES
+
+KINDS = ("all_gather", "reduce_scatter", "all_to_all", "broadcast", "all_reduce")
+PRESET = "network"
+PAGE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class BoundRow:
+    """One collective at one size against its bound (times in us)."""
+
+    kind: str
+    algorithm: str
+    ranks: int
+    nbytes: int
+    time_us: float
+    bound_us: float
+    packet_events: int
+
+    @property
+    def ratio(self) -> float:
+        """time / bound: 1.0 is the bound itself."""
+        return self.time_us / self.bound_us
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def link_bytes(kind: str, n: int, nbytes: int) -> float:
+    """Bytes through the busiest host link of a ``kind`` of ``nbytes`` on ``n`` ranks."""
+    if kind == "broadcast":
+        return float(nbytes)
+    return (2 if kind == "all_reduce" else 1) * (n - 1) / n * nbytes
+
+
+def bound_us(scenario, kind: str, n: int, nbytes: int) -> float:
+    """One packet's latency plus the busiest link's bytes at the payload rate (us)."""
+    b = streaming_ring_bound(scenario)
+    return (b.latency_ps + link_bytes(kind, n, nbytes) / b.bandwidth_bytes_per_ps) / 1e6
+
+
+def host_memory_bytes(kind: str, n: int, nbytes: int) -> int:
+    """Host memory per rank the layout spans."""
+    if kind == "all_reduce":
+        from ..collectives import algorithm
+        need = algorithm(allreduce_algorithm(n, nbytes)).plan_memory(n, nbytes // 4, "float32")
+    else:
+        need = other.memory_needed(kind, n, nbytes)
+    return -(-need // PAGE_BYTES) * PAGE_BYTES
+
+
+def stored(kind: str) -> bool:
+    """Whether a measurement keeps the bytes in host memory: only where the hosts add them
+    (the others run with generated payload, so host memory is never allocated)."""
+    return kind in ("reduce_scatter", "all_reduce")
+
+
+def allreduce_algorithm(n: int, nbytes: int) -> str:
+    """The ring for large blocks; Rabenseifner (recursive halving, then doubling) for small
+    blocks on a power-of-two group, by the rule of the other collectives."""
+    small = -(-nbytes // n) <= LOG_STEP_MAX_BLOCK_BYTES
+    return "rabenseifner" if small and n > 2 and not n & (n - 1) else "ring"
+
+
+def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
+    """Run ``kind`` of ``nbytes`` per rank on a star of ``n`` network-preset hosts."""
+    host = HostConfig.preset(PRESET)
+    if kind == "all_reduce":
+        name = allreduce_algorithm(n, nbytes)
+        m = measure(name, n, nbytes, host=host, engine=EngineConfig.for_fabric(n))
+        if not m.correct:
+            raise AssertionError(f"{name} all-reduce on {n} ranks gave a wrong sum")
+        sc = Scenario(Topology.star(n), host=host)
+        return BoundRow(kind, name, n, nbytes, m.time_ps / 1e6, bound_us(sc, kind, n, nbytes),
+                        m.packet_events)
+    memory = host_memory_bytes(kind, n, nbytes)
+    messages = n * (n - 1) if kind == "all_to_all" else 0       # all posted at once
+    engine = EngineConfig.for_fabric(n)
+    engine = engine.model_copy(update={
+        "max_tx_messages": max(engine.max_tx_messages, messages),
+        "max_rx_messages": max(engine.max_rx_messages, messages)})
+    sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
+                  switch=lossless(), engine=engine)
+    if not stored(kind):
+        sc.payload = "generated"           # timing only: nothing reads the bytes
+    hosts = tuple(range(n))
+    for r in hosts:
+        sc.host_program(r).mark("start")
+    name = other.build(kind, sc, hosts, nbytes, qp=0)
+    for r in hosts:
+        sc.host_program(r).mark("end")
+    result = run(sc).require_finished()
+    t = max(result.mark("end", r) for r in hosts) - min(result.mark("start", r) for r in hosts)
+    return BoundRow(kind, name, n, nbytes, t / 1e6, bound_us(sc, kind, n, nbytes),
+                    result.packet_events)
