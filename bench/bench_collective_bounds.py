@@ -1,0 +1,65 @@
+"""Every collective against its link bound (figures, not a test): all-gather, reduce-scatter,
+all-to-all, broadcast and all-reduce on a star of network-preset hosts (no per-message host
+overhead, lossless switches at 400 Gb/s), at each rank count and size, with the algorithm
+spin picks for that size ("auto"). Virtual times; wall seconds per row for scale.
+
+    python bench/bench_collective_bounds.py [--ranks 8,64,512] [--size 1MiB,64MiB]
+        [--kinds all_gather,...] [--max-host-memory-gib 12] [--json FILE]
+
+Rows whose hosts must store the bytes (reduce-scatter, all-reduce: the hosts add them) and
+would need more host memory than ``--max-host-memory-gib`` in all are skipped with the figure;
+the others run with generated payload and allocate none. The bound: one packet's latency plus
+the busiest host link's bytes at the payload rate (``spin.training.collective_bounds``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    from spin.collectives.report import parse_size
+    from spin.training.collective_bounds import KINDS, host_memory_bytes, measure_bound, stored
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", default="8,64,512", help="rank counts, comma-separated")
+    ap.add_argument("--size", default="1MiB,64MiB", help="bytes per rank, comma-separated")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="collectives, comma-separated")
+    ap.add_argument("--max-host-memory-gib", type=float, default=12.0,
+                    help="skip stored-payload rows needing more host memory in all (GiB)")
+    ap.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    a = ap.parse_args()
+    kinds = a.kinds.split(",")
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        ap.error(f"--kinds {','.join(unknown)}: valid: {', '.join(KINDS)}")
+    print("| collective | algorithm | ranks | bytes per rank | time (us) | bound (us) | "
+          "time / bound | packet events (M) | wall (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for n in (int(x) for x in a.ranks.split(",")):
+        for size_text in a.size.split(","):
+            nbytes = parse_size(size_text)
+            for kind in kinds:
+                need = host_memory_bytes(kind, n, nbytes) * n
+                if stored(kind) and need > a.max_host_memory_gib * 2**30:
+                    print(f"| {kind} | - | {n} | {size_text} | skipped: {need / 2**30:.0f} GiB "
+                          f"of host memory | | | | |", flush=True)
+                    continue
+                started = time.perf_counter()
+                row = measure_bound(kind, n, nbytes)
+                wall = time.perf_counter() - started
+                rows.append({**row.to_dict(), "wall_s": wall})
+                print(f"| {kind} | {row.algorithm} | {n} | {size_text} | {row.time_us:,.2f} | "
+                      f"{row.bound_us:,.2f} | {row.ratio:.3f} | {row.packet_events / 1e6:.2f} | "
+                      f"{wall:.1f} |", flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
