@@ -222,6 +222,8 @@ def test_algorithm_choices_are_checked():
         replay(sample("all_reduce", 4), config=ReplayConfig(algo="nic-int8"))
     with pytest.raises(ConfigError, match="all_gather algorithm='tree'; valid choices: auto, ring, rd"):
         replay(sample("all_gather", 4), config=ReplayConfig(per_kind={"all_gather": "tree"}))
+    with pytest.raises(ConfigError, match="broadcast algorithm='rd'; valid choices: auto, "):
+        replay(sample("all_gather", 4), config=ReplayConfig(per_kind={"broadcast": "rd"}))
     with pytest.raises(ConfigError, match="slowdown of rank 9: the trace has ranks 0..3"):
         replay(sample("all_gather", 4),
                config=ReplayConfig(compute=ComputeModel(slowdown={9: 2.0})))

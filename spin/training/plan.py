@@ -89,10 +89,13 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
     if costs is None:
         costs = PathCosts.of(Topology.star(2), HostConfig(), NicConfig(), SwitchConfig())
     per_node = dict(per_node or {})
-    for kind in per_kind:
+    for kind, name in per_kind.items():
         if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
             raise ConfigError(f"algorithm for collective type {kind!r}; valid types: "
                               f"all_reduce, {', '.join(FIXED_ALGORITHMS)}")
+        if kind != "all_reduce" and name not in ALGORITHMS[kind]:      # even if none is called
+            raise ConfigError(f"{kind} algorithm={name!r}; valid choices: "
+                              f"{', '.join(ALGORITHMS[kind])}")
     n = trace.n_ranks
     per_group: dict[str, dict[int, list[TraceOp]]] = defaultdict(lambda: defaultdict(list))
     p2p_bytes = 0
