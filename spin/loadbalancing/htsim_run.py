@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..runtime.fabric import compile_engine
+from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
 from ..runtime.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..units import US
@@ -118,12 +118,12 @@ def check_seed_count(seeds: int) -> None:
 
 
 def run_over_seeds(sc: Scenario, workload, name: str, seeds: int,
-                   progress=None) -> SeedSummary:
+                   progress=None, workers: int = 1) -> SeedSummary:
     """Run scheme ``name`` once per switch seed 1..``seeds``."""
     check_seed_count(seeds)
     runs = []
     for seed in range(1, seeds + 1):
-        runs.append(run_scheme(with_switch_seed(sc, seed), workload, name))
+        runs.append(run_scheme(with_switch_seed(sc, seed), workload, name, workers=workers))
         if progress is not None:
             f = runs[-1].fct
             progress(f"  {name} seed {seed}: "
@@ -173,13 +173,13 @@ def _fct_ps(m) -> int:
     return m.completion_ps if t is None else t
 
 
-def run_scheme(sc: Scenario, workload, name: str, quiet: bool = True) -> HtsimSchemeRun:
-    """Run ``sc`` under scheme ``name`` in this process, timed (``quiet=False``: a progress bar
-    over virtual time for runs longer than a couple of seconds)."""
+def run_scheme(sc: Scenario, workload, name: str, quiet: bool = True,
+               workers: int = 1) -> HtsimSchemeRun:
+    """Run ``sc`` under scheme ``name`` on ``workers`` processes (1: in this one), timed
+    (``quiet=False``: a progress bar over virtual time for runs longer than a couple of
+    seconds)."""
     t0 = time.perf_counter()
-    scheme_sc = with_scheme(sc, name)
-    sim = Simulation(scheme_sc)
-    result = sim.run(quiet=quiet)
+    result = run_scenario(with_scheme(sc, name), workers=workers, quiet=quiet)
     run_s = time.perf_counter() - t0
     msgs = flow_messages(workload, result)
     fct = FctStats.of([_fct_ps(m) for m in msgs]) if msgs else None
@@ -197,7 +197,8 @@ def run_scheme(sc: Scenario, workload, name: str, quiet: bool = True) -> HtsimSc
 
 
 def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "htsim",
-                      progress=None, built=None) -> tuple[HtsimPreset, list[HtsimSchemeRun]]:
+                      progress=None, built=None,
+                      workers: int = 1) -> tuple[HtsimPreset, list[HtsimSchemeRun]]:
     """Run the scenario once per scheme (``built``: what ``htsim_scenario`` returned for these
     files, to skip building it again)."""
     for s in schemes:
@@ -207,7 +208,7 @@ def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "hts
                                                  # not the whole fabric's state
     runs = []
     for name in schemes:
-        runs.append(run_scheme(sc, workload, name, quiet=progress is None))
+        runs.append(run_scheme(sc, workload, name, quiet=progress is None, workers=workers))
         if progress is not None:
             r = runs[-1]
             progress(f"  {name}: loop {r.wall_s:.3f} s, run {r.run_s:.3f} s")
@@ -246,12 +247,14 @@ def run_preset_cli(args) -> int:
     built = htsim_scenario(args.topo_file, args.cm, args.preset,
                            payload=getattr(args, "payload", "generated"))
     sc, _, p = built
-    print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}",
-          flush=True)
+    workers = getattr(args, "workers", 1)
+    check_worker_count(workers, len(sc.topology.device_names()), "--workers")
+    print(f"{args.topo_file} + {args.cm}: {len(sc.topology.hosts)} hosts; {p.describe()}; "
+          f"{workers} worker{'s' if workers > 1 else ''}", flush=True)
     if seeds is not None:
-        return _seeds_cli(args, names, built, seeds)
+        return _seeds_cli(args, names, built, seeds, workers)
     p, runs = run_htsim_schemes(args.topo_file, args.cm, names, args.preset, progress=print,
-                                built=built)
+                                built=built, workers=workers)
     print()
     print(htsim_table(runs))
     print(f"\n{FCT_DEFINITION}; µs of virtual time. loop: engine loop; run: setup + loop + "
@@ -271,11 +274,12 @@ def _write_json(args, p: HtsimPreset, schemes: dict[str, Any]) -> None:
     print(f"results written to {args.json}")
 
 
-def _seeds_cli(args, names: list[str], built, seeds: int) -> int:
+def _seeds_cli(args, names: list[str], built, seeds: int, workers: int = 1) -> int:
     """``--switch-seeds N``: every scheme once per switch seed 1..N, averages and ranges."""
     sc, workload, p = built
     Simulation(sc, quiet=True).compile()
-    summaries = [run_over_seeds(sc, workload, name, seeds, progress=print) for name in names]
+    summaries = [run_over_seeds(sc, workload, name, seeds, progress=print, workers=workers)
+                 for name in names]
     print()
     print(seeds_table(summaries))
     print(f"\n{FCT_DEFINITION}; µs of virtual time; each figure averaged over the switches' "
