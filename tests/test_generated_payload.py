@@ -36,9 +36,14 @@ def test_generated_payload_gives_the_same_run_as_stored(transport):
 
 @pytest.mark.slow
 def test_generated_payload_is_identical_on_two_workers():
+    """Frames cross to the other worker as their header slots (the payload is generated at
+    both ends): the same run, and far fewer bytes between the workers than the frames carry."""
     one = run_scenario(_permutation("generated", "ue"))
     two = run_scenario(_permutation("generated", "ue"), workers=2)
     assert _figures(two) == _figures(one)
+    from spin.wire.roce import HEADER_SLOT_BYTES
+    crossed = two.wall["frames_exchanged"]
+    assert crossed > 0 and two.wall["bytes_exchanged"] <= crossed * (HEADER_SLOT_BYTES + 64)
 
 
 def test_frames_carry_the_generated_bytes():
@@ -119,9 +124,9 @@ def test_workload_payload_parameter():
 
 
 def test_frame_slots_hold_headers_only_when_nothing_reads_the_payload():
-    """Generated payload, one process, no handler and no capture: frame slots are
-    ``HEADER_SLOT_BYTES`` and the run is the same as one whose slots hold every byte (a capture,
-    which must see the bytes, gives full slots)."""
+    """Generated payload, no handler and no capture: frame slots are ``HEADER_SLOT_BYTES``, in
+    one process and on workers, and the run is the same as one whose slots hold every byte (a
+    capture, which must see the bytes, and an attached host give full slots)."""
     from spin.wire.roce import HEADER_SLOT_BYTES
     full = _permutation("generated", "ue").engine.mtu_bytes + 128
     bare = Simulation(_permutation("generated", "ue"), quiet=True)
@@ -133,7 +138,10 @@ def test_frame_slots_hold_headers_only_when_nothing_reads_the_payload():
     assert Simulation(_permutation("stored", "ue"), quiet=True).st.pool.shape[1] >= full
     worker = Simulation(_permutation("generated", "ue"), quiet=True,
                         local_devices=set(range(bare.n_devs)))   # as a worker process builds it
-    assert worker.st.pool.shape[1] >= full
+    assert worker.st.pool.shape[1] == HEADER_SLOT_BYTES     # its peers generate the payload too
+    attached = Simulation(_permutation("generated", "ue"), quiet=True, attached_hosts=True,
+                          local_devices=set(range(bare.n_devs)))
+    assert attached.st.pool.shape[1] >= full                # a host outside spin reads bytes
     assert _figures(bare.run(quiet=True)) == _figures(captured.run(quiet=True))
 
 

@@ -43,12 +43,18 @@ def context_order(scenario) -> list:
                                  key=lambda ic: (_device_index(scenario, ic[1].node), ic[0]))]
 
 
+def slot_bytes_for_mtu(mtu_bytes: int) -> int:
+    """A frame slot holding an MTU of payload and its headers, in whole cache lines."""
+    return ((mtu_bytes + 128 + 63) // 64) * 64
+
+
 def header_slots(sc, programs: list, standalone: bool) -> bool:
     """Can frame slots hold headers only? When the payload is generated and nothing can observe a
-    frame's bytes: no handler on any device, no capture, and every device in this process (no
-    other worker to send bytes to, no attached host). Then a frame in flight costs
-    ``HEADER_SLOT_BYTES`` instead of a slot of an MTU: at 8,192 hosts the 300,000 frames queued
-    at once touched 1.3 GB of slots, and their first touch was a third of the loop's time."""
+    frame's bytes: no handler on any device, no capture, and no attached host (``standalone``:
+    frames leave this engine only for other spin engines, which generate the same payload).
+    Then a frame in flight costs ``HEADER_SLOT_BYTES`` instead of a slot of an MTU: at 8,192
+    hosts the 300,000 frames queued at once touched 1.3 GB of slots, and their first touch was a
+    third of the loop's time; and a frame crossing to another worker is sent as its headers."""
     return (sc.payload == "generated" and standalone and not programs and not sc.contexts
             and not sc.capture_links)
 
@@ -68,7 +74,7 @@ def build_state(scenario, programs: list, local: set[int],
     n_devs, n_hosts, n_sw = len(names), sc.n_hosts, len(topo.switches)
     ports = topo.ports()
     n_ports = sum(len(p) for p in ports.values())
-    full_slot_bytes = ((eng.mtu_bytes + 128 + 63) // 64) * 64
+    full_slot_bytes = slot_bytes_for_mtu(eng.mtu_bytes)
     headers_only = header_slots(sc, programs, standalone)
     slot_bytes = HEADER_SLOT_BYTES if headers_only else full_slot_bytes
     generated = sc.payload == "generated"
@@ -125,7 +131,8 @@ def build_state(scenario, programs: list, local: set[int],
         raise allocation_failed(sc, exc) from None
     st.sc[S.SC_MTU] = eng.mtu_bytes
     st.sc[S.SC_HEADER_SLOTS] = 1 if headers_only else 0
-    st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc else 0
+    # a header slot has no payload for an ICRC to cover (spin.engine.pool.ensure_icrc)
+    st.sc[S.SC_CHECK_ICRC] = 1 if eng.check_icrc and not headers_only else 0
     st.sc[S.SC_TRIM_DSCP] = sw.trim_dscp if sw.trim else 0
     st.sc[S.SC_FLOW_KEY_MAX_QP] = 1 << 24
     st.sc[S.SC_TRACE] = _tracing(sc).flags if _tracing(sc) is not None else 0

@@ -31,8 +31,10 @@ ICRC_PENDING = 2    # built here, ICRC not computed yet (see ensure_icrc)
 def ensure_icrc(st, slot):
     """Write a deferred ICRC before anyone can observe the frame's bytes (a capture, another
     worker, a handler's ``spin_frame``). Frames that stay inside the engine never need it: they
-    are not corrupted in flight and receivers here trust them."""
-    if st.slot_meta[slot, S.SM_ICRC] == ICRC_PENDING:
+    are not corrupted in flight and receivers here trust them. A header slot has no payload to
+    cover: its frame's ICRC is never written, and no engine checks it (``SC_CHECK_ICRC`` is off
+    with header slots)."""
+    if st.slot_meta[slot, S.SM_ICRC] == ICRC_PENDING and st.sc[S.SC_HEADER_SLOTS] == 0:
         write_icrc(st.pool[slot], st.slot_meta[slot, S.SM_LEN])
         st.slot_meta[slot, S.SM_ICRC] = ICRC_VALID
 

@@ -326,7 +326,8 @@ def tx_done(st, gp, gen, now):
             st.out[k, S.O_KEY] = next_key(st, dev)
             st.out[k, S.O_LEN] = length
             ensure_icrc(st, slot)
-            copy_bytes(st.out_frames[k], 0, st.pool[slot], 0, length)
+            # a header slot holds the frame's first bytes only; the rest is generated payload
+            copy_bytes(st.out_frames[k], 0, st.pool[slot], 0, min(length, st.pool.shape[1]))
             sc[S.SC_OUT_N] = k + 1
             free_slot(st, slot)
         else:
@@ -450,11 +451,13 @@ def port_down(st, gp, now):
 @njit(cache=True, _nrt=False)
 def inject_frames(st, times, ports, keys, lengths, frames):
     """Queue frames that arrived from another worker (or a test) as arrival events at their
-    ingress ports; the sender's event key keeps the order identical to a local delivery."""
+    ingress ports; the sender's event key keeps the order identical to a local delivery. With
+    header slots a frame's row holds its first bytes only (the payload is generated)."""
     st = state_ref(st)
+    width = min(frames.shape[1], st.pool.shape[1])
     for i in range(times.shape[0]):
         slot = alloc_slot(st)
-        copy_bytes(st.pool[slot], 0, frames[i], 0, lengths[i])
+        copy_bytes(st.pool[slot], 0, frames[i], 0, min(lengths[i], width))
         st.slot_meta[slot, S.SM_LEN] = lengths[i]
         st.slot_meta[slot, S.SM_ICRC] = ICRC_EXTERNAL  # came from outside this engine: verify its ICRC
         gp = ports[i]

@@ -15,6 +15,7 @@ from ..engine.ports import inject_frames
 from ..errors import ConfigError, TransportError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
 from ..build.partition import auto_partition, link_lookahead_ps
+from ..build.state_builder import slot_bytes_for_mtu
 from ..parallel import codec
 from ..parallel.batch import FrameBatch
 from ..parallel.coordinator import Deferred, run_fabric
@@ -71,7 +72,10 @@ class PeerFrameCheck:
     """
 
     def __init__(self, topology, owner: tuple[int, ...], worker_id: int, slot_bytes: int,
-                 reshaped_links: frozenset[int] = frozenset()) -> None:
+                 reshaped_links: frozenset[int] = frozenset(),
+                 max_frame_bytes: int | None = None) -> None:
+        """``max_frame_bytes``: the longest frame accepted, when longer than a slot (header
+        slots: a row carries a frame's headers, its generated payload is not sent)."""
         names = topology.device_names()
         index = {n: i for i, n in enumerate(names)}
         gp = topology.global_ports()
@@ -88,7 +92,14 @@ class PeerFrameCheck:
         self.owner = np.asarray(owner, np.int64)
         self.worker_id = worker_id
         self.slot_bytes = slot_bytes
+        self.max_frame_bytes = max_frame_bytes
         self.rejected: dict[str, int] = {}
+
+    def longest(self, batch: FrameBatch) -> int:
+        """The longest frame length a batch may claim."""
+        if self.max_frame_bytes is not None:
+            return self.max_frame_bytes
+        return min(self.slot_bytes, batch.slot_bytes)
 
     def reason(self, batch: FrameBatch, sender: int, not_before_ps: int = 0) -> str | None:
         """None if every frame is acceptable from ``sender`` (arriving at or after
@@ -96,7 +107,7 @@ class PeerFrameCheck:
         if batch.n == 0:
             return None
         code = check_peer_frames(self.port_dev, self.peer_dev, self.owner, self.worker_id, sender,
-                                 MIN_FRAME_BYTES, min(self.slot_bytes, batch.slot_bytes), not_before_ps,
+                                 MIN_FRAME_BYTES, self.longest(batch), not_before_ps,
                                  _own(batch.arrival_ps, np.int64), _own(batch.dst_device, np.int32),
                                  _own(batch.dst_port, np.int32), _own(batch.order_key, np.int64),
                                  _own(batch.length, np.int32))
@@ -150,7 +161,7 @@ class EngineWorker:
         self.owner = np.asarray(spec.owner, np.int64)
         attached = {e.node for e in spec.endpoints}
         local = {d for d, w in enumerate(spec.owner) if w == worker_id and d not in attached}
-        self.sim = Simulation(spec.scenario, local_devices=local)
+        self.sim = Simulation(spec.scenario, local_devices=local, attached_hosts=bool(attached))
         self.sim.start()
         self._ran_until = 0
         topo = spec.scenario.topology
@@ -160,7 +171,7 @@ class EngineWorker:
         reshaped = frozenset(i for f in spec.scenario.faults if f.kind == "swap"
                              for i in (f.link, f.other))
         self.check = PeerFrameCheck(topo, spec.owner, worker_id, int(self.sim.st.pool.shape[1]),
-                                    reshaped)
+                                    reshaped, max_frame_bytes=self._max_frame_bytes())
         # load (or compile) the engine and the per-round helpers now, not inside the first round
         self.sim.run_until(0)  # no event is before 0: loads the machine code, changes nothing
         self.check.reason(FrameBatch.trusted(
@@ -203,6 +214,13 @@ class EngineWorker:
             for w, b in part.items():
                 merged[w] = FrameBatch.concat([merged[w], b]) if w in merged else b
         return merged
+
+    def _max_frame_bytes(self) -> int | None:
+        """With header slots, the longest frame (an MTU of payload and its headers) though a
+        slot holds its headers only; else None (a frame fits its slot)."""
+        if self.sim.st.sc[S.SC_HEADER_SLOTS] == 0:
+            return None
+        return slot_bytes_for_mtu(self.spec.scenario.engine.mtu_bytes)
 
     def _take_outbox(self) -> dict[int, FrameBatch]:
         """The engine's outbox as one batch per destination worker (one compiled pass)."""
@@ -253,9 +271,9 @@ class EngineWorker:
             bad = (i, "not_owned", f"port {port[i]} of device {port_dev[port[i]]}, which worker "
                    f"{self.owner[port_dev[port[i]]]} owns")
         elif (i := _first((length < MIN_FRAME_BYTES)
-                          | (length > min(self.check.slot_bytes, batch.frames.shape[1])))) is not None:
+                          | (length > self.check.longest(batch)))) is not None:
             bad = (i, "bad_length", f"length {length[i]} B (valid: {MIN_FRAME_BYTES}.."
-                   f"{min(self.check.slot_bytes, batch.frames.shape[1])})")
+                   f"{self.check.longest(batch)})")
         elif (i := _first(arrival < now)) is not None:
             bad = (i, "arrival_in_past", f"arrival {arrival[i]} ps, before {now} ps, which the "
                    f"engine has run to")
@@ -331,6 +349,7 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
     result.wall = {"seconds": loop, "total_seconds": outcome.wall_s, "rounds": outcome.rounds,
                    "events_per_s": result.events / loop if loop else 0.0,
                    "frames_exchanged": outcome.transport.get("frames_sent", 0),
+                   "bytes_exchanged": outcome.transport.get("bytes_sent", 0),
                    # peer messages refused by reason (junk, bad batches), and the frames they held
                    "peer_batches_rejected": outcome.transport.get("rejected", {}),
                    "peer_frames_rejected": outcome.transport.get("rejected_frames", 0)}

@@ -114,15 +114,17 @@ class Simulation:
     """One worker's engine for a scenario (all devices unless ``local_devices`` is given)."""
 
     def __init__(self, scenario: Scenario, local_devices: set[int] | None = None,
-                 quiet: bool = False):
+                 quiet: bool = False, attached_hosts: bool = False):
         """``quiet`` silences the line on stderr shown while the engine compiles (cache misses
-        only)."""
+        only); ``attached_hosts``: some frames leave for hosts attached from outside spin
+        (endpoints), which need every byte of them."""
         self.scenario = scenario
         topo = scenario.topology
         self.device_names = topo.device_names()
         self.n_devs = len(self.device_names)
         self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
         self._standalone = local_devices is None   # no other worker, no attached host
+        self._attached_hosts = attached_hosts
         self.programs = scenario.programs()
         check_host_op_addresses(scenario)
         check_payload_mode(scenario)
@@ -143,7 +145,7 @@ class Simulation:
     def _build_state(self) -> S.EngineState:
         from ..build.state_builder import build_state
         built = build_state(self.scenario, self.programs, self.local,
-                            standalone=self.local == set(range(self.n_devs)) and self._standalone)
+                            standalone=not self._attached_hosts)
         self.ec_order = built.ec_order
         self.port_of_link = built.port_of_link
         return built.st
