@@ -350,6 +350,9 @@ def run_partitioned(scenario: Scenario, workers: int, *, pcap_dir: str | Path | 
                    "events_per_s": result.events / loop if loop else 0.0,
                    "frames_exchanged": outcome.transport.get("frames_sent", 0),
                    "bytes_exchanged": outcome.transport.get("bytes_sent", 0),
+                   # each worker's CPU time in its round loop (engine, exchange and checks)
+                   "worker_loop_cpu_s": [w.stats.get("loop_cpu_ns", 0) / 1e9
+                                         for w in outcome.workers],
                    # peer messages refused by reason (junk, bad batches), and the frames they held
                    "peer_batches_rejected": outcome.transport.get("rejected", {}),
                    "peer_frames_rejected": outcome.transport.get("rejected_frames", 0)}
