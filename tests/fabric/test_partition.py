@@ -48,6 +48,28 @@ def test_traffic_estimate_routes_sends_over_shortest_paths():
     assert np.allclose(host_links, 32 * 8192 + 24 * 8192 + 8 * 8192)  # sent + in-rack in + cross in
 
 
+def test_traffic_routed_per_switch_equals_routing_each_host():
+    """Demand towards the hosts of one switch is routed once, towards that switch: the same
+    link loads as routing to every host on its own, on a fat tree with a random permutation
+    and hosts sending to neighbours under their own switch."""
+    from spin.build import partition as P
+    from spin.topologies import build_topology
+    sc = Scenario(build_topology("fat_tree", k=4))
+    rng = np.random.default_rng(7)
+    for src, dst in enumerate(rng.permutation(16)):
+        sc.host_program(src).send(int(dst), 8192 * (1 + src), qp=1)
+        sc.host_program(src).send(src ^ 1, 4096, qp=2)
+    topo = sc.topology
+    n = len(topo.device_names())
+    src_e, dst_e, link_e = P._edges(topo)
+    forwards = np.zeros(n, bool)
+    forwards[len(topo.hosts):] = True
+    want = np.zeros(len(topo.links))
+    for target, demand in sorted(P._demand(sc, n).items()):
+        P._route(target, demand, src_e, dst_e, link_e, forwards, n, want)
+    assert np.allclose(link_traffic(sc), want) and want.sum() > 0
+
+
 def test_the_cut_avoids_short_links_when_traffic_is_equal():
     """Two switches in a line between two groups of hosts: cutting either switch-switch link
     moves the same traffic; the long one must be chosen (it sets the lookahead)."""
