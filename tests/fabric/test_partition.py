@@ -122,3 +122,20 @@ def test_an_explicit_assignment_is_completed_by_the_automatic_cut():
     with pytest.raises(ConfigError, match=r"workers.assign.rack0 = 2; valid workers are 0..1"):
         explicit_partition(sc, 2, {"rack0": 2})
     assert len(names) == len(owner)
+
+
+def test_cut_figures_count_the_frames_each_worker_handles_and_sends_across():
+    """Two racks cut at their link: each worker handles its rack's frames, and sends or
+    receives across the cut exactly the inter-rack traffic; the predicted time grows with the
+    cost of a crossing frame and of a round, and one worker has neither."""
+    from spin.build.cut_cost import CutCosts, cut_figures
+    sc = _racks(1000.0, cross_every=4)
+    mtu = sc.engine.mtu_bytes
+    one, two = cut_figures(sc, 1), cut_figures(sc, 2)
+    cross = link_traffic(sc)[12] / mtu
+    assert two.frames_crossing == pytest.approx((cross, cross))
+    assert sum(two.frames_handled) == pytest.approx(sum(one.frames_handled))
+    assert two.lookahead_ps == 1_000_000 + 450_000        # the link, then the far switch
+    cheap, dear = CutCosts(1e-6, 1e-6, 1e-4), CutCosts(1e-6, 5e-6, 1e-3)
+    assert two.time_s(cheap, 10**9) < two.time_s(dear, 10**9)
+    assert one.time_s(dear, 10**9) == pytest.approx(1e-6 * sum(one.frames_handled))
