@@ -33,6 +33,7 @@ def step(rank: int, world: int, out: str, port: int, name: str, kineto: bool) ->
     from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)    # one core per rank: ranks sharing a machine do not contend
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
