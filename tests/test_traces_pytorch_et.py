@@ -179,6 +179,17 @@ def test_malformed_nodes_are_one_line(tmp_path, change, problem):
     assert "\n" not in str(err.value)
 
 
+def test_a_hostile_rf_id_beside_a_kineto_trace_is_named(tmp_path):
+    docs = [rank_doc(2, r) for r in range(2)]
+    first_named(docs[1], "aten::mm")["attrs"][0]["value"] = [1]     # rf_id
+    prefix = write_set(tmp_path, docs)
+    for r in range(2):
+        shutil.copy(DATA / "dp2" / f"dp.{r}.kineto.json.gz",
+                    tmp_path / f"step.{r}.kineto.json.gz")
+    with pytest.raises(TraceError, match=r"step\.1\.json: node \d+: rf_id = \[1\]: expected"):
+        read_trace(prefix)
+
+
 def test_a_missing_rank_file_is_named(tmp_path):
     for r in (0, 1, 3):
         shutil.copy(DATA / "dp4" / f"dp.{r}.json.gz", tmp_path)

@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also write the Kineto trace of each rank, <name>.<rank>.kineto.json")
     args = p.parse_args(argv)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    mp.spawn(step, args=(args.ranks, args.out, free_port(), args.name, args.kineto), nprocs=args.ranks)
+    mp.spawn(step, args=(args.ranks, args.out, free_port(), args.name, args.kineto),
+             nprocs=args.ranks)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Training-step traces: readers for MLCommons Chakra execution traces, PyTorch's own
-execution-trace JSON and GOAL schedules (LogGOPSim, Schedgen, ATLAHS), producing one format-independent ``StepTrace`` that
-``spin.training`` replays on the fabric. Readers only parse and validate: nothing here runs."""
+execution-trace JSON and GOAL schedules (LogGOPSim, Schedgen, ATLAHS), producing one
+format-independent ``StepTrace`` that ``spin.training`` replays on the fabric.
+Readers only parse and validate: nothing here runs."""
 from __future__ import annotations
 
 import re

@@ -41,7 +41,6 @@ from .model import (
     MAX_COMPUTE_NS,
     MAX_RANKS,
     MAX_TRANSFER_BYTES,
-    RECV,
     SEND,
     WORLD,
     RankTrace,
@@ -225,11 +224,10 @@ def _read_rank(rank: int, source: str, doc, groups: dict[str, tuple[int, ...]],
     if timing:
         for node in nodes:
             boss = owner.get(node["id"])
-            rf = _attrs(node, source).get("rf_id")
-            ext = timing.external.get(rf) if isinstance(rf, int) else None
+            ext = timing.external.get(_rf_id(node, source))
             if boss is not None and ext is not None:
                 gpu_us[boss] = gpu_us.get(boss, 0.0) + timing.gpu_us.get(ext, 0.0)
-        if not any(_attrs(n, source).get("rf_id") in timing.cpu_us for n in replayed):
+        if not any(_rf_id(n, source) in timing.cpu_us for n in replayed):
             raise fail(timing.source, None, f"no event has the record function id (rf_id) "
                        f"of an op of {source}: not the Kineto trace of that run")
     ops: list[TraceOp] = []
@@ -243,6 +241,12 @@ def _read_rank(rank: int, source: str, doc, groups: dict[str, tuple[int, ...]],
         deps = (ops[-1].node_id,) if ops else ()
         ops.append(TraceOp(deps=deps, **op))
     return RankTrace(rank, source, tuple(ops))
+
+
+def _rf_id(node: dict, source: str) -> int | None:
+    """The node's record function id (what the Kineto trace knows it by), if it has one."""
+    rf = _attrs(node, source).get("rf_id")
+    return None if rf is None else whole_number(rf, "rf_id", source, node["id"], 2**63 - 1)
 
 
 def _attrs(node: dict, source: str) -> dict:
@@ -288,7 +292,7 @@ def _tensor_bytes(node: dict, which: str, source: str, argument: int | None = No
     shapes = _shapes(node, which, source)
     types = [str(t) for t in _io(node, which, source).get("types", [])]
     if argument is None:
-        total = sum(torch_ops._argument_bytes(s, t) for s, t in zip(shapes, types))
+        total = sum(torch_ops.argument_bytes(s, t) for s, t in zip(shapes, types))
     else:
         total = torch_ops.tensor_bytes(shapes, types, argument)
     return whole_number(total, f"the size of its {which}", source, node["id"],
@@ -300,7 +304,7 @@ def _compute(node: dict, source: str, timing: _Kineto | None, gpu: bool,
     name = node["name"]
     base = {"node_id": node["id"], "kind": COMPUTE, "name": name}
     if timing:
-        rf = _attrs(node, source).get("rf_id")
+        rf = _rf_id(node, source)
         if gpu:     # an op that launched no kernel ran on the CPU only: not the step's work
             us = gpu_us.get(node["id"], 0.0)
             return {**base, "duration_ns": us * 1000.0} if us > 0 else None
@@ -347,7 +351,8 @@ def _communication(node: dict, source: str, comms: dict | None,
     if name == PARAM_COMMS:
         comms = attrs
     schema = str(attrs.get("op_schema", ""))
-    op = name if name != PARAM_COMMS else f"c10d::{comms.get('collective_name')}"
+    op = name if name != PARAM_COMMS else \
+        f"c10d::{str(comms.get('collective_name')).replace('all_to_all', 'alltoall')}"
     base = {"node_id": node_id, "name": name, "op": op}
     transfer = torch_ops.point_to_point_of(op)
     if transfer:
