@@ -114,6 +114,26 @@ def test_a_kineto_prefix_that_matches_nothing_is_named(tmp_path):
         read_trace(prefix, kineto=tmp_path / "other")
 
 
+def test_gpu_kernels_of_the_kineto_trace_time_the_ops_that_launched_them(tmp_path):
+    """On a GPU run an op's time is its kernels' (found by the External id of the op or of
+    an op below it); an op that launched none ran on the CPU only and is not replayed. Here
+    every matrix product gets one 5 µs kernel in the recorded profile."""
+    prefix = et_only(tmp_path, 2)
+    for r in range(2):
+        doc = json.loads(gzip.open(DATA / "dp2" / f"dp.{r}.kineto.json.gz").read())
+        launches = [e["args"]["External id"] for e in doc["traceEvents"]
+                    if e.get("cat") == "cpu_op" and e["name"] in ("aten::addmm", "aten::mm")]
+        doc["traceEvents"] += [{"ph": "X", "cat": "kernel", "name": "sgemm", "ts": 0,
+                                "dur": 5.0, "args": {"External id": ext}} for ext in launches]
+        (tmp_path / f"dp.{r}.kineto.json").write_text(json.dumps(doc))
+    trace = read_trace(prefix)
+    assert trace.device == "gpu"
+    compute = [(op.name, op.duration_ns) for op in trace.ranks[0].ops if not op.is_comm]
+    # the forward's addmm run inside aten::linear: the linear op is timed by its kernel
+    assert sorted(compute) == sorted([("aten::linear", 5000.0)] * 2 + [("aten::mm", 5000.0)] * 3)
+    assert [op.nbytes for op in trace.ranks[0].ops if op.is_comm] == GRADIENT_BYTES
+
+
 def test_record_param_comms_sizes_and_groups_a_collective(tmp_path):
     """NCCL runs record a record_param_comms node under each c10d op: its element counts,
     dtype and pg_name win over the tensor arguments."""
