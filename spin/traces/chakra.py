@@ -83,24 +83,26 @@ def read_chakra(prefix: str | Path, groups_file: str | Path | None = None,
                               skipped))
 
 
-def rank_files(prefix: Path) -> list[Path]:
-    """``<prefix>.0.et`` .. ``<prefix>.<n-1>.et`` (or ``.et.gz``); a TraceError names the first
-    one missing."""
-    pattern = re.compile(re.escape(prefix.name) + r"\.(\d+)\.et(?:\.gz)?$")
+def rank_files(prefix: Path, extension: str = "et") -> list[Path]:
+    """``<prefix>.0.et`` .. ``<prefix>.<n-1>.et`` (or ``.et.gz``; another ``extension`` for
+    other formats); a TraceError names the first one missing."""
+    pattern = re.compile(re.escape(prefix.name) + r"\.(\d+)\." + re.escape(extension)
+                         + r"(?:\.gz)?$")
     parent = prefix.parent if str(prefix.parent) else Path(".")
     if not parent.is_dir():
         raise fail(str(prefix), None, f"directory {parent} does not exist")
     found = {int(m.group(1)): parent / m.group(0) for p in parent.iterdir()
              if (m := pattern.match(p.name))}
     if not found:
-        raise fail(str(prefix), None, f"no rank files {prefix.name}.<rank>.et in {parent}")
+        raise fail(str(prefix), None, f"no rank files {prefix.name}.<rank>.{extension} in "
+                   f"{parent}")
     n = max(found) + 1
     if n > MAX_RANKS:   # refused before anything per rank is made
         raise fail(str(found[n - 1]), None, f"rank {n - 1}: a trace has at most {MAX_RANKS:,} "
                    f"ranks, numbered from 0")
     if len(found) < n:
         first = next(r for r in range(len(found) + 1) if r not in found)
-        raise fail(str(parent / f"{prefix.name}.{first}.et"), None,
+        raise fail(str(parent / f"{prefix.name}.{first}.{extension}"), None,
                    f"rank file missing (found {len(found)} of ranks 0..{n - 1})")
     return [found[r] for r in range(n)]
 

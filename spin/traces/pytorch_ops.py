@@ -127,13 +127,14 @@ def tensor_bytes(shapes, types, argument: int | None) -> int:
     ``GenericList[Tensor(float),...]``."""
     if argument is None:
         return 0
-    sizes = [_argument_bytes(s, t) for s, t in zip(shapes, types)]
+    sizes = [argument_bytes(s, t) for s, t in zip(shapes, types)]
     if argument < len(sizes) and sizes[argument]:
         return sizes[argument]
     return next((b for b in sizes if b), 0)
 
 
-def _argument_bytes(shape, typ) -> int:
+def argument_bytes(shape, typ) -> int:
+    """Bytes of one argument's tensors (0 if it holds none or of a dtype spin does not know)."""
     dtypes = _TENSOR.findall(str(typ))
     if not dtypes:
         return 0

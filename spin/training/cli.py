@@ -1,4 +1,5 @@
-"""``spin train TRACE``: replay a training step from a Chakra trace set or a GOAL schedule and
+"""``spin train TRACE``: replay a training step from a Chakra trace set, PyTorch's execution
+traces or a GOAL schedule and
 print per rank step, compute and exposed communication, and per collective its time."""
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from .replay import DEFAULT_MAX_MEMORY_BYTES, ReplayConfig, replay
 def add_parser(sub) -> None:
     """Add ``spin train`` to the ``spin`` command's subparsers."""
     t = sub.add_parser(
-        "train", help="replay a training step from a Chakra or GOAL trace",
+        "train", help="replay a training step from a Chakra, PyTorch or GOAL trace",
         description="Replay a training step on the fabric: TRACE is the prefix of a Chakra "
-        "trace set (files TRACE.<rank>.et, gzip allowed) or a GOAL schedule. Rank i runs on "
+        "trace set (files TRACE.<rank>.et, gzip allowed), of PyTorch execution traces (files "
+        "TRACE.<rank>.json as ExecutionTraceObserver writes them, gzip allowed) or a GOAL "
+        "schedule. Rank i runs on "
         "host i. Prints per rank the step time split into compute and exposed communication "
         "(µs, virtual time) and per collective its time (µs) and algorithm.")
     t.add_argument("trace", metavar="TRACE")
@@ -33,6 +36,10 @@ def add_parser(sub) -> None:
                    f"NODE=ALGO for one call, by its node id on its group's first rank")
     t.add_argument("--groups", metavar="FILE", help="process groups of a Chakra trace, JSON "
                    "{pg_name: [ranks]} (default TRACE.groups.json when it exists)")
+    t.add_argument("--kineto", metavar="PREFIX",
+                   help="Kineto (torch.profiler) traces of a PyTorch execution trace, files "
+                   "PREFIX.<rank>.json, whose durations time the compute ops (default "
+                   "TRACE.<rank>.kineto.json when they exist)")
     t.add_argument("--tflops", type=float, default=ComputeModel.peak_tflops,
                    help="compute peak per rank for nodes without a measured duration "
                    "(TFLOP/s, default %(default)s)")
@@ -112,7 +119,7 @@ def host_line(trace, chosen: str | None) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
-    trace = read_trace(args.trace, args.groups, args.strict)
+    trace = read_trace(args.trace, args.groups, args.strict, args.kineto)
     name, params = parse_spec(args.topology)
     if name == "star":
         params.setdefault("hosts", max(trace.n_ranks, 2))
