@@ -1,0 +1,66 @@
+"""The ``spin`` parser is built lazily: the top level names the subcommands, and each subcommand
+adds its options (whose choices come from registries that import Numba) only when used."""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spin.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_top_level_parser_imports_no_numba_and_no_command_module():
+    code = ("import sys, spin.cli\n"
+            "parser = spin.cli.build_parser()\n"
+            "parser.format_help()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite') "
+            "or m.startswith(('spin.collectives', 'spin.training', 'spin.topologies', "
+            "'spin.workloads', 'spin.engine'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_top_level_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for name in _subcommands(build_parser()):
+        assert re.search(rf"^    {name}\s", text, re.MULTILINE), name
+
+
+@pytest.mark.parametrize("command", list(_subcommands(build_parser())))
+def test_each_subcommand_help_works_and_lists_its_options(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    complete = _subcommands(build_parser(complete=True))[command]
+    options = [o for a in complete._actions for o in a.option_strings
+               if a.help is not argparse.SUPPRESS]
+    assert len(options) > 1, "a subcommand has options besides --help"
+    for option in options:
+        assert option in text, f"spin {command} --help does not list {option}"
+    assert text == complete.format_help()   # built on demand or all at once: the same text
+
+
+def test_options_are_added_once():
+    parser = _subcommands(build_parser())["keys"]
+    parser.format_usage()
+    count = len(parser._actions)
+    parser.format_help()
+    parser.parse_args(["somewhere"])
+    assert len(parser._actions) == count
