@@ -471,8 +471,12 @@ def _demo_options(d: argparse.ArgumentParser) -> None:
     d.set_defaults(func=cmd_demo)
 
 
+# spin.endpoint.MODES, spelled out: importing spin.endpoint starts ZeroMQ and Numba, which a run
+# without endpoints does not need (tests/test_cli_parser.py checks that the two agree).
+ENDPOINT_MODES = ("lockstep", "realtime")
+
+
 def _run_options(r: argparse.ArgumentParser) -> None:
-    from .endpoint.spec import MODES as ENDPOINT_MODES
     r.add_argument("scenario", help="scenario file (.toml)")
     r.add_argument("--workers", type=int, metavar="N",
                    help="worker processes (overrides [workers] count; default 1)")

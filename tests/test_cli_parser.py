@@ -64,3 +64,9 @@ def test_options_are_added_once():
     parser.format_help()
     parser.parse_args(["somewhere"])
     assert len(parser._actions) == count
+
+
+def test_endpoint_modes_of_the_cli_are_the_endpoint_modes():
+    from spin.cli import ENDPOINT_MODES
+    from spin.endpoint import MODES
+    assert ENDPOINT_MODES == MODES
