@@ -70,3 +70,27 @@ def test_endpoint_modes_of_the_cli_are_the_endpoint_modes():
     from spin.cli import ENDPOINT_MODES
     from spin.endpoint import MODES
     assert ENDPOINT_MODES == MODES
+
+
+def test_a_one_process_run_imports_no_zeromq(tmp_path):
+    """`spin run` of a scenario without endpoints, on one worker, never starts ZeroMQ."""
+    toml = tmp_path / "pair.toml"
+    toml.write_text('[topology]\nkind = "pair"\n[[host_program]]\nnode = 0\n'
+                    'ops = [{ op = "send", dst = 1, nbytes = 64, qp = 1 }]\n'
+                    '[[host_program]]\nnode = 1\nops = [{ op = "wait_recv", qp = 1 }]\n')
+    code = ("import sys, spin.cli\n"
+            f"assert spin.cli.main(['run', {str(toml)!r}, '--quiet']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'zmq' "
+            "or m in ('spin.endpoint', 'spin.parallel.coordinator')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_name_of_spin_parallel_resolves():
+    import spin.parallel
+    for name in spin.parallel.__all__:
+        assert getattr(spin.parallel, name) is not None, name
+    with pytest.raises(AttributeError):
+        spin.parallel.no_such_name
