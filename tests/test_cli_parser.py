@@ -94,3 +94,27 @@ def test_every_name_of_spin_parallel_resolves():
         assert getattr(spin.parallel, name) is not None, name
     with pytest.raises(AttributeError):
         spin.parallel.no_such_name
+
+
+@pytest.mark.parametrize("expect_status", [0, 2])
+def test_the_command_ends_with_its_status_output_and_exit_handlers(expect_status, tmp_path):
+    """`spin` skips the interpreter's teardown, not its output, exit handlers or status."""
+    toml = tmp_path / "pair.toml"
+    toml.write_text('[topology]\nkind = "pair"\n[[host_program]]\nnode = 0\n'
+                    'ops = [{ op = "send", dst = 1, nbytes = 64, qp = 1 }]\n'
+                    '[[host_program]]\nnode = 1\nops = [{ op = "wait_recv", qp = 1 }]\n')
+    scenario = str(toml) if expect_status == 0 else str(tmp_path / "missing.toml")
+    code = ("import atexit, sys, spin.cli\n"
+            "atexit.register(lambda: print('exit handler ran', flush=True))\n"
+            f"sys.argv = ['spin', 'run', {scenario!r}]\n"
+            "spin.cli.main()\n"
+            "print('not reached')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300, check=False)
+    assert out.returncode == expect_status, out.stderr
+    assert "not reached" not in out.stdout
+    assert out.stdout.rstrip().endswith("exit handler ran")
+    if expect_status == 0:
+        assert "completion" in out.stdout.lower() or "done" in out.stdout   # the summary
+    else:
+        assert "spin: error:" in out.stderr

@@ -277,6 +277,7 @@ _RUN_PHASES_DRIVER = textwrap.dedent("""
     result.require_finished()
     t.append(time.perf_counter())
     print(json.dumps([b - a for a, b in zip(t, t[1:])]))
+    spin.cli.exit_now(0)   # as `spin run` ends
 """)
 RUN_PHASES = ("imports", "Numba start-up", "build (scenario, state, handlers)", "engine load",
               "run", "results")
