@@ -339,6 +339,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return int(worker_main(argv) or 0)
 
 
+class _VersionAction(argparse._VersionAction):
+    """``--version``, reading the installed version only when asked (importlib.metadata costs
+    a fifth of ``spin --help``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"spin {_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
     try:
@@ -347,31 +356,108 @@ def _version() -> str:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # The names the options accept come from their registries (here, not at module import, so
-    # that importing spin.cli stays cheap); none of them reads switch_emulator.
-    from typing import get_args
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser that adds its options on first use (parsing, help, usage).
 
-    from .collectives import ALGORITHMS
-    from .collectives.common import DTYPES
-    from .config import HOST_PRESETS, TRANSPORTS, EngineConfig
-    from .endpoint.spec import MODES as ENDPOINT_MODES
-    from .topologies import TOPOLOGIES
-    from .workloads import WORKLOADS
-    mtus = get_args(EngineConfig.model_fields["mtu_bytes"].annotation)
+    Options name the choices of registries (topologies, workloads, collectives, transports);
+    reading those imports Numba and most of spin. ``spin --help`` and ``spin run ...`` then
+    pay only for the command they invoke."""
+
+    def __init__(self, *args, add_options=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._pending_options = add_options
+
+    def add_options(self) -> CommandParser:
+        """Add this command's options now (once); returns the parser."""
+        add, self._pending_options = self._pending_options, None
+        if add is not None:
+            add(self)
+        return self
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.add_options()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.add_options()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.add_options()
+        return super().format_help()
+
+
+def build_parser(complete: bool = False) -> argparse.ArgumentParser:
+    """The ``spin`` parser: subcommands by name and one-line help; each adds its options when it
+    is invoked or asked for its usage. ``complete``: add every subcommand's options now (for
+    what reads them all, such as the CLI reference page)."""
     p = argparse.ArgumentParser(
         prog="spin", description="sPIN-style network-offload emulator: handlers in emulated NICs "
         "and switches, real RoCEv2 frames, deterministic virtual time (ps).")
-    p.add_argument("--version", action="version", version=f"spin {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p.add_argument("--version", action=_VersionAction)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                           parser_class=CommandParser)
+    sub.add_parser("demo", help="ping-pong, reduce and allreduce, host baseline vs offload, "
+                   "side by side",
+                   description="Run ping-pong and an 8-host reduce, each host-based and "
+                   "offloaded to NIC handlers, check the data and print completion time (µs), "
+                   "host CPU time (µs), PCIe bytes (B), link bytes (B), HPU busy time (µs) and "
+                   "speedup (x); then an allreduce, host ring against the registered "
+                   "in-network algorithms (NIC ring; switch aggregation when registered).",
+                   add_options=_demo_options)
+    sub.add_parser("run", help="run a TOML scenario and print a summary",
+                   description="Run a scenario file (schema: spin.scenario_file) and print "
+                   "per-flow completion times (µs), bytes per link (B), DMA bytes (B), HPU busy "
+                   "(µs), host CPU (µs) and drops by reason (frames).",
+                   add_options=_run_options)
+    sub.add_parser("topo", help="inventory and bisection bandwidth of topologies",
+                   description="Build topologies from the registry and print hosts, switches, "
+                   "ports, cables, capacity (Tb/s), bisection bandwidth (Tb/s, max-flow and "
+                   "the builder's formula) and ports per Tb/s of bisection.",
+                   add_options=_topo_options)
+    sub.add_parser("allreduce", help="allreduce algorithms side by side (nccl-tests table)",
+                   description="Run allreduce algorithms on a topology (default: a star of "
+                   "HOSTS hosts) and print, per size and algorithm: time (µs), algbw and "
+                   "busbw (GB/s, nccl-tests definitions), host CPU per rank (µs), link bytes "
+                   "(B), speedup over ring (x) and whether every rank's result equals "
+                   "numpy's. Exit 1 if one does not.",
+                   add_options=_allreduce_options)
+    sub.add_parser("train", help="replay a training step from a Chakra, PyTorch or GOAL trace",
+                   description="Replay a training step on the fabric: TRACE is the prefix of a "
+                   "Chakra trace set (files TRACE.<rank>.et, gzip allowed), of PyTorch "
+                   "execution traces (files TRACE.<rank>.json as ExecutionTraceObserver writes "
+                   "them, gzip allowed) or a GOAL schedule. Rank i runs on host i. Prints per rank the step time split into compute and "
+                   "exposed communication (µs, virtual time) and per collective its time (µs) "
+                   "and algorithm.",
+                   add_options=_train_options)
+    sub.add_parser("lb", help="load-balancing schemes side by side on one workload",
+                   description="Run one workload once per load-balancing scheme on the same "
+                   "fabric and print FCT mean/p50/p99/max (µs, virtual), flows delivered, "
+                   "busiest link utilisation, imbalance (max/mean bytes over a tier's links),"
+                   " drops, trims, ECN marks (frames), retransmissions, reorder degree, wall "
+                   "time (s, compile excluded) and packet events/s, with the ideal "
+                   "(serialisation plus base latency) as a reference row.",
+                   add_options=_lb_options)
+    sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run",
+                   add_options=_keys_options)
+    sub.add_parser("bench", help="engine performance figures (wall clock)",
+                   description="Measure the handler call cost (ns/packet), engine speed "
+                   "(packet events/s, events/s), engine compile time cold and cached (s), "
+                   "the wall time of a cached `spin run` (s) and the edit loop: a new and an "
+                   "edited handler run end to end with the engine cached (s). Figures only; "
+                   "nothing asserts on wall-clock time.",
+                   add_options=_bench_options)
+    sub.add_parser("worker", help="join a multi-process run as a worker",
+                   description="Join a coordinator as a worker process of a multi-process "
+                   "(possibly multi-machine) run.",
+                   add_options=_worker_options)
+    if complete:
+        for command in sub.choices.values():
+            command.add_options()
+    return p
 
-    d = sub.add_parser("demo", help="ping-pong, reduce and allreduce, host baseline vs offload, "
-                       "side by side",
-                       description="Run ping-pong and an 8-host reduce, each host-based and "
-                       "offloaded to NIC handlers, check the data and print completion time (µs), "
-                       "host CPU time (µs), PCIe bytes (B), link bytes (B), HPU busy time (µs) and "
-                       "speedup (x); then an allreduce, host ring against the registered "
-                       "in-network algorithms (NIC ring; switch aggregation when registered).")
+
+def _demo_options(d: argparse.ArgumentParser) -> None:
     d.add_argument("--rounds", type=int, default=8, help="ping-pong rounds (default 8)")
     d.add_argument("--ping-bytes", type=int, default=512, help="ping size in bytes (default 512 B)")
     d.add_argument("--hosts", type=int, default=8,
@@ -385,10 +471,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--quiet", action="store_true", help="print only the table")
     d.set_defaults(func=cmd_demo)
 
-    r = sub.add_parser("run", help="run a TOML scenario and print a summary",
-                       description="Run a scenario file (schema: spin.scenario_file) and print "
-                       "per-flow completion times (µs), bytes per link (B), DMA bytes (B), HPU busy "
-                       "(µs), host CPU (µs) and drops by reason (frames).")
+
+# spin.endpoint.MODES, spelled out: importing spin.endpoint starts ZeroMQ and Numba, which a run
+# without endpoints does not need (tests/test_cli_parser.py checks that the two agree).
+ENDPOINT_MODES = ("lockstep", "realtime")
+
+
+def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("scenario", help="scenario file (.toml)")
     r.add_argument("--workers", type=int, metavar="N",
                    help="worker processes (overrides [workers] count; default 1)")
@@ -466,10 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for --endpoint: lockstep (deterministic, the default) or realtime "
                    "(virtual time paced to the wall clock)")
 
-    t = sub.add_parser("topo", help="inventory and bisection bandwidth of topologies",
-                       description="Build topologies from the registry and print hosts, switches, "
-                       "ports, cables, capacity (Tb/s), bisection bandwidth (Tb/s, max-flow and "
-                       "the builder's formula) and ports per Tb/s of bisection.")
+
+def _topo_options(t: argparse.ArgumentParser) -> None:
+    from .topologies import TOPOLOGIES
     t.add_argument("specs", nargs="*", metavar="NAME[:k=v,...]",
                    help=f"topology kind ({', '.join(TOPOLOGIES.names())}), optionally with "
                    "parameters; several are set side by side")
@@ -500,12 +588,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", metavar="FILE", help="write the inventories as JSON")
     t.set_defaults(func=cmd_topo)
 
-    a = sub.add_parser("allreduce", help="allreduce algorithms side by side (nccl-tests table)",
-                       description="Run allreduce algorithms on a topology (default: a star of "
-                       "HOSTS hosts) and print, per size and algorithm: time (µs), algbw and "
-                       "busbw (GB/s, nccl-tests definitions), host CPU per rank (µs), link bytes "
-                       "(B), speedup over ring (x) and whether every rank's result equals "
-                       "numpy's. Exit 1 if one does not.")
+
+def _allreduce_options(a: argparse.ArgumentParser) -> None:
+    from .collectives import ALGORITHMS
+    from .collectives.common import DTYPES
+    from .config import HOST_PRESETS
     a.add_argument("--hosts", type=int, default=None,
                    help="ranks, one per host: the first HOSTS hosts of the topology (default 8 "
                    "on the star, every host on other topologies)")
@@ -539,16 +626,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "wire per size (needs matplotlib: pip install 'spin-emulator[plots]')")
     a.set_defaults(func=cmd_allreduce)
 
-    from .training.cli import add_parser as add_train_parser
-    add_train_parser(sub)
 
-    lb = sub.add_parser("lb", help="load-balancing schemes side by side on one workload",
-                        description="Run one workload once per load-balancing scheme on the same "
-                        "fabric and print FCT mean/p50/p99/max (µs, virtual), flows delivered, "
-                        "busiest link utilisation, imbalance (max/mean bytes over a tier's links),"
-                        " drops, trims, ECN marks (frames), retransmissions, reorder degree, wall "
-                        "time (s, compile excluded) and packet events/s, with the ideal "
-                        "(serialisation plus base latency) as a reference row.")
+def _train_options(t: argparse.ArgumentParser) -> None:
+    from .training.cli import add_options
+    add_options(t)
+
+
+def _lb_options(lb: argparse.ArgumentParser) -> None:
+    from typing import get_args
+
+    from .config import TRANSPORTS, EngineConfig
+    from .workloads import WORKLOADS
+    mtus = get_args(EngineConfig.model_fields["mtu_bytes"].annotation)
     lb.add_argument("--topology", default="fat_tree:k=8", metavar="NAME[:k=v,...]",
                     help="topology and its parameters (default fat_tree:k=8, 128 hosts)")
     lb.add_argument("--workload", default="permutation", choices=WORKLOADS.names(),
@@ -613,32 +702,27 @@ def build_parser() -> argparse.ArgumentParser:
                     "ECMP hashes together")
     lb.set_defaults(func=cmd_lb)
 
-    k = sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run")
+
+def _keys_options(k: argparse.ArgumentParser) -> None:
     k.add_argument("directory", help="folder to write spin.key / spin.key_secret into")
     k.set_defaults(func=cmd_keys)
 
-    b = sub.add_parser("bench", help="engine performance figures (wall clock)",
-                       description="Measure the handler call cost (ns/packet), engine speed "
-                       "(packet events/s, events/s), engine compile time cold and cached (s), "
-                       "the wall time of a cached `spin run` (s) and the edit loop: a new and an "
-                       "edited handler run end to end with the engine cached (s). Figures only; "
-                       "nothing asserts on wall-clock time.")
+
+def _bench_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--quick", action="store_true",
                    help="short measurements (~0.2 s each), skip the cold compile (~20 s)")
     b.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     b.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     b.set_defaults(func=cmd_bench)
 
-    w = sub.add_parser("worker", help="join a multi-process run as a worker",
-                       description="Join a coordinator as a worker process of a multi-process "
-                       "(possibly multi-machine) run.")
+
+def _worker_options(w: argparse.ArgumentParser) -> None:
     w.add_argument("--join", required=True, metavar="tcp://HOST:PORT",
                    help="coordinator endpoint")
     w.add_argument("--key-file", metavar="F", help="the run's CurveZMQ secret key file")
     w.add_argument("--join-timeout-s", type=float, metavar="S",
                    help="give up joining after S seconds (default 120 s)")
     w.set_defaults(func=cmd_worker)
-    return p
 
 
 def one_line(exc: BaseException) -> str:
@@ -685,8 +769,40 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argpa
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``spin`` command. ``argv`` None: this process's command line, and the process is
+    the command's (``spin``, ``python -m spin``), so it ends here (``exit_now``)."""
     parser = build_parser()
     args = parse_args(parser, argv)
+    status = _run_command(args)
+    if argv is None:
+        exit_now(status)
+    return status
+
+
+def exit_now(status: int | None) -> None:
+    """End the process with ``status`` once its output is flushed and its exit handlers have
+    run, without the interpreter's teardown: freeing every module and Numba's compiled code
+    one object at a time takes 0.3-1 s after a run and changes nothing the user sees. Not
+    while a (non-daemon) thread still runs, which the normal exit would wait for, or while a
+    profiler or debugger is attached (they write or stop at the normal exit)."""
+    import atexit
+    import os
+    import threading
+    waited_for = [t for t in threading.enumerate()
+                  if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if waited_for or sys.getprofile() is not None or sys.gettrace() is not None \
+            or sys.flags.inspect:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed pipe: nothing more to say
+            pass
+    atexit._run_exitfuncs()
+    os._exit(0 if status is None else int(status))
+
+
+def _run_command(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except SpinError as exc:

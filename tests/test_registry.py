@@ -93,7 +93,7 @@ def test_every_registry_agrees_with_config_cli_schema_and_engine():
     from spin.topologies import TOPOLOGIES
     from spin.workloads import WORKLOADS
 
-    parser = build_parser()
+    parser = build_parser(complete=True)
     doc = schema.__doc__
     assert "$" not in doc.split("The ``")[0], "a placeholder of the schema text was not filled"
 

@@ -57,7 +57,7 @@ def _escape(text: str) -> str:
 def cli_reference_markdown() -> str:
     """Every subcommand of ``spin`` with its description and options, from ``build_parser()``."""
     from spin.cli import build_parser
-    parser = build_parser()
+    parser = build_parser(complete=True)
     intro = ("Generated from `spin.cli.build_parser()` when the docs are built; "
              "`spin COMMAND --help` prints the same.")
     lines = ["# CLI reference", "", intro, "", "```text", parser.format_usage().strip(), "```",

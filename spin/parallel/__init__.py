@@ -6,17 +6,40 @@ optionally remote workers over CurveZMQ, or the ranks of a cluster launcher: ``L
 spin.parallel.launchers) or ``run_single`` (one worker, in process, no zmq).
 """
 
-from spin.parallel.batch import FrameBatch
-from spin.parallel.coordinator import (
-    Coordinator,
-    CoordinatorConfig,
-    Deferred,
-    Launched,
-    run_fabric,
-)
-from spin.parallel.outcome import RunOutcome, WorkerOutcome
-from spin.parallel.program import INF_PS, WorkerProgram, load_factory, worker_factory
-from spin.parallel.sync import SyncOutcome, run_single
+from importlib import import_module
+
+# name -> its module; each is imported on first use (PEP 562), so that a one-process run,
+# which needs only spin.parallel.progress, does not start ZeroMQ and the coordinator
+_MODULES = {
+    "FrameBatch": "spin.parallel.batch",
+    "Coordinator": "spin.parallel.coordinator",
+    "CoordinatorConfig": "spin.parallel.coordinator",
+    "Deferred": "spin.parallel.coordinator",
+    "Launched": "spin.parallel.coordinator",
+    "run_fabric": "spin.parallel.coordinator",
+    "RunOutcome": "spin.parallel.outcome",
+    "WorkerOutcome": "spin.parallel.outcome",
+    "INF_PS": "spin.parallel.program",
+    "WorkerProgram": "spin.parallel.program",
+    "load_factory": "spin.parallel.program",
+    "worker_factory": "spin.parallel.program",
+    "SyncOutcome": "spin.parallel.sync",
+    "run_single": "spin.parallel.sync",
+}
+
+
+def __getattr__(name: str):
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spin.parallel' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))
+
 
 __all__ = [
     "INF_PS",

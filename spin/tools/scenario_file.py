@@ -501,6 +501,8 @@ def load_scenario_text(text: str, source: str = "<string>", base_dir: Path | Non
 def _endpoints(ld: _Loader, sc: Scenario, tables: list, base_dir: Path | None) -> tuple:
     """``[[endpoint]]`` tables as EndpointSpecs, each checked against the scenario (the host
     exists, has no program, one link); a relative ``key_file`` is next to the scenario file."""
+    if not tables:   # most scenarios: no need to import the endpoint code (ZeroMQ)
+        return ()
     from ..endpoint.spec import EndpointSpec, attach_endpoints
     specs = []
     for i, t in enumerate(tables):

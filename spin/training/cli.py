@@ -15,16 +15,9 @@ from .plan import ALLREDUCE_CHOICES, FIXED_ALGORITHMS
 from .replay import DEFAULT_MAX_MEMORY_BYTES, ReplayConfig, replay
 
 
-def add_parser(sub) -> None:
-    """Add ``spin train`` to the ``spin`` command's subparsers."""
-    t = sub.add_parser(
-        "train", help="replay a training step from a Chakra, PyTorch or GOAL trace",
-        description="Replay a training step on the fabric: TRACE is the prefix of a Chakra "
-        "trace set (files TRACE.<rank>.et, gzip allowed), of PyTorch execution traces (files "
-        "TRACE.<rank>.json as ExecutionTraceObserver writes them, gzip allowed) or a GOAL "
-        "schedule. Rank i runs on "
-        "host i. Prints per rank the step time split into compute and exposed communication "
-        "(µs, virtual time) and per collective its time (µs) and algorithm.")
+def add_options(t: argparse.ArgumentParser) -> None:
+    """Add ``spin train``'s options to its parser (``spin.cli`` names the command and says what
+    it does, so that ``spin --help`` does not import this module)."""
     t.add_argument("trace", metavar="TRACE")
     t.add_argument("--topology", default="star", metavar="NAME[:k=v,...]",
                    help="registered topology (spin topo --list); default: a star of as many "
