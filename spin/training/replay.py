@@ -115,6 +115,9 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     check = _AllreduceCheck.of(inputs, plan, built)
     clock.append(time.perf_counter())
     result = run(sc, config.workers, read=check.reads() if check else (), quiet=quiet)
+    stuck = [h for h in result.unfinished_hosts() if h.node < trace.n_ranks]
+    if stuck:
+        raise _stuck(trace, result, stuck)
     result.require_finished()
     clock.append(time.perf_counter())
     correct = check.verify(result) if check else None
@@ -271,6 +274,30 @@ class _Waits:
         if held:
             self.progs[rank].ops.extend(held[1])
             self.progs[rank].mark(end_label(held[0]))
+
+
+def _stuck(trace: StepTrace, result, stuck: list) -> TraceError:
+    """Ranks whose programs never ended, named by the trace nodes they wait in: each rank's
+    schedule was valid alone (messages match in count), but their dependencies wait on each
+    other across ranks. The host ops the engine stopped at mean nothing to the trace's
+    author; the first stuck ranks' nodes do, and a few of them fit on one line."""
+    def waiting_in(h) -> str:
+        rank = trace.ranks[h.node]
+        for op in rank.ops:
+            started = result.marks.get(start_label(op.node_id), {})
+            ended = result.marks.get(end_label(op.node_id), {})
+            if h.node in started and h.node not in ended:
+                what = (f"recv of {op.nbytes} B from rank {op.peer} tag {op.tag}"
+                        if op.kind == RECV else f"send of {op.nbytes} B to rank {op.peer}"
+                        if op.kind == SEND else op.collective or op.kind)
+                return f"rank {h.node} at node {rank.ref(op.node_id)} ({what})"
+        return f"rank {h.node} {h.waiting_for or 'did not finish'}"
+    shown = "; ".join(waiting_in(h) for h in stuck[:3])
+    more = f"; and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    return TraceError(f"{trace.name}: {len(stuck)} of {trace.n_ranks} ranks never finished "
+                      f"(the run ended at {result.end_time_ps / 1e6:.3f} us with nothing left "
+                      f"to do): {shown}{more}; their dependencies wait on each other across "
+                      f"ranks (a deadlock)")
 
 
 def _deadlock(trace: StepTrace, queues, pos, plan: ReplayPlan) -> TraceError:
