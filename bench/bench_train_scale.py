@@ -12,7 +12,11 @@ every phase timed:
 - ``report``: per rank and per collective figures from the marks.
 
 ``replay total`` is what ``spin train`` spends (read, build, run, report). Then the virtual
-step time, packet events per second of loop and the process's peak resident memory.
+step time, packet events per second of loop and the process's peak resident memory, and how
+long three corrupted copies of the schedule take to fail, with their one-line errors: a
+receive whose send went out under another tag, a send to rank 4096, and stage 0 waiting for
+micro-batch 0's backward before sending its forward (a deadlock across ranks, found by the
+run).
 
     python bench/bench_train_scale.py [--stages 8] [--replicas 128] [--micro-batches 8]
         [--schedule 1f1b|gpipe] [--topology fat_tree:k=16] [--payload generated|stored]
@@ -64,12 +68,46 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict:
         "packet_events_per_s": report.packet_events / loop if loop > 0 else 0.0,
         "sent_bytes": sum(r.sent_bytes for r in report.ranks),
         "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+        "bad_traces": bad_traces(step, path, topo) if args.bad_traces else [],
         "step": {"stages": step.stages, "replicas": step.replicas,
                  "micro_batches": step.micro_batches, "schedule": step.schedule,
                  "activation_bytes": step.stage_activation_bytes,
                  "gradient_bytes": step.stage_gradient_bytes(0),
                  "forward_ns": step.forward_ns(0), "backward_ns": step.backward_ns(0)},
     }
+
+
+# rank 0's block -> its corrupted copy: the first two fail validation, the last the run
+CORRUPTIONS = {
+    "recv without its send": lambda block, act, peer: block.replace(
+        f"fs0: send {act}b to {peer} tag 0", f"fs0: send {act}b to {peer} tag 99"),
+    "peer out of range": lambda block, act, peer: block.replace(
+        f"fs0: send {act}b to {peer} tag 0", f"fs0: send {act}b to 4096 tag 0"),
+    "deadlock": lambda block, act, peer: block + "\nfs0 requires b0",
+}
+
+
+def bad_traces(step, path: Path, topology) -> list[dict]:
+    """Each corruption of rank 0's block: seconds until the error, and its line."""
+    from spin.errors import SpinError
+    from spin.traces import read_trace
+    from spin.training import replay
+    text = path.read_text()
+    end = text.index("\n}\n")                      # rank 0's block ends here
+    out = []
+    for name, corrupt in CORRUPTIONS.items():
+        block = corrupt(text[:end], step.stage_activation_bytes, step.rank(1, 0))
+        assert block != text[:end], name
+        bad = path.with_name(f"bad_{name.replace(' ', '_')}.goal")
+        bad.write_text(block + text[end:])
+        t0 = time.perf_counter()
+        try:
+            replay(read_trace(bad), topology)
+            line = "(no error)"
+        except SpinError as exc:
+            line = str(exc)
+        out.append({"corruption": name, "seconds": time.perf_counter() - t0, "error": line})
+    return out
 
 
 def text(r: dict) -> str:
@@ -91,7 +129,9 @@ def text(r: dict) -> str:
         + [f"virtual step time {r['step_us']:,.3f} us; {r['sent_bytes'] / 1e9:.2f} GB sent; "
            f"{r['packet_events'] / 1e6:.1f} M packet events, "
            f"{r['packet_events_per_s'] / 1e6:.2f} M/s of loop; peak memory "
-           f"{r['peak_gb']:.2f} GB"])
+           f"{r['peak_gb']:.2f} GB"]
+        + [f"bad trace ({b['corruption']}): {b['seconds']:.1f} s to: {b['error']}"
+           for b in r["bad_traces"]])
 
 
 def main() -> None:
@@ -104,6 +144,8 @@ def main() -> None:
     ap.add_argument("--payload", default=None, choices=("generated", "stored"),
                     help="default: what spin train chooses (generated: the step reduces "
                     "nothing in host memory)")
+    ap.add_argument("--no-bad-traces", dest="bad_traces", action="store_false",
+                    help="skip the corrupted schedules")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -55,6 +55,17 @@ def test_each_rank_sends_its_activations_and_its_share_of_the_allreduce(tmp_path
         assert r.sent_bytes == 3 * act * neighbours + 2 * (d - 1) * grad // d
 
 
+def test_ring_reductions_add_their_compute_when_modelled(tmp_path):
+    """--reduce-gbytes-per-s adds a calc after each reduce-scatter receive: D - 1 blocks of
+    G/D at that rate, on top of the micro-batches' compute."""
+    step, rep = run_step(tmp_path, micro_batches=2, reduce_gbytes_per_s=10.0)
+    block = SMALL["gradient_bytes"] // step.replicas
+    reduce_us = (step.replicas - 1) * round(block / 10.0) / 1000
+    per_batch_us = (step.forward_ns(0) + step.backward_ns(0)) / 1000
+    assert all(r.compute_us == pytest.approx(2 * per_batch_us + reduce_us, abs=1e-3)
+               for r in rep.ranks)
+
+
 def test_one_f_one_b_keeps_fewer_micro_batches_in_flight_than_gpipe():
     """1F1B's point: stage s holds at most P - s forwards not yet backwarded (GPipe: all M);
     each micro-batch goes forward before backward, once each."""

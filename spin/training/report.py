@@ -18,8 +18,9 @@ class RankStep:
     """``step_us``: when the rank's last node ended; ``compute_us``: time in compute nodes;
     ``delay_us``: the straggler delay before its first node; ``exposed_comm_us``: the rest,
     time the rank spent in (or waiting for) communication that no compute hid;
-    ``sent_bytes``: payload its NIC read from the host to send (its sends and its part of
-    collectives; resent bytes count again)."""
+    ``sent_bytes``: what its NIC read from host memory to send: the payload of its sends and
+    of its part of the collectives (plus what an offloaded collective's handlers read; resent
+    bytes count again)."""
 
     rank: int
     step_us: float
