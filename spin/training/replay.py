@@ -258,7 +258,8 @@ class _Waits:
     def defer(self, rank: int, node_id: int) -> None:
         """Hold back the wait just appended for ``rank``'s collective ``node_id``."""
         ops = self.progs[rank].ops
-        last = max(i for i, op in enumerate(ops) if op[0] == S.OP_WAIT_EVENT)
+        last = next(i for i in range(len(ops) - 1, -1, -1)      # from the end: the program
+                    if ops[i][0] == S.OP_WAIT_EVENT)            # grows with every collective
         self.pending[rank] = (node_id, ops[last:])
         del ops[last:]
 
