@@ -179,13 +179,13 @@ def test_cli_table_shows_the_json_figures_and_quiet_silences_compile_lines(tmp_p
     lines = printed.out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.split()[:1] == ["rank"])
     assert lines[head].split() == ["rank", "step_us", "compute_us", "exposed_comm_us",
-                                   "delay_us"]
+                                   "delay_us", "sent_bytes"]
     ranks = json.loads(out.read_text())["ranks"]
     for line, r in zip(lines[head + 1:head + 5], ranks):
-        rank, step, compute, exposed, delay = (float(x) for x in line.split())
-        assert (rank, step, compute, exposed, delay) == pytest.approx(
-            (r["rank"], r["step_us"], r["compute_us"], r["exposed_comm_us"], r["delay_us"]),
-            abs=5e-4)
+        rank, step, compute, exposed, delay, sent = (float(x) for x in line.split())
+        assert (rank, step, compute, exposed, delay, sent) == pytest.approx(
+            (r["rank"], r["step_us"], r["compute_us"], r["exposed_comm_us"], r["delay_us"],
+             r["sent_bytes"]), abs=5e-4)
         assert step == pytest.approx(compute + exposed + delay, abs=2e-3)
     assert ranks[2]["delay_us"] == 50.0
     assert main(["train", goal]) == 0

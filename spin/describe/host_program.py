@@ -29,6 +29,27 @@ def _dtype_name(dtype) -> str:
     return np.dtype(dtype).name
 
 
+@functools.lru_cache(maxsize=None)
+def _layout(variant: str) -> tuple[int, dict[str, int]]:
+    """A host op's code and the word of each of its fields, by lower-case name."""
+    return _OP.codes[variant], {f.lower(): 1 + i for i, f in enumerate(_OP.fields[variant])}
+
+
+def _record(variant: str, **values: int) -> list[int]:
+    """``HOST_OPS.record`` with the fields' words looked up once per variant: a 1,024-rank
+    training step adds over a million ops, and finding each field by name took most of
+    their time."""
+    code, words = _layout(variant)
+    row = [0] * S.HOST_OP_WIDTH
+    row[0] = code
+    try:
+        for f, v in values.items():
+            row[words[f]] = int(v)
+    except KeyError:
+        return _OP.record(variant, **values)         # raises, naming the field
+    return row
+
+
 @functools.lru_cache(maxsize=1)
 def _reduce_ops():
     from nic_emulator.host_reduce import BITWISE_OPS, REDUCE_OPS
@@ -138,6 +159,8 @@ class HostProgram:
     def _destination(self, dst: int | str) -> int:
         """Node id of a send's destination given as node id or host name; a ConfigError
         naming this host, the op's index and the valid hosts otherwise."""
+        if type(dst) is int and 0 <= dst < len(self._hosts):
+            return dst                  # the common case, before the slower checks below
         if isinstance(dst, str) and dst in self._hosts:
             return self._hosts.index(dst)
         n = len(self._hosts)
@@ -172,7 +195,7 @@ class HostProgram:
         dst = self._destination(dst)
         if nbytes < 0:
             raise ConfigError(f"{self._where} (send): nbytes={nbytes} must be >= 0")
-        self.ops.append(_OP.record("SEND", dst=dst, qp=self._qp(qp), nbytes=nbytes,
+        self.ops.append(_record("SEND", dst=dst, qp=self._qp(qp), nbytes=nbytes,
                                    local_addr=local_addr, remote_addr=remote_addr, rkey=rkey))
         return self
 
@@ -182,7 +205,7 @@ class HostProgram:
             raise ConfigError(f"{self._where}: wait_recv count={count} must be >= 1")
         total = self._expected_recv.get(qp, 0) + count
         self._expected_recv[qp] = total
-        self.ops.append(_OP.record("WAIT_RECV", qp=self._qp(qp), total=total, count=count))
+        self.ops.append(_record("WAIT_RECV", qp=self._qp(qp), total=total, count=count))
         return self
 
     def wait_event(self, count: int = 1) -> "HostProgram":
@@ -190,7 +213,7 @@ class HostProgram:
         if count < 1:
             raise ConfigError(f"{self._where}: wait_event count={count} must be >= 1")
         self._expected_events += count
-        self.ops.append(_OP.record("WAIT_EVENT", total=self._expected_events, count=count))
+        self.ops.append(_record("WAIT_EVENT", total=self._expected_events, count=count))
         return self
 
     def compute(self, ns: float) -> "HostProgram":
@@ -198,7 +221,7 @@ class HostProgram:
         if not 0 <= ns <= MAX_COMPUTE_NS:   # NaN and inf fail too
             raise ConfigError(f"{self._where}: compute ns={ns} must be a time in "
                               f"0..{MAX_COMPUTE_NS:.0e} ns (1000 s)")
-        self.ops.append(_OP.record("COMPUTE", duration_ps=ns_to_ps(ns)))
+        self.ops.append(_record("COMPUTE", duration_ps=ns_to_ps(ns)))
         return self
 
     def reduce(self, dst_addr: int, src_addr: int, count: int, dtype: str | np.dtype,
@@ -229,7 +252,7 @@ class HostProgram:
             raise ConfigError(f"{self._where}: reduce op={op!r} with ps_per_byte="
                               f"{ps_per_byte}: built-in operators cost "
                               f"HostConfig.reduce_ps_per_byte; ps_per_byte is for functions")
-        self.ops.append(_OP.record("REDUCE", dst_addr=dst_addr, src_addr=src_addr, count=count,
+        self.ops.append(_record("REDUCE", dst_addr=dst_addr, src_addr=src_addr, count=count,
                                    dtype=S.DTYPE_CODES[name], operator=REDUCE_OPS[op]))
         return self
 
@@ -258,12 +281,12 @@ class HostProgram:
     def _add_call(self, fn) -> "HostProgram":
         assert self._callbacks is not None
         self._callbacks.append(fn)
-        self.ops.append(_OP.record("CALL", callback=len(self._callbacks) - 1))
+        self.ops.append(_record("CALL", callback=len(self._callbacks) - 1))
         return self
 
     def mark(self, label: str) -> "HostProgram":
         """Record the virtual time at which the program reaches this point."""
         assert self._mark_index is not None
         idx = self._mark_index.setdefault(label, len(self._mark_index))
-        self.ops.append(_OP.record("MARK", index=idx))
+        self.ops.append(_record("MARK", index=idx))
         return self

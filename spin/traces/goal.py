@@ -16,7 +16,6 @@ refused: replay matches messages by sender and tag."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from .model import (COMPUTE, MAX_COMPUTE_NS, MAX_RANKS, MAX_TRANSFER_BYTES, RECV, SEND, RankTrace,
@@ -34,10 +33,16 @@ _DEP = re.compile(r"(?P<a>[A-Za-z]\w*)\s+(?P<kind>requires|irequires)\s+(?P<b>[A
 MAX_OPS = 1_000_000
 MAX_OPS_ENV = "SPIN_GOAL_MAX_OPS"
 _PLACEMENT = re.compile(r"(\s+(cpu|nic)\s+\d+)*\s*$")
+_NUM_RANKS = re.compile(r"num_ranks\s+(\d+)")
+_RANK_OPEN = re.compile(r"rank\s+(\d+)\s*\{")
 
 
 def read_goal(path: str | Path) -> StepTrace:
-    """The schedule in ``path``, validated; a TraceError names the line and label at fault."""
+    """The schedule in ``path``, validated; a TraceError names the line and label at fault.
+
+    Ops and dependencies are nearly every line of a schedule (a million in a 1,024-rank
+    step), so they are matched first and an op becomes its ``TraceOp`` once, when its rank's
+    block closes and its dependencies are known."""
     path = Path(path)
     if not path.is_file():
         raise fail(str(path), None, "is a directory, not a GOAL file" if path.is_dir() else
@@ -49,52 +54,61 @@ def read_goal(path: str | Path) -> StepTrace:
     except OSError as exc:
         raise fail(str(path), None, f"cannot read the GOAL file: {exc.strerror or exc}") from None
     ops_limit = max_ops()
-    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+    if "/*" in text:
+        text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text,
+                      flags=re.DOTALL)
     src = str(path)
-    num_ranks, rank, ops, deps, total_ops = None, None, {}, {}, 0
+    num_ranks, rank, ops, deps, total_ops = None, None, [], {}, 0
     ranks: dict[int, RankTrace] = {}
     labels: dict[str, int] = {}
+    dep_match, op_match = _DEP.fullmatch, _OP.fullmatch
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("//", 1)[0].strip()
-        where = f"{src}:{lineno}"
+        line = (raw.split("//", 1)[0] if "//" in raw else raw).strip()
         if not line:
             continue
-        if m := re.fullmatch(r"num_ranks\s+(\d+)", line):
+        if rank is not None:
+            if m := dep_match(line):
+                a, b = m.group("a", "b")
+                if a not in labels or b not in labels:
+                    label = a if a not in labels else b
+                    raise fail(f"{src}:{lineno}", label, f"dependency on label {label}, which "
+                               f"rank {rank} has not defined")
+                deps.setdefault(labels[a], ([], []))[m.group("kind") == "irequires"].append(
+                    labels[b])
+                continue
+            if m := op_match(line):
+                label = m.group("label")
+                if label in labels:
+                    raise fail(f"{src}:{lineno}", label, "label defined twice")
+                labels[label] = len(labels)
+                ops.append(_op(m.group("body"), label, src, lineno))
+                total_ops += 1
+                if total_ops > ops_limit:
+                    raise fail(f"{src}:{lineno}", label, f"more than {ops_limit:,} operations: "
+                               f"a schedule this long replays for minutes; set {MAX_OPS_ENV} "
+                               f"to allow more")
+                continue
+            if line == "}":
+                ranks[rank] = _rank(rank, src, ops, deps)
+                rank = None
+                continue
+        where = f"{src}:{lineno}"
+        if m := _NUM_RANKS.fullmatch(line):
             num_ranks = _number(m.group(1), "num_ranks", where, None, MAX_RANKS)
-        elif m := re.fullmatch(r"rank\s+(\d+)\s*\{", line):
+        elif m := _RANK_OPEN.fullmatch(line):
             if rank is not None:
                 raise fail(where, None, f"rank {m.group(1)} opens inside rank {rank}")
             rank, ops, deps, labels = _number(m.group(1), "rank", where, None, MAX_RANKS), \
-                {}, {}, {}
+                [], {}, {}
             if num_ranks is None:
                 raise fail(where, None, "rank block before num_ranks")
             if not 0 <= rank < num_ranks or rank in ranks:
                 raise fail(where, None, f"rank {rank}: valid ranks are 0..{num_ranks - 1}, "
                            f"each once")
         elif line == "}":
-            if rank is None:
-                raise fail(where, None, "'}' outside a rank block")
-            ranks[rank] = _rank(rank, src, ops, deps)
-            rank = None
+            raise fail(where, None, "'}' outside a rank block")
         elif rank is None:
             raise fail(where, None, f"{line!r} outside a rank block")
-        elif m := _DEP.fullmatch(line):
-            for label in (m.group("a"), m.group("b")):
-                if label not in labels:
-                    raise fail(where, label, f"dependency on label {label}, which rank {rank} "
-                               f"has not defined")
-            a, b = labels[m.group("a")], labels[m.group("b")]
-            deps.setdefault(a, ([], []))[m.group("kind") == "irequires"].append(b)
-        elif m := _OP.fullmatch(line):
-            label = m.group("label")
-            if label in labels:
-                raise fail(where, label, "label defined twice")
-            labels[label] = len(labels)
-            ops[labels[label]] = _op(m.group("body"), labels[label], label, where)
-            total_ops += 1
-            if total_ops > ops_limit:
-                raise fail(where, label, f"more than {ops_limit:,} operations: a schedule this "
-                           f"long replays for minutes; set {MAX_OPS_ENV} to allow more")
         else:
             raise fail(where, None, f"cannot read {line!r}; expected 'LABEL: send|recv|calc "
                        f"...', 'LABEL requires|irequires LABEL', 'rank N {{' or '}}'")
@@ -109,12 +123,9 @@ def read_goal(path: str | Path) -> StepTrace:
                                device="cpu"))
 
 
-def _op(body: str, node_id: int, label: str, where: str) -> TraceOp:
-    word = body.split()[0] if body.split() else body
-    if word not in OPERATIONS:
-        from ..suggest import did_you_mean
-        raise fail(where, label, f"unknown operation {word!r}{did_you_mean(word, OPERATIONS)}; "
-                   f"valid operations: {', '.join(OPERATIONS)}")
+def _op(body: str, label: str, src: str, lineno: int) -> dict:
+    """The fields of op ``label`` (``TraceOp`` keywords but its dependencies)."""
+    where = _Where(src, lineno)
     if m := _SEND.fullmatch(body):
         kind = m.group("kind")
         if (kind == "send") != (m.group("dir") == "to"):
@@ -124,21 +135,42 @@ def _op(body: str, node_id: int, label: str, where: str) -> TraceOp:
         if peer < 0 or tag < 0:
             raise fail(where, label, f"{kind} with peer {peer} and tag {tag}: any-source and "
                        f"any-tag receives (-1) are not replayable")
-        _placement(m.group("rest"), where, label)
-        return TraceOp(node_id, SEND if kind == "send" else RECV, name=label,
-                       nbytes=_number(m.group("size"), "size", where, label,
-                                      MAX_TRANSFER_BYTES), peer=peer, tag=tag)
+        if m.group("rest"):
+            _placement(m.group("rest"), where, label)
+        return {"kind": SEND if kind == "send" else RECV, "name": label, "peer": peer,
+                "tag": tag, "nbytes": _number(m.group("size"), "size", where, label,
+                                              MAX_TRANSFER_BYTES)}
     if m := _CALC.fullmatch(body):
-        _placement(m.group("rest"), where, label)
+        if m.group("rest"):
+            _placement(m.group("rest"), where, label)
         time_ns = _number(m.group("time"), "calc time (ns)", where, label, int(MAX_COMPUTE_NS))
-        return TraceOp(node_id, COMPUTE, name=label, duration_ns=float(time_ns))
+        return {"kind": COMPUTE, "name": label, "duration_ns": float(time_ns)}
+    word = body.split()[0] if body.split() else body
+    if word not in OPERATIONS:
+        from ..suggest import did_you_mean
+        raise fail(where, label, f"unknown operation {word!r}{did_you_mean(word, OPERATIONS)}; "
+                   f"valid operations: {', '.join(OPERATIONS)}")
     raise fail(where, label, f"unknown operation {body.split()[0] if body else body!r}; valid "
                f"operations: send, recv, calc")
+
+
+class _Where:
+    """``file:line`` of an op, made into text only when an error names it."""
+
+    __slots__ = ("src", "lineno")
+
+    def __init__(self, src: str, lineno: int):
+        self.src, self.lineno = src, lineno
+
+    def __str__(self) -> str:
+        return f"{self.src}:{self.lineno}"
 
 
 def _number(text: str, name: str, where: str, label, high: int, signed: bool = False) -> int:
     """A decimal integer of the schedule, at most ``high`` (a 5,000-digit size is named, not
     converted)."""
+    if len(text) <= 18 and (value := int(text)) <= high:
+        return value
     digits = text.lstrip("-")
     if len(digits) > 19 or int(text) > high:
         shown = text if len(text) <= 24 else f"a number of {len(digits):,} digits"
@@ -163,9 +195,9 @@ def _placement(rest: str, where: str, label: str) -> None:
                    f"follow")
 
 
-def _rank(rank: int, src: str, ops: dict, deps: dict) -> RankTrace:
+def _rank(rank: int, src: str, ops: list[dict], deps: dict) -> RankTrace:
     out = []
-    for node_id, op in ops.items():
-        after, started = deps.get(node_id, ([], []))
-        out.append(replace(op, deps=tuple(after), start_deps=tuple(started)))
+    for node_id, fields in enumerate(ops):
+        after, started = deps.get(node_id, ((), ()))
+        out.append(TraceOp(node_id, deps=tuple(after), start_deps=tuple(started), **fields))
     return RankTrace(rank, f"{src} rank {rank}", tuple(out), labelled=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..config import HOST_PRESETS
+from ..describe.payload_mode import PAYLOAD_MODES
 from ..errors import ConfigError
 from ..topologies import build_topology
 from ..topologies.report import label, parse_spec
@@ -55,6 +56,11 @@ def add_options(t: argparse.ArgumentParser) -> None:
                    "MPI rank on a server core: 5 GB/s reduction); default: gpu for accelerator "
                    "traces (Chakra, PyTorch with NCCL kernels), cpu for GOAL and CPU-only "
                    "PyTorch traces")
+    t.add_argument("--payload", choices=PAYLOAD_MODES, default=None,
+                   help="where payload bytes live: stored in host memory, or generated from "
+                   "(host, address) with no host memory kept (results are the same); default: "
+                   "generated unless a collective of the step reduces (all-reduce, "
+                   "reduce-scatter), stored then")
     t.add_argument("--strict", action="store_true",
                    help="refuse to skip: a CPU-side c10d op of a converted PyTorch trace "
                    "(collective, send or recv) that would be replayed as a CPU op (its NCCL "
@@ -125,7 +131,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.max_memory_mb > 0:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
     config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
-                          args.workers, args.host_preset)
+                          args.workers, args.host_preset, args.payload)
     report = replay(trace, topo, config, quiet=args.quiet)
     print(f"topology: {label(name, params)}")
     print(host_line(trace, args.host_preset))

@@ -7,13 +7,15 @@ Rank i runs on host i of the topology. Each node is bracketed by two marks, from
 report reads every node's start and end."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..collectives import algorithm
 from ..collectives.measure import lossless
-from ..config import HOST_PRESETS, HostConfig, NicConfig, SwitchConfig
+from ..config import HOST_PRESETS, EngineConfig, HostConfig, NicConfig, SwitchConfig
+from ..describe.payload_mode import PAYLOAD_MODES
 from ..engine import state as S
 from ..errors import ConfigError, TraceError
 from ..runs import run
@@ -31,6 +33,7 @@ from .schedule import issue_order
 DEFAULT_MAX_MEMORY_BYTES = 256 << 20
 OFFLOADED = ("nic", "switch")    # all-reduces the host only posts and waits for
 EXACT_FLOAT32 = 1 << 24          # integers up to this add exactly in float32
+REDUCING = ("all_reduce", "reduce_scatter")    # collectives that read the bytes they receive
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,9 @@ class ReplayConfig:
     processes run the fabric, and the host model (``host_preset``, a ``HOST_PRESETS`` name:
     ``gpu`` reduces at HBM bandwidth and pipelines ring steps as NCCL does, ``cpu`` is an MPI
     rank on a server core; None: the trace's own device, so an accelerator trace is not
-    priced as a CPU)."""
+    priced as a CPU), and where payload bytes live (``payload``: ``stored`` in host memory,
+    or ``generated`` from (host, address) as ``Scenario.payload``; None: generated unless a
+    collective of the step reduces in host memory, see ``payload_for``)."""
 
     algo: str = "ring"
     per_kind: dict[str, str] = field(default_factory=dict)
@@ -50,15 +55,33 @@ class ReplayConfig:
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
     workers: int = 1
     host_preset: str | None = None
+    payload: str | None = None
 
     def __post_init__(self) -> None:
         if self.host_preset is not None and self.host_preset not in HOST_PRESETS:
             raise ConfigError(f"host_preset={self.host_preset!r}; valid choices: "
                               f"{', '.join(HOST_PRESETS)} (or None: the trace's device)")
+        if self.payload is not None and self.payload not in PAYLOAD_MODES:
+            raise ConfigError(f"payload={self.payload!r}; valid choices: "
+                              f"{', '.join(PAYLOAD_MODES)} (or None: generated unless the step "
+                              f"reduces in host memory)")
 
     def host_for(self, trace: StepTrace) -> str:
         """The host preset a replay of ``trace`` uses."""
         return self.host_preset or trace.device
+
+    def payload_for(self, plan: ReplayPlan) -> str:
+        """Where a replay of ``plan`` keeps payload bytes. Only reductions read them (an
+        all-reduce or reduce-scatter sums what it received, and an all-reduce-only step has its
+        results checked); sends, receives, compute and the collectives that only move data
+        are timed alike either way, so without reductions the payload is generated: no host
+        memory is kept, which a 1,024-rank step of MiB-sized messages would fill by GBs."""
+        reducing = sorted({c.kind for c in plan.calls if c.kind in REDUCING})
+        if self.payload == "generated" and reducing:
+            raise ConfigError(f"payload='generated': the step's {' and '.join(reducing)} "
+                              f"reduce(s) in host memory, which a generated payload does not "
+                              f"keep; use payload='stored' (or None)")
+        return self.payload or ("stored" if reducing else "generated")
 
 
 def replay(trace: StepTrace, topology: Topology | None = None,
@@ -80,17 +103,30 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     costs = PathCosts.of(topo, *(scenario_configs.get(k) or default() for k, default in
                                  (("host", HostConfig), ("nic", NicConfig),
                                   ("switch", SwitchConfig))))
+    clock = [time.perf_counter()]
     plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes,
                        config.per_node, costs)
+    clock.append(time.perf_counter())
     sc = _scenario(topo, plan, trace.n_ranks, scenario_configs)
+    sc.payload = config.payload_for(plan)
     inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
     built: dict[CollectiveCall, object] = {}
     _emit(trace, plan, sc, config.compute, built)
     check = _AllreduceCheck.of(inputs, plan, built)
+    clock.append(time.perf_counter())
     result = run(sc, config.workers, read=check.reads() if check else (), quiet=quiet)
+    stuck = [h for h in result.unfinished_hosts() if h.node < trace.n_ranks]
+    if stuck:
+        raise _stuck(trace, result, stuck)
     result.require_finished()
+    clock.append(time.perf_counter())
     correct = check.verify(result) if check else None
-    return build_report(trace, plan, result, config, correct, host)
+    report = build_report(trace, plan, result, config, correct, host, sc.payload)
+    clock.append(time.perf_counter())
+    report.wall.update(zip(("plan_s", "build_s", "run_s", "report_s"),
+                           (b - a for a, b in zip(clock, clock[1:]))),
+                       loop_s=float(result.wall.get("seconds", 0.0)))
+    return report
 
 
 def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenario:
@@ -109,9 +145,25 @@ def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenar
         if alg.programs is not None:
             programs.extend(p for p in alg.programs() if p not in programs)
     configs["switch"] = lossless(configs.get("switch"))
+    configs["engine"] = sized_for_fabric(configs.get("engine") or EngineConfig(), len(topo.hosts))
     if programs:
         configs.setdefault("engine_programs", programs)
     return Scenario(topo, host=host, **configs)
+
+
+# EngineConfig tables that grow with the fabric (EngineConfig.for_fabric)
+FABRIC_SIZED = ("buffer_slots", "max_events_pending", "log_messages", "max_rx_messages",
+                "max_tx_messages")
+
+
+def sized_for_fabric(engine: EngineConfig, n_hosts: int) -> EngineConfig:
+    """``engine`` with its tables at least as large as ``EngineConfig.for_fabric(n_hosts)``:
+    every rank of a step may send at once (a ring step, a pipeline's hand-offs), and the
+    defaults, sized for small scenarios, ran out of frame slots on 1,024 hosts. Tables are only
+    touched when used, so a small step pays nothing for them."""
+    fabric = EngineConfig.for_fabric(n_hosts)
+    return engine.model_copy(update={f: max(getattr(engine, f), getattr(fabric, f))
+                                     for f in FABRIC_SIZED})
 
 
 def _emit(trace: StepTrace, plan: ReplayPlan, sc: Scenario, compute: ComputeModel,
@@ -206,7 +258,8 @@ class _Waits:
     def defer(self, rank: int, node_id: int) -> None:
         """Hold back the wait just appended for ``rank``'s collective ``node_id``."""
         ops = self.progs[rank].ops
-        last = max(i for i, op in enumerate(ops) if op[0] == S.OP_WAIT_EVENT)
+        last = next(i for i in range(len(ops) - 1, -1, -1)      # from the end: the program
+                    if ops[i][0] == S.OP_WAIT_EVENT)            # grows with every collective
         self.pending[rank] = (node_id, ops[last:])
         del ops[last:]
 
@@ -222,6 +275,30 @@ class _Waits:
         if held:
             self.progs[rank].ops.extend(held[1])
             self.progs[rank].mark(end_label(held[0]))
+
+
+def _stuck(trace: StepTrace, result, stuck: list) -> TraceError:
+    """Ranks whose programs never ended, named by the trace nodes they wait in: each rank's
+    schedule was valid alone (messages match in count), but their dependencies wait on each
+    other across ranks. The host ops the engine stopped at mean nothing to the trace's
+    author; the first stuck ranks' nodes do, and a few of them fit on one line."""
+    def waiting_in(h) -> str:
+        rank = trace.ranks[h.node]
+        for op in rank.ops:
+            started = result.marks.get(start_label(op.node_id), {})
+            ended = result.marks.get(end_label(op.node_id), {})
+            if h.node in started and h.node not in ended:
+                what = (f"recv of {op.nbytes} B from rank {op.peer} tag {op.tag}"
+                        if op.kind == RECV else f"send of {op.nbytes} B to rank {op.peer}"
+                        if op.kind == SEND else op.collective or op.kind)
+                return f"rank {h.node} at node {rank.ref(op.node_id)} ({what})"
+        return f"rank {h.node} {h.waiting_for or 'did not finish'}"
+    shown = "; ".join(waiting_in(h) for h in stuck[:3])
+    more = f"; and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    return TraceError(f"{trace.name}: {len(stuck)} of {trace.n_ranks} ranks never finished "
+                      f"(the run ended at {result.end_time_ps / 1e6:.3f} us with nothing left "
+                      f"to do): {shown}{more}; their dependencies wait on each other across "
+                      f"ranks (a deadlock)")
 
 
 def _deadlock(trace: StepTrace, queues, pos, plan: ReplayPlan) -> TraceError:

@@ -4,7 +4,7 @@ rank's compute and communication on its own track. Times in µs (1e-6 s) of virt
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..traces.model import COMPUTE, StepTrace
@@ -17,13 +17,17 @@ PS_PER_US = 1_000_000
 class RankStep:
     """``step_us``: when the rank's last node ended; ``compute_us``: time in compute nodes;
     ``delay_us``: the straggler delay before its first node; ``exposed_comm_us``: the rest,
-    time the rank spent in (or waiting for) communication that no compute hid."""
+    time the rank spent in (or waiting for) communication that no compute hid;
+    ``sent_bytes``: what its NIC read from host memory to send: the payload of its sends and
+    of its part of the collectives (plus what an offloaded collective's handlers read; resent
+    bytes count again)."""
 
     rank: int
     step_us: float
     compute_us: float
     exposed_comm_us: float
     delay_us: float
+    sent_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,16 @@ class StepReport:
     allreduce_correct: bool | None     # None: the step mixes collectives, not checked
     packet_events: int
     host: str = "cpu"                  # the host preset (HOST_PRESETS), or "custom"
+    payload: str = "stored"            # where payload bytes lived (ReplayConfig.payload)
+    # wall-clock seconds of the replay's phases (plan, build, run, loop, report): figures of
+    # this machine, never compared
+    wall: dict[str, float] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
         """``ranks`` and ``collectives`` as JSON-ready lists (spans are in the trace file)."""
         return {"trace": self.trace, "format": self.format, "algo": self.algo,
-                "host": self.host, "step_us": self.step_us, "allreduce_correct": self.allreduce_correct,
+                "host": self.host, "payload": self.payload, "step_us": self.step_us,
+                "allreduce_correct": self.allreduce_correct,
                 "packet_events": self.packet_events,
                 "ranks": [asdict(r) for r in self.ranks],
                 "collectives": [asdict(c) for c in self.collectives]}
@@ -117,9 +126,10 @@ class StepReport:
                  + ("" if self.allreduce_correct is None else
                     f", all-reduce results {'exact' if self.allreduce_correct else 'WRONG'}"),
                  f"{'rank':>5} {'step_us':>11} {'compute_us':>11} {'exposed_comm_us':>16} "
-                 f"{'delay_us':>9}"]
+                 f"{'delay_us':>9} {'sent_bytes':>12}"]
         lines += [f"{r.rank:>5} {r.step_us:>11.3f} {r.compute_us:>11.3f} "
-                  f"{r.exposed_comm_us:>16.3f} {r.delay_us:>9.3f}" for r in self.ranks]
+                  f"{r.exposed_comm_us:>16.3f} {r.delay_us:>9.3f} {r.sent_bytes:>12}"
+                  for r in self.ranks]
         if self.collectives:
             lines.append(f"{'node':>5} {'type':<15} {'group':<8} {'bytes':>10} {'algo':<14} "
                          f"{'time_us':>10}")
@@ -129,10 +139,11 @@ class StepReport:
 
 
 def build_report(trace: StepTrace, plan, result, config, correct: bool | None,
-                 host: str = "cpu") -> StepReport:
+                 host: str = "cpu", payload: str = "stored") -> StepReport:
     """Read every node's marks from the run and sum them per rank and per collective."""
     spans: list[NodeSpan] = []
     ranks: list[RankStep] = []
+    sent = {nic.node: nic.dma_read_bytes for nic in result.nics}
     for rank in trace.ranks:
         r = rank.rank
         delay_ps = round(config.compute.start_delay_ns(r) * 1000)
@@ -146,7 +157,8 @@ def build_report(trace: StepTrace, plan, result, config, correct: bool | None,
             if op.kind == COMPUTE:
                 compute += e - s
         ranks.append(RankStep(r, end / PS_PER_US, compute / PS_PER_US,
-                              (end - compute - delay_ps) / PS_PER_US, delay_ps / PS_PER_US))
+                              (end - compute - delay_ps) / PS_PER_US, delay_ps / PS_PER_US,
+                              int(sent.get(r, 0))))
     calls = []
     for c in plan.calls:
         start = max(result.mark(start_label(n), r) for r, n in zip(c.ranks, c.node_ids))
@@ -159,4 +171,4 @@ def build_report(trace: StepTrace, plan, result, config, correct: bool | None,
     spans.sort(key=lambda s: (s.rank, s.start_ps, s.node_id))
     return StepReport(trace.name, trace.fmt, config.algo,
                       max((r.step_us for r in ranks), default=0.0), ranks, calls, spans,
-                      correct, int(result.packet_events), host)
+                      correct, int(result.packet_events), host, payload)
