@@ -96,6 +96,7 @@ def _calibrate_and_check() -> tuple[float, float, float, int]:
 def _predict(a, work: float, cut: float, round_s: float, duration: int) -> None:
     """Speedups at a.workers workers on the large fabrics."""
     from spin.build.cut_cost import CutCosts, cut_figures
+    from spin.build.partition import link_traffic
     targets = [("8,192 hosts (htsim three-tier fat tree)",
                 lambda: _scenario("fat_tree_8192_1os.topo", "perm_8192n_8192c_2MB.cm"))]
     if a.skip_8192:
@@ -105,12 +106,13 @@ def _predict(a, work: float, cut: float, round_s: float, duration: int) -> None:
     for name, build in targets:
         started = time.perf_counter()
         big = build()
-        total = sum(cut_figures(big, 1).frames_handled)
+        traffic = link_traffic(big)
+        total = sum(cut_figures(big, 1, traffic=traffic).frames_handled)
         per_frame = a.work_us_per_frame * 1e-6 or work
         t_one = total * per_frame
         row = []
         for w in (int(x) for x in a.workers.split(",")):
-            fig = cut_figures(big, w)
+            fig = cut_figures(big, w, traffic=traffic)
             ideal = fig.time_s(CutCosts(per_frame, cut, round_s), duration)
             # each further peer a round exchanges with: one more message, PEER_S on a cluster
             peers = fig.time_s(CutCosts(per_frame, cut, round_s, PEER_S), duration)

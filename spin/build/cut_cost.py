@@ -53,12 +53,14 @@ class CutFigures:
         return busy + rounds * (costs.round_s + (self.workers - 1) * costs.round_s_per_peer)
 
 
-def cut_figures(scenario, workers: int, owner: tuple[int, ...] | None = None) -> CutFigures:
+def cut_figures(scenario, workers: int, owner: tuple[int, ...] | None = None,
+                traffic: np.ndarray | None = None) -> CutFigures:
     """The figures of ``scenario`` cut over ``workers`` (by ``auto_partition`` unless ``owner``
-    is given)."""
+    is given; ``traffic``: ``link_traffic(scenario)``, computed once for several cuts)."""
     topo = scenario.topology
-    owner = np.asarray(owner if owner is not None else auto_partition(scenario, workers))
-    frames = link_traffic(scenario) / scenario.engine.mtu_bytes
+    traffic = link_traffic(scenario) if traffic is None else traffic
+    owner = np.asarray(owner if owner is not None else auto_partition(scenario, workers, traffic))
+    frames = traffic / scenario.engine.mtu_bytes
     src, dst, link = _edges(topo)
     handled = np.zeros(workers)
     np.add.at(handled, owner[src], frames[link])       # each end handles the link's frames

@@ -158,8 +158,9 @@ def _bfs_to(target: int, src: np.ndarray, dst: np.ndarray, forwards: np.ndarray,
     return dist
 
 
-def auto_partition(scenario, workers: int) -> tuple[int, ...]:
-    """Worker id of every device (hosts first, then switches), cut by METIS as described above."""
+def auto_partition(scenario, workers: int, traffic: np.ndarray | None = None) -> tuple[int, ...]:
+    """Worker id of every device (hosts first, then switches), cut by METIS as described above
+    (``traffic``: ``link_traffic(scenario)`` when the caller has it already)."""
     topo = scenario.topology
     names = topo.device_names()
     if workers < 1:
@@ -171,7 +172,7 @@ def auto_partition(scenario, workers: int) -> tuple[int, ...]:
     import pymetis
 
     mtu = scenario.engine.mtu_bytes
-    frames = link_traffic(scenario) / mtu
+    frames = (link_traffic(scenario) if traffic is None else traffic) / mtu
     look = link_lookahead_ps(scenario).astype(float)
     eweight = np.minimum((1.0 + frames) * (look.max() / look), _MAX_WEIGHT).round().astype(np.int64)
     src, dst, link = _edges(topo)
