@@ -98,7 +98,8 @@ def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
         return BoundRow(kind, name, n, nbytes, m.time_ps / 1e6, bound_us(sc, kind, n, nbytes),
                         m.packet_events)
     memory = host_memory_bytes(kind, n, nbytes)
-    messages = n * (n - 1) if kind == "all_to_all" else 0       # all posted at once
+    # all posted at once: all-to-all, and the direct all-gather and reduce-scatter
+    messages = n * (n - 1) if kind in ("all_to_all", "all_gather", "reduce_scatter") else 0
     engine = EngineConfig.for_fabric(n)
     engine = engine.model_copy(update={
         "max_tx_messages": max(engine.max_tx_messages, messages),

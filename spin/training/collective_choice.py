@@ -3,9 +3,11 @@
 the run's own configs rather than with fixed thresholds wherever the algorithms' costs differ
 in kind (the broadcasts).
 
-* all-gather / reduce-scatter: recursive doubling / halving on power-of-two groups while a
-  block is small (log2 n steps where a step's latency outweighs its block on the wire), the
-  ring (bandwidth-optimal, every link busy) otherwise.
+* all-gather / reduce-scatter: while a block is small, recursive doubling / halving on
+  power-of-two groups (log2 n steps where a step's latency outweighs its block on the wire), or
+  direct sends (every rank sends each block straight to its owner: one step of latency, n-1
+  messages per rank) where the hosts' per-message overheads are cheaper than those steps; the
+  ring (bandwidth-optimal, every link busy) for large blocks.
 * broadcast: a binomial tree below 12 KiB, as MPICH; above it the cheapest of the tree, a chain
   and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), and van de
   Geijn's scatter + all-gather by recursive doubling or by a ring.
@@ -18,8 +20,8 @@ from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "all_gather": ("auto", "ring", "rd"),
-    "reduce_scatter": ("auto", "ring", "rh"),
+    "all_gather": ("auto", "ring", "rd", "direct"),
+    "reduce_scatter": ("auto", "ring", "rh", "direct"),
     "all_to_all": ("pairwise",),
     "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd"),
     "barrier": ("dissemination",),
@@ -42,6 +44,7 @@ class PathCosts:
     alpha_ns: float
     bytes_per_ns: float
     pipelined: bool
+    overhead_ns: float = 0.0     # host time per message (send and receive overheads)
 
     @classmethod
     def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig) -> PathCosts:
@@ -51,11 +54,23 @@ class PathCosts:
         rate_gbps = min((c.rate_gbps for c in links), default=1)
         alpha = (host.send_overhead_ns + host.recv_overhead_ns + 3 * nic.pcie_latency_ns
                  + 2 * link_ns + switch.latency_ns)
-        return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0)
+        return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0,
+                   host.send_overhead_ns + host.recv_overhead_ns)
 
     @classmethod
     def of_scenario(cls, scenario) -> PathCosts:
         return cls.of(scenario.topology, scenario.host, scenario.nic, scenario.switch)
+
+    def small_blocks_ns(self, algo: str, n: int, nbytes: int) -> float:
+        """Estimated time of an all-gather or reduce-scatter of small blocks: log2 n steps
+        (recursive doubling or halving), or one step whose n-1 messages cost each rank its
+        overheads (direct), or n-1 steps (ring); each moves (n-1)/n S through a rank's link."""
+        wire = (n - 1) / n * nbytes / self.bytes_per_ns
+        if algo == "direct":
+            return self.alpha_ns + max(wire, (n - 1) * self.overhead_ns)
+        if algo in ("rd", "rh"):
+            return (n - 1).bit_length() * self.alpha_ns + wire
+        return (n - 1) * self.alpha_ns + wire
 
     def broadcast_ns(self, algo: str, n: int, nbytes: int) -> float:
         """Estimated time of a broadcast of ``nbytes`` on ``n`` ranks with ``algo``."""
@@ -88,9 +103,11 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
     if algo != "auto":
         return algo
     if kind in ("all_gather", "reduce_scatter"):
-        if n > 2 and power_of_two and -(-nbytes // n) <= LOG_STEP_MAX_BLOCK_BYTES:
-            return "rd" if kind == "all_gather" else "rh"
-        return "ring"
+        if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
+            return "ring"
+        log = "rd" if kind == "all_gather" else "rh"
+        candidates = ["ring", "direct"] + ([log] if power_of_two else [])
+        return min(candidates, key=lambda a: costs.small_blocks_ns(a, n, nbytes))
     if nbytes < BCAST_SHORT_BYTES or n < 3:
         return "binomial"
     candidates = ["binomial", "chain", "double_tree", "scatter_ring"] + (

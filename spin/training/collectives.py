@@ -155,6 +155,37 @@ def _reduce_scatter_rh(b: Builder, n: int, count: int) -> None:
             first, scratch = keep, scratch + width * region
 
 
+def _all_gather_direct(b: Builder, n: int, count: int) -> None:
+    """Every rank sends its block straight to every other rank (in the order r+1, r+2, ...,
+    so no rank is every sender's first target), in place, and waits for the n-1 it is owed."""
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    for r in range(n):
+        for s in range(1, n):
+            b.send(r, (r + s) % n, 0, off[r] * WIDTH, off[r] * WIDTH, counts[r])
+    for r in range(n):
+        for s in range(1, n):
+            b.recv(r, 0, counts[(r - s) % n])
+
+
+def _reduce_scatter_direct(b: Builder, n: int, count: int) -> None:
+    """Every rank sends block p straight to rank p, into the scratch region of its distance
+    (p - r) mod n - 1; each rank waits for the n-1 blocks it is owed and adds them into its own
+    block r, which then holds the sum (as recursive halving leaves it)."""
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    scratch, region = align(count * WIDTH), align(max(counts) * WIDTH)
+    for r in range(n):
+        for s in range(1, n):
+            p = (r + s) % n
+            b.send(r, p, 0, off[p] * WIDTH, scratch + (s - 1) * region, counts[p])
+    for r in range(n):
+        for s in range(1, n):
+            b.recv(r, 0, counts[r])
+        for s in range(1, n):
+            b.reduce(r, off[r] * WIDTH, scratch + (s - 1) * region, counts[r])
+
+
 def _fit(chunks: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
     """The chunks of the largest block cut to a block of ``count`` elements (blocks differ by
     at most one element, so sender and receiver cut every block the same way)."""
@@ -321,6 +352,8 @@ def _barrier(b: Builder, n: int, count: int) -> None:
 BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gather_rd,
             ("reduce_scatter", "ring"): _reduce_scatter,
             ("reduce_scatter", "rh"): _reduce_scatter_rh,
+            ("all_gather", "direct"): _all_gather_direct,
+            ("reduce_scatter", "direct"): _reduce_scatter_direct,
             ("all_to_all", "pairwise"): _all_to_all,
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
             ("broadcast", "scatter_ring"): _broadcast_scatter_ring,

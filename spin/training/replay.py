@@ -112,6 +112,7 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     inputs = _AllreduceCheck.inputs_for(trace, plan, sc)
     built: dict[CollectiveCall, object] = {}
     _emit(trace, plan, sc, config.compute, built)
+    sc.engine = _room_for_sends(sc)
     check = _AllreduceCheck.of(inputs, plan, built)
     clock.append(time.perf_counter())
     result = run(sc, config.workers, read=check.reads() if check else (), quiet=quiet)
@@ -127,6 +128,20 @@ def replay(trace: StepTrace, topology: Topology | None = None,
                            (b - a for a, b in zip(clock, clock[1:]))),
                        loop_s=float(result.wall.get("seconds", 0.0)))
     return report
+
+
+def _room_for_sends(sc: Scenario) -> EngineConfig:
+    """The engine's message tables raised to every send the programs post, when more: an
+    all-to-all or a direct all-gather posts n-1 messages per rank at once (261,632 on 512
+    ranks), beyond what the fabric's size alone gives."""
+    from ..engine import state as S
+    sends = sum(int((p.op_array()[:, 0] == S.OP_SEND).sum()) for p in sc.host_programs.values()
+                if len(p.ops))
+    eng = sc.engine
+    if sends <= min(eng.max_tx_messages, eng.max_rx_messages):
+        return eng
+    return eng.model_copy(update={"max_tx_messages": max(eng.max_tx_messages, sends),
+                                  "max_rx_messages": max(eng.max_rx_messages, sends)})
 
 
 def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenario:
