@@ -3,7 +3,8 @@ variants, handlers) to a ``Scenario``, a registry of them by name, and ``measure
 one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and correctness.
 
 Host baselines: ``ring``, ``ring2d`` (two-dimensional rings over every port of a HammingMesh
-accelerator), ``rd`` (recursive doubling), ``rabenseifner``. NIC-offloaded (sPIN
+accelerator), ``rd`` (recursive doubling), ``rabenseifner``, ``direct`` (every block straight
+to its owner: two steps of latency). NIC-offloaded (sPIN
 handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``;
 ``nic-ring2d`` (``spin.collectives.nic_ring2d``).
 In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``; floats
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..registry import Registry
-from . import nic, nic_ring2d, rabenseifner, recursive_doubling, ring, ring2d, switch
+from . import direct, nic, nic_ring2d, rabenseifner, recursive_doubling, ring, ring2d, switch
 from .common import DTYPES, AllreducePlan, reliable_transport
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm"]
@@ -61,6 +62,8 @@ ALGORITHMS: Registry[Algorithm] = Registry("allreduce algorithm", (
               recursive_doubling.plan_memory, recovery=reliable_transport),
     Algorithm("rabenseifner", "Rabenseifner (halving + doubling)", rabenseifner.build,
               rabenseifner.plan_memory, recovery=reliable_transport),
+    Algorithm("direct", "direct (every block straight to its owner, both phases)",
+              direct.build, direct.plan_memory, recovery=reliable_transport),
     Algorithm("ring2d", "two-dimensional rings (HammingMesh; streams over every port)",
               ring2d.build, ring2d.plan_memory, recovery=reliable_transport),
     *(_nic_variant(name, mode) for name, mode in nic.VARIANTS.items()),

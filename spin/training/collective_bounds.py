@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 
 from ..collectives.measure import lossless, measure
 from ..collectives.theory import streaming_ring_bound
-from ..config import EngineConfig, HostConfig
+from ..config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from ..runs import run
 from ..runtime.scenario import Scenario
 from ..topology import Topology
 from . import collectives as other
-from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES
+from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES, PathCosts
 
 KINDS = ("all_gather", "reduce_scatter", "all_to_all", "broadcast", "all_reduce")
 PRESET = "network"
@@ -80,10 +80,25 @@ def stored(kind: str) -> bool:
 
 
 def allreduce_algorithm(n: int, nbytes: int) -> str:
-    """The ring for large blocks; Rabenseifner (recursive halving, then doubling) for small
-    blocks on a power-of-two group, by the rule of the other collectives."""
-    small = -(-nbytes // n) <= LOG_STEP_MAX_BLOCK_BYTES
-    return "rabenseifner" if small and n > 2 and not n & (n - 1) else "ring"
+    """The ring for large blocks; for small blocks the cheapest of the ring, direct sends and
+    (power-of-two groups) Rabenseifner, as the other collectives choose: an all-reduce is a
+    reduce-scatter and an all-gather, each estimated by ``PathCosts.small_blocks_ns``."""
+    if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
+        return "ring"
+    costs = PathCosts.of(Topology.star(n), HostConfig.preset(PRESET), NicConfig(),
+                         SwitchConfig())
+    steps = {"ring": "ring", "direct": "direct"}
+    if not n & (n - 1):
+        steps["rabenseifner"] = "rd"
+    return min(steps, key=lambda a: costs.small_blocks_ns(steps[a], n, nbytes))
+
+
+def _engine(n: int, messages: int) -> EngineConfig:
+    """Tables sized for ``n`` hosts and ``messages`` posted at once."""
+    engine = EngineConfig.for_fabric(n)
+    return engine.model_copy(update={
+        "max_tx_messages": max(engine.max_tx_messages, messages),
+        "max_rx_messages": max(engine.max_rx_messages, messages)})
 
 
 def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
@@ -91,7 +106,7 @@ def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
     host = HostConfig.preset(PRESET)
     if kind == "all_reduce":
         name = allreduce_algorithm(n, nbytes)
-        m = measure(name, n, nbytes, host=host, engine=EngineConfig.for_fabric(n))
+        m = measure(name, n, nbytes, host=host, engine=_engine(n, 2 * n * (n - 1)))
         if not m.correct:
             raise AssertionError(f"{name} all-reduce on {n} ranks gave a wrong sum")
         sc = Scenario(Topology.star(n), host=host)
@@ -100,10 +115,7 @@ def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
     memory = host_memory_bytes(kind, n, nbytes)
     # all posted at once: all-to-all, and the direct all-gather and reduce-scatter
     messages = n * (n - 1) if kind in ("all_to_all", "all_gather", "reduce_scatter") else 0
-    engine = EngineConfig.for_fabric(n)
-    engine = engine.model_copy(update={
-        "max_tx_messages": max(engine.max_tx_messages, messages),
-        "max_rx_messages": max(engine.max_rx_messages, messages)})
+    engine = _engine(n, messages)
     sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
                   switch=lossless(), engine=engine)
     if not stored(kind):

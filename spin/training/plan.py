@@ -19,7 +19,7 @@ from .collective_choice import ALGORITHMS, PathCosts, resolve
 # default; "auto" picks by size, spin.training.collectives.resolve)
 FIXED_ALGORITHMS = {kind: "/".join(names) for kind, names in ALGORITHMS.items()}
 # all-reduce algorithms a trace may choose: exact ones (lossy variants change the values)
-ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "nic", "switch")
+ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "direct", "nic", "switch")
 MAX_QPS = 4096
 P2P_QP_BUDGET = 256
 
