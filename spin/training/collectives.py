@@ -2,17 +2,19 @@
 (all-reduce itself comes from ``spin.collectives.ALGORITHMS``). Sizes follow nccl-tests: S is
 the all-gather's output, the reduce-scatter's and all-to-all's input, the broadcast's buffer.
 
-* all-gather: the ring's second half (Patarasuk & Yuan, 2009): n-1 steps, S/n per step.
-* reduce-scatter: the ring's first half, each received block reduced into the data.
+* all-gather: the ring's second half (Patarasuk & Yuan, 2009): n-1 steps, S/n per step; or
+  recursive doubling; or direct sends of each block to every rank.
+* reduce-scatter: the ring's first half, each received block reduced into the data; or
+  recursive halving; or direct sends of each block to its owner.
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
   as NCCL posts them) and waits for the n-1 it is owed.
 * broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
   chain in chunks (NCCL's ring broadcast), two binary trees in chunks (NCCL's double binary
   tree), or van de Geijn's scatter + all-gather, by a ring or by recursive doubling (MPICH's
   for long buffers).
+* barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
 
 ``spin.training.collective_choice`` picks among them by size when a trace does not name one.
-* barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
 
 With ``HostConfig.pipeline_chunk_bytes`` > 0 (the ``gpu`` and ``network`` host presets) the
 ring steps and the chain move their blocks in chunks, each passed on as soon as it arrived (and
@@ -22,7 +24,10 @@ size. 0 (the ``cpu`` preset, MPI's rings) sends one message per block and step.
 Each builder appends to the hosts' programs and returns the host memory its layout needs;
 messages of one collective use ``qps`` QPs from ``qp`` on, where every receiver hears from
 exactly one sender per QP, so in-order delivery keeps the cumulative receive counts exact
-even when consecutive collectives overlap on the wire."""
+even when consecutive collectives overlap on the wire. The all-to-all and the direct
+algorithms are the exception (a rank hears n-1 senders on one QP): the replay gives
+consecutive calls of theirs alternate QP blocks (``spin.training.plan``), since a call can
+only start at a rank once every rank has finished the call before the previous one."""
 from __future__ import annotations
 
 from ..collectives.common import Builder, align, block_counts, offsets

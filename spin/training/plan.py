@@ -21,6 +21,8 @@ FIXED_ALGORITHMS = {kind: "/".join(names) for kind, names in ALGORITHMS.items()}
 # all-reduce algorithms a trace may choose: exact ones (lossy variants change the values)
 ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "direct", "nic", "switch")
 MAX_QPS = 4096
+# algorithms of other collectives in which a rank receives from several senders on one QP
+MANY_SENDERS_PER_QP = ("pairwise", "direct")
 P2P_QP_BUDGET = 256
 
 
@@ -109,6 +111,7 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
                 triples.add((rank.rank, op.peer, op.tag))
     p2p_qps, qp_next = p2p_queues(triples, n)
     qp_blocks: dict[tuple, int] = {}
+    uses: dict[tuple, int] = defaultdict(int)
     calls, by_node, need, jobs = [], {}, 0, 0
     for group in sorted(per_group):
         members = trace.group_ranks(group)
@@ -120,6 +123,12 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
                           len(members), ref.nbytes, costs)
             # each switch job installs its own programs on its QP (install_jobs)
             key = (ref.collective, name, members) + ((group, i) if name == "switch" else ())
+            if name in MANY_SENDERS_PER_QP and ref.collective != "all_reduce":
+                # consecutive calls alternate QP blocks: call k+1 can overlap call k at a
+                # receiver that hears every sender on one QP, call k+2 cannot (its senders
+                # finished call k+1, which needed that receiver's call k+1 messages)
+                key += (uses[key] % 2,)
+                uses[key[:-1]] += 1
             if key not in qp_blocks:
                 qp_blocks[key] = qp_next
                 qp_next += _qps(ref.collective, name, len(members))
