@@ -128,3 +128,25 @@ def test_forged_batches_are_dropped_and_the_result_is_unchanged():
             counted[k] = counted.get(k, 0) + v
     assert pair.forged >= len(FORGED) and sum(counted.values()) == pair.forged
     assert set(counted) == set(FORGED), counted
+
+
+def test_header_slot_frames_may_be_longer_than_their_row_but_not_than_a_frame():
+    """With header slots a frame crosses as its first 128 bytes: a peer's frame longer than the
+    row it travels in is accepted up to a full frame (an MTU and its headers), no further."""
+    from spin.runtime.fabric_workers import PeerFrameCheck
+    topo = Topology.star(2)                      # devices h0, h1, s0
+    owner = (0, 1, 1)
+    check = PeerFrameCheck(topo, owner, 1, 128, max_frame_bytes=1152)
+    port = next(p for (dev, _link), p in topo.global_ports().items() if dev == "s0"
+                and check.peer_dev[p] == 0)
+
+    def batch(length: int) -> FrameBatch:
+        return FrameBatch(arrival_ps=np.array([10**6], np.int64),
+                          dst_device=np.array([2], np.int32), dst_port=np.array([port], np.int32),
+                          order_key=np.array([(0 << 40) | 7], np.int64),
+                          length=np.array([length], np.int32),
+                          frames=np.zeros((1, 128), np.uint8))
+
+    assert check.reason(batch(1152), sender=0) is None
+    assert check.reason(batch(1153), sender=0) == "bad_length"
+    assert PeerFrameCheck(topo, owner, 1, 128).reason(batch(1152), sender=0) == "bad_length"
