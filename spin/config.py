@@ -73,9 +73,10 @@ class LinkConfig(_Frozen):
 def port_schemes() -> Registry:
     """The switches' port-selection schemes (``SwitchConfig.load_balancing``), in code order:
     the ``PortScheme`` declarations of ``switch_emulator.lb``, read when a config first names a
-    scheme (never when spin is imported)."""
-    from switch_emulator.lb.registry import port_schemes as declared
-    return Registry("port-selection scheme", declared())
+    scheme (never when spin is imported). Names of schemes from outside spin (an import path,
+    an entry point of group ``spin.schemes``) are accepted too (``spin.port_selection``)."""
+    from switch_emulator.lb.registry import scheme_registry
+    return scheme_registry()
 
 
 class TransportConfig(_Frozen):

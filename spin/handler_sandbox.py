@@ -30,11 +30,17 @@ def check_sandbox(fn: Callable, kind: str, program: str) -> None:
     """Raise HandlerCompileError if handler ``fn`` (or a function it calls) uses object mode,
     calls C through ctypes/cffi, or recurses."""
     root = getattr(fn, "py_func", fn)
-    problem = _walk(root, [])
+    problem = find_escape(root)
     if problem is not None:
         where, reason = problem
         raise HandlerCompileError(f"{kind} handler {root.__qualname__!r} of program {program!r} "
                                   f"is refused: {where}: {reason}")
+
+
+def find_escape(fn: Callable) -> tuple[str, str] | None:
+    """(where, reason) of the first way out of the sandbox reachable from ``fn`` (a handler or
+    a port-selection scheme), else None."""
+    return _walk(getattr(fn, "py_func", fn), [])
 
 
 def _walk(fn: types.FunctionType, path: list[types.FunctionType]):

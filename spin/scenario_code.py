@@ -90,7 +90,7 @@ SLOW_IMPORT_NOTICE_S = 3.0
 
 
 @contextlib.contextmanager
-def _slow_import_notice(mod_name: str):
+def slow_import_notice(mod_name: str):
     """A line on stderr when importing a scenario's module takes over SLOW_IMPORT_NOTICE_S: a
     module that loops or blocks on import is the user's code, which spin cannot stop safely,
     so it says what it is waiting for (Ctrl-C stops it) instead of hanging without a word."""
@@ -113,7 +113,7 @@ def resolve(path: str, kind: _Kind, base_dir: Path | None = None) -> Callable[..
     if not sep or not mod_name or not fn_name:
         raise ConfigError(f"expected 'package.module:function'; {kind.rule}")
     try:
-        with _slow_import_notice(mod_name):
+        with slow_import_notice(mod_name):
             module = _import(mod_name, base_dir)
     except ConfigError:
         raise

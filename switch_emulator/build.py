@@ -9,7 +9,7 @@ import numpy as np
 from spin.engine import state as S
 from spin.units import ns
 
-from .lb.registry import scheme_code
+from .lb.registry import run_scheme_codes
 
 
 def configure_switches(st, first: int, configs: list, latencies_ns: list[float],
@@ -25,7 +25,7 @@ def configure_switches(st, first: int, configs: list, latencies_ns: list[float],
     dev[:, S.D_SW] = np.arange(n)
     dev[:, S.D_NODE] = np.arange(first, first + n)
     dev[:, S.D_SW_LAT_PS] = [ns(x) for x in latencies_ns]
-    codes = {name: scheme_code(name) for name in set(schemes)}
+    codes = run_scheme_codes(schemes)
     dev[:, S.D_SW_LB] = [codes[name] for name in schemes]
     groups: dict[int, tuple[object, list[int]]] = {}
     for s, cfg in enumerate(configs):

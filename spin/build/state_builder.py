@@ -17,6 +17,7 @@ from ..wire.payload import pattern_table
 from ..wire.headers import HEADER_SLOT_BYTES
 
 HOST_MEM_ALIGN = 64
+MAX_SCHEME_MEMORY_BYTES = 4 << 30   # all switches' port-selection memory (st.lb_table)
 
 
 @dataclass
@@ -67,7 +68,7 @@ def build_state(scenario, programs: list, local: set[int],
                                     send_flows, transport_connections)
     from switch_emulator.build import configure_port, configure_switches
     from switch_emulator.route_tables import RouteTables
-    from switch_emulator.lb.registry import table_entries
+    from switch_emulator.lb.registry import schemes_apart, switch_schemes, table_entries
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
     names = topo.device_names()
@@ -119,12 +120,19 @@ def build_state(scenario, programs: list, local: set[int],
     for epoch_peer, epoch_up in epochs:
         tables.add_epoch(wiring.port_dev, wiring.port_local, epoch_peer, epoch_up,
                          wiring.transit)
-    lb_entries = table_entries({sw.load_balancing, *sc.switch_load_balancing.values()},
-                               tables.n_groups)
+    used_schemes = set(switch_schemes(sc))
+    lb_entries = table_entries(used_schemes, tables.n_groups)
+    # a scheme compiled apart gets its own rows of memory on every switch, even of one entry
+    lb_rows = n_sw if lb_entries > 1 or schemes_apart(used_schemes) else 1
+    if lb_rows * lb_entries * S.LB_WORDS * 8 > MAX_SCHEME_MEMORY_BYTES:
+        raise ConfigError(f"load balancing {', '.join(sorted(used_schemes))}: {lb_entries:,} "
+                          f"entries of scheme memory on each of {lb_rows:,} switches need "
+                          f"{lb_rows * lb_entries * S.LB_WORDS * 8 / 2**30:.1f} GiB; at most "
+                          f"{MAX_SCHEME_MEMORY_BYTES / 2**30:.0f} GiB")
     sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(tables.n_groups, 1),
                             "n_route_ports": max(tables.n_ports, 1),
                             "n_route_blocks": max(tables.n_blocks, 1),
-                            "lb_rows": n_sw if lb_entries > 1 else 1, "lb_entries": lb_entries})
+                            "lb_rows": max(lb_rows, 1), "lb_entries": lb_entries})
     try:
         st = S.allocate_state(sizes)
     except MemoryError as exc:
@@ -180,7 +188,7 @@ def build_state(scenario, programs: list, local: set[int],
         st, n_hosts, [by_ports[n] for n in nports[n_hosts:].tolist()],
         [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
          for name in topo.switches],
-        [sc.switch_load_balancing.get(name, sw.load_balancing) for name in topo.switches])
+        switch_schemes(sc))
     # a port's arrival delay includes the pipeline of the switch at its far end (ports.py)
     peer = wiring.peer
     linked = np.flatnonzero(peer >= 0)

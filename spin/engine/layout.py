@@ -16,6 +16,8 @@ REPS_SLOTS = 8       # REPS' circular EV buffer (the paper's and htsim's size)
 CALL_WORDS = 32      # words of a handler's call block (spin.engine.handler_abi)
 MEMORY_DIMS = 4      # axes of a context's handler memory kept in its st.ec row
 N_HANDLER_KINDS = 3  # header, payload, completion
+SCHEMES_APART = 8    # port-selection schemes compiled apart that one run may use
+SCHEME_CALL_WORDS = 16   # words of such a scheme's call block (switch_emulator.lb.apart)
 
 # transport parameters, one vector for the fabric (from TransportConfig), at st.sc[SC_TRP + TRP_*]
 TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transports", [
@@ -96,6 +98,9 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("CONN_N", "rows used in st.conn (reliable-transport connections)"),
         ("TRP", TRP.width, "transport parameters: SC_TRP + TRP_* (from TransportConfig)"),
     ]),
+    Columns("switch_emulator.lb.apart", [
+        ("LB_ENTRY", SCHEMES_APART, "entry addresses of the run's schemes compiled apart"),
+    ]),
 ])
 
 # --- st.cur: the running handler (read by the handler API and by error reports) ---------------
@@ -111,6 +116,13 @@ CUR = Table("cur", "CUR_", "NUM_CUR", [
     ]),
     Columns("spin.engine.handler_abi", [
         ("CALL", CALL_WORDS, "the call block of the running handler"),
+    ]),
+    Columns("switch_emulator.lb.apart", [
+        ("LB_RUNNING", "1 + index of the scheme compiled apart being called (0: none)"),
+        ("LB_DEV", "the switch calling it"),
+        ("LB_SLOT", "the frame it routes"),
+        ("LB_ANSWER", "the local port it returned"),
+        ("LB_CALL", SCHEME_CALL_WORDS, "its call block"),
     ]),
 ])
 

@@ -134,6 +134,7 @@ class Simulation:
         self.st = self._build_state()
         init_call_block(self.st)
         self.handlers = self._load_handlers(quiet)
+        self.schemes = self._load_schemes(quiet)
         self.hmem = self._build_handler_memory()
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._trace_parts: list[np.ndarray] = []
@@ -166,6 +167,20 @@ class Simulation:
                                                  failed.fn) from None
         n = len(self.programs)
         self.st.prog[:n, S.PR_ENTRY:S.PR_ENTRY + 3] = table.addresses[:n]
+        return table
+
+    def _load_schemes(self, quiet: bool):
+        """Compile (or load from the cache) the port-selection schemes from outside spin that
+        this run's switches use, apart from the engine, and write their entry addresses where
+        the engine's dispatch finds them (``switch_emulator.lb.apart``)."""
+        from switch_emulator.lb.registry import schemes_apart, switch_schemes
+        names = schemes_apart(set(switch_schemes(self.scenario)))
+        if not names:
+            return None
+        from .scheme_entries import build_scheme_table
+        with compile_progress(f"port-selection schemes {', '.join(map(repr, names))}", quiet):
+            table = build_scheme_table(names, debug=self.scenario.engine.debug)
+        self.st.sc[S.SC_LB_ENTRY:S.SC_LB_ENTRY + len(names)] = table.addresses
         return table
 
     def _build_handler_memory(self) -> np.ndarray:
@@ -303,6 +318,8 @@ class Simulation:
             return err
         st = self.st
         cur = st.cur
+        if cur[S.CUR_LB_RUNNING] and self.schemes is not None:
+            return self._describe_scheme_failure(exc)
         if cur[S.CUR_ACTIVE]:
             if self.scenario.engine.debug:
                 hint = self._failing_line(exc)
@@ -319,6 +336,31 @@ class Simulation:
         if isinstance(exc, MemoryError):
             return ConfigError(str(exc))
         return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
+
+    def _describe_scheme_failure(self, exc: Exception) -> SpinError:
+        """A scheme compiled apart failed: named with its switch, time and frame, and in debug
+        mode the failing line of its file."""
+        cur = self.st.cur
+        name = self.schemes.names[int(cur[S.CUR_LB_RUNNING]) - 1]
+        dev, slot = int(cur[S.CUR_LB_DEV]), int(cur[S.CUR_LB_SLOT])
+        if isinstance(exc, ValueError) and "view.ports" in str(exc):
+            what = (f"returned local port {int(cur[S.CUR_LB_ANSWER])}, which is not one of "
+                    f"view.ports")
+        else:
+            what = f"failed with {type(exc).__name__}: {exc}"
+        from switch_emulator.lb.registry import find_scheme
+        select = find_scheme(name).select
+        file = getattr(getattr(select, "py_func", select), "__code__", None)
+        line = self._failing_line_in(exc, file.co_filename) if file else ""
+        hint = line or (" (to see the failing line, run it as plain Python: "
+                        "EngineConfig(debug=True) or spin run --debug)")
+        from ..wire.headers import IP_DST_OFF
+        frame = self.st.pool[slot]
+        dst = (int(frame[IP_DST_OFF + 1]) << 16) | (int(frame[IP_DST_OFF + 2]) << 8) \
+            | int(frame[IP_DST_OFF + 3])
+        return HandlerError(f"port-selection scheme {name!r} on switch "
+                            f"{self.device_names[dev]!r} at t={int(self.st.sc[S.SC_NOW])} ps, "
+                            f"routing a frame to node {dst}, {what}{hint}")
 
     def _replayed_failing_line(self) -> str:
         """`` at FILE:LINE: `code` (values: ...)`` of a compiled handler's failure, found by
@@ -346,12 +388,18 @@ class Simulation:
     def _failing_line(self, exc: BaseException, with_values: bool = False) -> str:
         """Debug mode: `` at FILE:LINE: `code``` of the innermost frame of the traceback in the
         running handler's own file."""
-        import linecache
-        import traceback
         fn = self.ec_order[int(self.st.cur[S.CUR_EC])].program.handlers()[
             int(self.st.cur[S.CUR_KIND])]
         file = getattr(getattr(fn, "py_func", fn), "__code__", None)
-        file = file.co_filename if file else None
+        return self._failing_line_in(exc, file.co_filename if file else None, with_values)
+
+    @staticmethod
+    def _failing_line_in(exc: BaseException, file: str | None,
+                         with_values: bool = False) -> str:
+        """`` at FILE:LINE: `code``` of the innermost frame of ``exc``'s traceback in ``file``
+        (a handler's or a scheme's, run as plain Python), else ''."""
+        import linecache
+        import traceback
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == file]
         if not frames:
             return ""
