@@ -651,10 +651,12 @@ def _lb_options(lb: argparse.ArgumentParser) -> None:
     lb.add_argument("--seed", type=int, default=0,
                     help="workload seed (the permutation drawn; default 0)")
     lb.add_argument("--schemes", metavar="S[,S...]",
-                    help="schemes to compare (default: every scheme, in the order of --list)")
+                    help="schemes to compare (default: every scheme, in the order of --list); "
+                    "a scheme of your own by import path, e.g. my_lb.two_choices")
     lb.add_argument("--list", action="store_true",
                     help="print every scheme (the switches' port-selection schemes of "
-                    "switch_emulator.lb, then the senders') with a summary, and exit")
+                    "switch_emulator.lb, then the senders', then those installed packages "
+                    "publish as entry points of group spin.schemes) with a summary, and exit")
     lb.add_argument("--rate-gbps", type=int, default=100, help="link rate in Gb/s (default 100)")
     lb.add_argument("--mtu", type=int, default=4096, choices=mtus,
                     help="MTU in bytes (default 4096)")

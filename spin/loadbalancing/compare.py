@@ -28,7 +28,7 @@ from ..workloads import build_workload
 from ..workloads.metrics import flow_messages, workload_report
 from .metrics import FabricFigures, fabric_figures, tier_loads
 from .plots import DEFAULT_SAMPLE_NS, require_matplotlib, write_plots
-from .schemes import get_scheme, scheme_names, schemes, with_scheme
+from .schemes import get_scheme, published_schemes, scheme_names, schemes, with_scheme
 
 
 @dataclass
@@ -178,6 +178,12 @@ def run_lb_cli(args) -> int:
     if args.list:
         for s in schemes():
             print(f"{s.name:<14} {s.summary}")
+        for name, where in published_schemes().items():    # installed packages' own schemes
+            try:
+                summary = get_scheme(name, "entry point").summary
+            except ConfigError as exc:
+                summary = f"(does not load: {exc})"
+            print(f"{name:<14} {summary} [{where}]")
         return 0
     if args.schemes is None:
         names = scheme_names()

@@ -57,9 +57,24 @@ def scheme_names() -> list[str]:
 
 
 def get_scheme(name: str, where: str = "scheme") -> Scheme:
-    """The scheme called ``name``, or a ConfigError naming ``where``, the value and the valid
-    schemes."""
-    return schemes().get(name, where)
+    """The scheme called ``name`` (a scheme of your own too: an import path or an entry point
+    of group ``spin.schemes``, see ``spin.port_selection``), or a ConfigError naming ``where``,
+    the value and the valid schemes."""
+    registry = schemes()
+    if name in registry:
+        return registry.get(name, where)
+    if isinstance(name, str) and ("." in name or ":" in name or name in published_schemes()):
+        port = port_schemes().get(name, where)
+        return Scheme(name, port.summary, switch={"load_balancing": name},
+                      per_packet=port.per_packet)
+    return registry.get(name, where)
+
+
+def published_schemes() -> dict[str, str]:
+    """The schemes installed packages publish (entry-point group ``spin.schemes``): name ->
+    ``module:attribute``, read without importing them."""
+    from switch_emulator.lb.registry import published_schemes as published
+    return {name: point.value for name, point in published().items()}
 
 
 def scheme_configs(name: str, switch: SwitchConfig, nic: NicConfig,
