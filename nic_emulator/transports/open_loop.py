@@ -39,7 +39,7 @@ def tx_step(st, dev, now):
     if st.txm[m, S.T_DST] != st.dev[dev, S.D_NODE]:
         limit = st.dev[dev, S.D_NIC_TX_WINDOW]
     else:
-        limit = st.port_q.shape[1] // 2
+        limit = st.port_q.shape[0] * S.RING_LINE // 2
     if st.port[gp, S.PT_Q_N] >= limit:
         return  # resumed by the port's next tx_done
     mtu = st.sc[S.SC_MTU]

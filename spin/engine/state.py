@@ -221,6 +221,15 @@ def aligned_zeros(shape, dtype) -> np.ndarray:
     return raw[off:off + nbytes].view(dtype).reshape(shape)
 
 
+RING_LINE_SHIFT = 4
+RING_LINE = 1 << RING_LINE_SHIFT   # int32 entries of a port ring per 64-byte cache line
+
+
+def _ring_lines(frames: int) -> int:
+    """Lines of a port's ring that hold ``frames`` entries (rounded up to whole lines)."""
+    return max(-(-frames // RING_LINE), 1)
+
+
 def allocate_state(z: StateSizes) -> EngineState:
     """Allocate every array of the engine state, zeroed or marked empty."""
     _C = COLUMNS
@@ -245,7 +254,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         # every host's memory, then the bytes a handler invocation sends (handler_context)
         host_mem=np.zeros(max(z.host_mem_total, 8) + MAX_PENDING_ACTIONS * z.slot_bytes, u8),
         port=aligned_zeros((p, _C["PORT_COLS"]), i64),
-        port_q=np.zeros((p, z.queue_frames), i32),
+        # rings interleaved by lines of RING_LINE entries: spin.engine.ports.ring_get
+        port_q=np.zeros((_ring_lines(z.queue_frames), p, RING_LINE), i32),
         pool=np.zeros((z.n_slots, z.slot_bytes), u8), slot_meta=np.zeros((z.n_slots, SLOT_META_WORDS), i32),
         slot_free=np.arange(z.n_slots, dtype=i32)[::-1].copy(),
         msg=aligned_zeros((z.max_rx_messages, _C["MSG_COLS"]), i64),
@@ -267,7 +277,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         mgroup=np.zeros((max(z.n_mcast_groups, 1), 2), i32),
         mport=np.zeros(max(z.n_mcast_ports, 1), i32),
         ctl=np.zeros((max(z.n_control, 1), _C["CTL_COLS"]), i64),
-        port_pq=np.zeros((p, z.queue_frames), i32),
+        port_pq=np.zeros((_ring_lines(z.queue_frames), p, RING_LINE), i32),
         conn=aligned_zeros((max(z.n_conns, 1), _C["CONN_COLS"]), i64),
         conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
         conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
