@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import pytest
 
-from .compare import Metrics, OffloadComparison
+from .results.compare import Metrics, OffloadComparison
 from .results import RunResult
 from .runs import Read, compare, run, run_both
 

@@ -24,7 +24,7 @@ from ..parallel.sync import run_single
 from ..results import RunResult
 from .simulation import CapturedFrames, Simulation, write_link_pcaps
 from .scenario import Scenario
-from ..trace import Trace
+from ..results.timeline import Trace
 from ..units import ns
 from ..wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
 

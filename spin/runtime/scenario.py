@@ -16,7 +16,7 @@ from ..handler import ExecutionContext, HandlerProgram, same_program
 from ..describe.host_program import HostProgram
 from ..results import RunResult
 from ..topology import Topology
-from ..trace import TraceOptions
+from ..results.timeline import TraceOptions
 from .simulation import Simulation
 
 
@@ -201,7 +201,7 @@ class Scenario:
         self.capture_links = sorted(set(self.capture_links) | set(chosen))
 
     def trace(self, links: bool = False, buffer_records: int = 1 << 16) -> None:
-        """Record a timeline of the run (``result.trace``, see ``spin.trace``): handler runs
+        """Record a timeline of the run (``result.trace``, see ``spin.results.timeline``): handler runs
         per HPU, DMA transfers, host program steps, messages and, with ``links``, every frame
         on every link."""
         self.tracing = TraceOptions(links=links, buffer_records=buffer_records)

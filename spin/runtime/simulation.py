@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..caches import check_cache_root
-from .capture import PcapWriter
 from ..engine import state as S
 from ..engine.codegen import engine_lock_path, load_engine
 from ..engine.handler_abi import MAX_MEMORY_DIMS, init_call_block
@@ -23,6 +22,7 @@ from .compile_report import compile_progress, describe_handler_compile_error, is
 from ..errors import ConfigError, HandlerError, SpinError
 from ..handler import ExecutionContext
 from ..results import RunResult
+from ..results.capture import PcapWriter
 from ..describe.limits import check_host_op_addresses, check_reordering
 from ..describe.payload_mode import check_payload_mode
 from ..topology import Topology
@@ -463,10 +463,10 @@ class Simulation:
             return dict(zip(nodes, pool.map(digest, nodes)))
 
     def result(self) -> RunResult:
-        from .results_builder import build_result
+        from ..results.builder import build_result
         result = build_result(self)
         if self.scenario.tracing is not None:
-            from ..trace import Trace
+            from ..results.timeline import Trace
             self._drain_capture()
             rows, lost = self.trace_records()
             result.trace = Trace.build(self.scenario, rows, result.messages, lost)

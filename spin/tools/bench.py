@@ -259,7 +259,7 @@ def bench_startup(cold: bool = True) -> list[dict[str, Any]]:
 _RUN_PHASES_DRIVER = textwrap.dedent("""
     import json, sys, time
     t = [time.perf_counter()]
-    import spin.cli, spin.report
+    import spin.cli, spin.results.report
     from spin.tools.scenario_file import load_scenario
     from spin.runtime.simulation import Simulation
     t.append(time.perf_counter())
@@ -273,7 +273,7 @@ _RUN_PHASES_DRIVER = textwrap.dedent("""
     t.append(time.perf_counter())
     result = sim.run(quiet=True)
     t.append(time.perf_counter())
-    spin.report.run_summary(result, options.name)
+    spin.results.report.run_summary(result, options.name)
     result.require_finished()
     t.append(time.perf_counter())
     print(json.dumps([b - a for a, b in zip(t, t[1:])]))

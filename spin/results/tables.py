@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import MissingExtraError
+from ..errors import MissingExtraError
 from .records import HostStats, LinkStats, MessageRecord, NicStats, SwitchStats
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .results import RunResult
+    from .run_result import RunResult
 
 EXTRA = "pandas"
 

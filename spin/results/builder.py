@@ -8,15 +8,8 @@ from ..engine import layout as L
 from ..engine import state as S
 from ..engine.columns import RowView, Table
 from ..engine.state import StateView, state_view
-from ..results import (
-    HandlerCalls,
-    HostStats,
-    LinkStats,
-    MessageRecord,
-    NicStats,
-    RunResult,
-    SwitchStats,
-)
+from .records import HandlerCalls, HostStats, LinkStats, MessageRecord, NicStats, SwitchStats
+from .run_result import RunResult
 
 
 def _waiting_for(st, dev: RowView, d: int) -> str:

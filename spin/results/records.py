@@ -7,8 +7,8 @@ sums the links per tier.
 Every record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results
 travel as JSON. Records were plain dicts in early releases: ``DictStyleAccess`` keeps
 ``record["field"]`` working, with a ``DeprecationWarning`` naming the attribute to read. They
-depend on nothing else of spin, so whatever reads results (tables, figures, reports) imports
-them without the run machinery.
+depend on nothing else of spin but the way errors name a host (``spin.errors.host_label``), so
+whatever reads results (tables, figures, reports) imports them without the run machinery.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import warnings
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, ClassVar, TypeVar
+
+from ..errors import host_label
 
 _R = TypeVar("_R")
 
@@ -58,11 +60,6 @@ class DictStyleAccess:
             return default
         self._warn(key, attr, f".get({key!r})")
         return getattr(self, attr)
-
-
-def host_label(node: int, name: str = "") -> str:
-    """A host as errors name it: the user's name first, then the node id the wire uses."""
-    return f"{name!r} (node {node})" if name else f"node {node}"
 
 
 class ResultKeyMessage(str):

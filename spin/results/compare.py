@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from .errors import ConfigError, OffloadAssertionError
+from ..errors import ConfigError, OffloadAssertionError
 from .report import comparison_table
-from .results import RunResult
-from .suggest import did_you_mean
+from .run_result import RunResult
+from ..suggest import did_you_mean
 
 # metric -> what it is called in messages
 METRIC_NAMES = {"completion_ps": "completion time", "host_cpu_ps": "host CPU time",

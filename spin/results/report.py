@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
-from .units import US
+from ..units import US
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> str:
@@ -54,7 +54,7 @@ COMPARISON_ROWS = (
 
 
 def comparison_table(cmp, extra_rows: Sequence[Sequence[Any]] = ()) -> str:
-    """Side-by-side table of a ``spin.compare.OffloadComparison``; the gain column is how many
+    """Side-by-side table of a ``spin.results.compare.OffloadComparison``; the gain column is how many
     times lower the offload's figure is (baseline / offload)."""
     rows = []
     for label, metric, fmt in COMPARISON_ROWS:

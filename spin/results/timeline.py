@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .engine import state as S
-from .engine.tracing import (TRACE_HEADROOM, TRACE_LINKS, TRACE_ON, TRK_DMA_READ,
+from ..engine import state as S
+from ..engine.tracing import (TRACE_HEADROOM, TRACE_LINKS, TRACE_ON, TRK_DMA_READ,
                              TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST, TRK_LINK)
-from .errors import ConfigError
-from .build.state_builder import context_order
+from ..errors import ConfigError
+from ..build.state_builder import context_order
 
 MIN_BUFFER_RECORDS = 8 * TRACE_HEADROOM
 _HOST_OPS = {S.OP_SEND: "send", S.OP_WAIT_RECV: "wait_recv", S.OP_WAIT_EVENT: "wait_event",
