@@ -67,7 +67,7 @@ def measure(kind: str, params: dict) -> dict:
     from spin.build.state_builder import build_state
     from spin.config import EngineConfig, HostConfig
     from spin.describe.limits import fabric_bytes, state_bytes
-    from spin.runtime.scenario import Scenario
+    from spin.describe.scenario import Scenario
     from spin.topologies import build_topology
     from switch_emulator.route_tables import RouteTables
     base = _peak_gb()

@@ -33,7 +33,7 @@ _GROUPS: dict[str, dict[str, str]] = {
         "topology_inventory": "spin.topologies",
     },
     "Scenarios and runs": {
-        "Scenario": "spin.simulation", "Simulation": "spin.simulation",
+        "Scenario": "spin.describe.scenario", "Simulation": "spin.simulation",
         "run": "spin.runs", "run_both": "spin.runs", "compare_offload": "spin.runs:compare",
         "run_scenario": "spin.fabric", "load_scenario": "spin.scenario_file",
         "HostCall": "spin.describe.host_program",

@@ -34,7 +34,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("spin demo: host-based baseline vs NIC offload (virtual time)", flush=True)
     else:  # compile (or load) the engine silently first: the runs then find it ready
         from .tools.demo import demo_programs
-        from .runtime.scenario import Scenario
+        from .describe.scenario import Scenario
         from .runtime.simulation import Simulation
         from .topology import Topology
         Simulation(Scenario(Topology.pair(), engine_programs=demo_programs(

@@ -11,7 +11,7 @@ from .errors import ConfigError, DeterminismError
 from .results import RunResult
 
 if TYPE_CHECKING:                      # spin.simulation pulls in Numba: not at pytest start-up
-    from .runtime.scenario import Scenario
+    from .describe.scenario import Scenario
 
 __all__ = ["Read", "compare", "run", "run_both"]
 

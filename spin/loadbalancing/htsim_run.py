@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..units import US
 from ..workloads import load_htsim_topo

@@ -21,38 +21,17 @@ from typing import Any
 import numpy as np
 
 from ..engine import state as S
-from ..engine.tracing import (TRACE_HEADROOM, TRACE_LINKS, TRACE_ON, TRK_DMA_READ,
-                             TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST, TRK_LINK)
+from ..engine.tracing import TRK_DMA_READ, TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST, TRK_LINK
 from ..errors import ConfigError
 from ..build.state_builder import context_order
+# what Scenario.trace records is part of the description; re-exported here, where it was
+from ..describe.trace_options import MIN_BUFFER_RECORDS, TraceOptions  # noqa: F401
 
-MIN_BUFFER_RECORDS = 8 * TRACE_HEADROOM
 _HOST_OPS = {S.OP_SEND: "send", S.OP_WAIT_RECV: "wait_recv", S.OP_WAIT_EVENT: "wait_event",
              S.OP_COMPUTE: "compute", S.OP_REDUCE: "reduce", S.OP_MARK: "mark",
              S.OP_CALL: "call"}
 # order of a device's tracks in the UI
 _T_HOST, _T_PCIE_W, _T_PCIE_R, _T_MSG, _T_HPU, _T_PORT = 1, 2, 3, 4, 100, 10_000
-
-
-@dataclass(frozen=True)
-class TraceOptions:
-    """What ``Scenario.trace`` records: handlers, DMA, host steps and messages always; every
-    frame's serialisation on every link only with ``links`` (one record per frame per hop).
-    ``buffer_records`` rows are drained to Python whenever they are nearly full."""
-
-    links: bool = False
-    buffer_records: int = 1 << 16
-
-    def __post_init__(self) -> None:
-        if self.buffer_records < MIN_BUFFER_RECORDS:
-            raise ConfigError(f"TraceOptions.buffer_records = {self.buffer_records}: must be >= "
-                              f"{MIN_BUFFER_RECORDS} (the engine stops to drain it "
-                              f"{TRACE_HEADROOM} records before it is full)")
-
-    @property
-    def flags(self) -> int:
-        """The engine's ``st.sc[SC_TRACE]`` value."""
-        return TRACE_ON | (TRACE_LINKS if self.links else 0)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..describe.payload_mode import check_payload_mode
 from ..handler import ExecutionContext
 from ..results import RunResult
-from .scenario import Scenario
+from ..describe.scenario import Scenario
 from .simulation import Simulation
 from ..handler import same_program
 from ..topology import Topology

@@ -23,7 +23,7 @@ from ..parallel.program import INF_PS, worker_factory
 from ..parallel.sync import run_single
 from ..results import RunResult
 from .simulation import CapturedFrames, Simulation, write_link_pcaps
-from .scenario import Scenario
+from ..describe.scenario import Scenario
 from ..results.timeline import Trace
 from ..units import ns
 from ..wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES

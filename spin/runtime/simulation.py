@@ -1,6 +1,6 @@
 """``Simulation``: one worker's engine for a scenario.
 
-``Simulation`` turns a ``Scenario`` (plain data, ``spin.runtime.scenario``) into engine arrays for
+``Simulation`` turns a ``Scenario`` (plain data, ``spin.describe.scenario``) into engine arrays for
 one worker (optionally owning only some devices, for multi-process runs), loads the handlers'
 entries and drives the engine.
 """
@@ -28,8 +28,8 @@ from ..describe.payload_mode import check_payload_mode
 from ..topology import Topology
 from .watchdog import EngineCall
 
-if TYPE_CHECKING:  # annotations only (the scenario module imports this one)
-    from .scenario import Scenario
+if TYPE_CHECKING:  # annotations only
+    from ..describe.scenario import Scenario
 
 
 PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress

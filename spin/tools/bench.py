@@ -89,7 +89,7 @@ def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]
     rebuilding its context) against the same body inlined."""
     from ..engine import state as S
     from ..handler import ExecutionContext
-    from ..runtime.scenario import Scenario
+    from ..describe.scenario import Scenario
     from ..runtime.simulation import Simulation
     from ..topology import Topology
     prog = trivial_program()
@@ -127,7 +127,7 @@ def events_scenario(n_hosts: int, messages_per_host: int, nbytes: int = 64):
     """Each host sends ``messages_per_host`` messages of ``nbytes`` to the next host; a trivial
     payload handler consumes them on every NIC."""
     from ..handler import ExecutionContext
-    from ..runtime.scenario import Scenario
+    from ..describe.scenario import Scenario
     from ..topology import Topology
     prog = trivial_program()
     sc = Scenario(Topology.star(n_hosts), engine_programs=[prog])

@@ -34,7 +34,7 @@ from ..results.compare import OffloadComparison
 from ..errors import ConfigError, SpinError
 from ..handler import ExecutionContext, HandlerProgram
 from ..results import RunResult
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..results.report import comparison_table, ratio
 from ..topology import Topology

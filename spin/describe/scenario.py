@@ -4,20 +4,21 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..config import PORT_FIELDS, EngineConfig, HostConfig, NicConfig, SwitchConfig, port_schemes
 from ..errors import ConfigError
 from ..suggest import did_you_mean
-from ..describe.faults import LinkFault
 from ..handler import ExecutionContext, HandlerProgram, same_program
-from ..describe.host_program import HostProgram
-from ..results import RunResult
-from ..topology import Topology
-from ..results.timeline import TraceOptions
-from .simulation import Simulation
+from .faults import LinkFault
+from .host_program import HostProgram
+from .trace_options import TraceOptions
+
+if TYPE_CHECKING:  # annotations only: a description imports neither the topology nor results
+    from ..results import RunResult
+    from ..topology import Topology
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Scenario:
 
     @property
     def n_hosts(self) -> int:
+        """How many hosts the topology has (node ids 0..n_hosts-1)."""
         return len(self.topology.hosts)
 
     def _check_node(self, node: int | str, what: str) -> int:
@@ -154,6 +156,7 @@ class Scenario:
         self._fault(LinkFault(at_ns, "down", link))
 
     def link_up(self, link: int, at_ns: float) -> None:
+        """Link ``link`` (index into topology.links) comes back up at ``at_ns``."""
         self._fault(LinkFault(at_ns, "up", link))
 
     def degrade_link(self, link: int, rate_gbps: int, at_ns: float) -> None:
@@ -219,6 +222,9 @@ class Scenario:
         return seen
 
     def run(self, pcap_dir: str | Path | None = None, quiet: bool = True) -> RunResult:
+        """Build and run this scenario in this process (``spin.runtime.simulation``); the one
+        place a description reaches the runtime, imported only when called."""
+        from ..runtime.simulation import Simulation
         return Simulation(self, quiet=quiet).run(pcap_dir=pcap_dir, quiet=quiet)
 
     def with_debug_handlers(self) -> "Scenario":
