@@ -14,6 +14,7 @@ MOVED = {
     "spin.trace": "spin.results.timeline",
     "spin.runtime.results_builder": "spin.results.builder",
     "spin.runtime.capture": "spin.results.capture",
+    "spin.runtime.scenario": "spin.describe.scenario",
 }
 
 
