@@ -15,6 +15,7 @@ from ..engine.ports import inject_frames
 from ..errors import ConfigError, TransportError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
 from ..build.partition import auto_partition, link_lookahead_ps
+from ..build.built import build
 from ..build.state_builder import slot_bytes_for_mtu
 from ..parallel import codec
 from ..parallel.batch import FrameBatch
@@ -161,7 +162,7 @@ class EngineWorker:
         self.owner = np.asarray(spec.owner, np.int64)
         attached = {e.node for e in spec.endpoints}
         local = {d for d, w in enumerate(spec.owner) if w == worker_id and d not in attached}
-        self.sim = Simulation(spec.scenario, local_devices=local, attached_hosts=bool(attached))
+        self.sim = Simulation(build(spec.scenario, local, attached_hosts=bool(attached)))
         self.sim.start()
         self._ran_until = 0
         topo = spec.scenario.topology
