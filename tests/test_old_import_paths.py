@@ -15,6 +15,7 @@ MOVED = {
     "spin.runtime.results_builder": "spin.results.builder",
     "spin.runtime.capture": "spin.results.capture",
     "spin.runtime.scenario": "spin.describe.scenario",
+    "spin.runtime.compile_report": "spin.build.compile_report",
 }
 
 
