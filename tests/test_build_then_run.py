@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 import spin
-from spin.build.built import Built, build
+from spin.assembly.built import Built, build
 from spin.errors import ConfigError
 from spin.runtime.simulation import Simulation
 

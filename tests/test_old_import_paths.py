@@ -15,7 +15,7 @@ MOVED = {
     "spin.runtime.results_builder": "spin.results.builder",
     "spin.runtime.capture": "spin.results.capture",
     "spin.runtime.scenario": "spin.describe.scenario",
-    "spin.runtime.compile_report": "spin.build.compile_report",
+    "spin.runtime.compile_report": "spin.assembly.compile_report",
 }
 
 
@@ -37,3 +37,16 @@ def test_spin_results_exports_what_the_module_did():
                               LinkStats, MessageRecord, NicStats, RunResult, RunTables,
                               SwitchStats, TierLoad, Totals, host_label, run_tables, tier_loads)
     assert RunResult.__module__ == "spin.results.run_result"
+
+
+def test_spin_build_imports_as_spin_assembly():
+    """``spin.build`` was renamed ``spin.assembly``; the old package and module names give the
+    same modules (one copy of the code, so a change to either path is a change to both)."""
+    import spin.assembly.state_builder
+    import spin.build.state_builder
+    from spin.assembly import cut_cost, partition
+    from spin.build import cut_cost as old_cut_cost
+    from spin.build.partition import auto_partition
+    assert "spin.assembly" in spin.build.__doc__
+    assert spin.build.state_builder is spin.assembly.state_builder
+    assert old_cut_cost is cut_cost and auto_partition is partition.auto_partition

@@ -23,7 +23,7 @@ import numpy as np
 from ..engine import state as S
 from ..engine.tracing import TRK_DMA_READ, TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST, TRK_LINK
 from ..errors import ConfigError
-from ..build.state_builder import context_order
+from ..assembly.state_builder import context_order
 # what Scenario.trace records is part of the description; re-exported here, where it was
 from ..describe.trace_options import MIN_BUFFER_RECORDS, TraceOptions  # noqa: F401
 

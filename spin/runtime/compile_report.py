@@ -1,8 +1,8 @@
 """What the user sees while handlers and the engine compile: this code now lives in
-``spin.build.compile_report``. This module only re-exports its public names, so imports of
+``spin.assembly.compile_report``. This module only re-exports its public names, so imports of
 ``spin.runtime.compile_report`` keep working for one release; new code imports
-``spin.build.compile_report``."""
-from spin.build.compile_report import (  # noqa: F401 (re-exported)
+``spin.assembly.compile_report``."""
+from spin.assembly.compile_report import (  # noqa: F401 (re-exported)
     KIND_NAMES,
     compile_progress,
     describe_handler_compile_error,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..build.built import build
+from ..assembly.built import build
 from ..errors import ConfigError
 from ..describe.payload_mode import check_payload_mode
 from ..handler import ExecutionContext

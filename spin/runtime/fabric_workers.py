@@ -14,9 +14,9 @@ from ..engine import state as S
 from ..engine.ports import inject_frames
 from ..errors import ConfigError, TransportError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
-from ..build.partition import auto_partition, link_lookahead_ps
-from ..build.built import build
-from ..build.state_builder import slot_bytes_for_mtu
+from ..assembly.partition import auto_partition, link_lookahead_ps
+from ..assembly.built import build
+from ..assembly.state_builder import slot_bytes_for_mtu
 from ..parallel import codec
 from ..parallel.batch import FrameBatch
 from ..parallel.coordinator import Deferred, run_fabric

@@ -1,6 +1,6 @@
 """``Simulation``: one worker's engine for a scenario, run.
 
-``spin.build.built.build`` turns a ``Scenario`` (plain data, ``spin.describe.scenario``) into a
+``spin.assembly.built.build`` turns a ``Scenario`` (plain data, ``spin.describe.scenario``) into a
 ``Built``: the engine arrays for one worker (optionally owning only some devices, for
 multi-process runs) with the handlers' entries loaded. ``Simulation`` drives that engine:
 events, host calls, captures, failures named in the user's words, and the ``RunResult``.
@@ -16,8 +16,8 @@ import numpy as np
 
 from ..engine import state as S
 from ..engine.codegen import engine_lock_path
-from ..build.built import Built, build
-from ..build.compile_report import compile_progress, is_compile_error
+from ..assembly.built import Built, build
+from ..assembly.compile_report import compile_progress, is_compile_error
 from ..errors import ConfigError, HandlerError, SpinError
 from ..handler import ExecutionContext
 from ..results import RunResult
@@ -108,7 +108,7 @@ def _device_label(topo: Topology, node: int | str) -> str:
 
 
 class Simulation:
-    """One worker's engine for a scenario, run: give it a ``Built`` (``spin.build.built.build``)
+    """One worker's engine for a scenario, run: give it a ``Built`` (``spin.assembly.built.build``)
     or a ``Scenario``, which it builds itself (all devices unless ``local_devices`` is given)."""
 
     def __init__(self, scenario: Scenario | Built, local_devices: set[int] | None = None,
