@@ -204,9 +204,9 @@ class Scenario:
         self.capture_links = sorted(set(self.capture_links) | set(chosen))
 
     def trace(self, links: bool = False, buffer_records: int = 1 << 16) -> None:
-        """Record a timeline of the run (``result.trace``, see ``spin.results.timeline``): handler runs
-        per HPU, DMA transfers, host program steps, messages and, with ``links``, every frame
-        on every link."""
+        """Record a timeline of the run (``result.trace``, see ``spin.results.timeline``): handler
+        runs per HPU, DMA transfers, host program steps, messages and, with ``links``, every
+        frame on every link."""
         self.tracing = TraceOptions(links=links, buffer_records=buffer_records)
 
     def programs(self) -> list[HandlerProgram]:

@@ -54,8 +54,8 @@ COMPARISON_ROWS = (
 
 
 def comparison_table(cmp, extra_rows: Sequence[Sequence[Any]] = ()) -> str:
-    """Side-by-side table of a ``spin.results.compare.OffloadComparison``; the gain column is how many
-    times lower the offload's figure is (baseline / offload)."""
+    """Side-by-side table of a ``spin.results.compare.OffloadComparison``; the gain column is how
+    many times lower the offload's figure is (baseline / offload)."""
     rows = []
     for label, metric, fmt in COMPARISON_ROWS:
         bv, ov = getattr(cmp.baseline, metric), getattr(cmp.offload, metric)
