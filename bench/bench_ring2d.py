@@ -27,7 +27,7 @@ def run_case(board: str, boards: str, nbytes: int, algo: str, streams: int) -> d
     from spin.collectives.theory import injection_bound_ps
     from spin.config import HostConfig
     from spin.runs import run
-    from spin.runtime.scenario import Scenario
+    from spin.describe.scenario import Scenario
     from spin.topologies import build_topology
     a, b = (int(x) for x in board.split("x"))
     rows, cols = (int(x) for x in boards.split("x"))

@@ -5,7 +5,7 @@ fresh process so that its peak memory is its own:
 - ``topology``: ``build_topology`` (the description: devices, links, roles);
 - ``routing``: the routing tables alone (``switch_emulator.route_tables``, the compiled search
   loaded from Numba's cache), and their size;
-- ``state``: the whole engine state (``spin.build.state_builder.build_state``: ports, devices,
+- ``state``: the whole engine state (``spin.assembly.state_builder.build_state``: ports, devices,
   the routing tables again, every engine array);
 - peak resident memory after the topology and its routing tables, and after the engine state
   (``resource.getrusage(RUSAGE_SELF).ru_maxrss``), beside spin's own estimate of both
@@ -64,10 +64,10 @@ def measure(kind: str, params: dict) -> dict:
     """Build ``kind`` in this process, every phase timed."""
     import numpy as np
 
-    from spin.build.state_builder import build_state
+    from spin.assembly.state_builder import build_state
     from spin.config import EngineConfig, HostConfig
     from spin.describe.limits import fabric_bytes, state_bytes
-    from spin.runtime.scenario import Scenario
+    from spin.describe.scenario import Scenario
     from spin.topologies import build_topology
     from switch_emulator.route_tables import RouteTables
     base = _peak_gb()

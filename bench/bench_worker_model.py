@@ -1,4 +1,4 @@
-"""The multi-worker speedup model (``spin.build.cut_cost``), calibrated, checked, extrapolated
+"""The multi-worker speedup model (``spin.assembly.cut_cost``), calibrated, checked, extrapolated
 (figures, not a test).
 
 1. Calibrate on htsim's 1,024-host spray scenario: the 1-worker loop prices a handled frame;
@@ -67,7 +67,7 @@ def main() -> None:
 
 def _calibrate_and_check() -> tuple[float, float, float, int]:
     """The constants from htsim's 1,024-host scenario, checked at 128 hosts."""
-    from spin.build.cut_cost import CutCosts, cut_figures
+    from spin.assembly.cut_cost import CutCosts, cut_figures
 
     sc = _scenario("fat_tree_1024.topo", "perm_1024n_1024c_0u_2000000b.cm")
     one, two = cut_figures(sc, 1), cut_figures(sc, 2)
@@ -95,8 +95,8 @@ def _calibrate_and_check() -> tuple[float, float, float, int]:
 
 def _predict(a, work: float, cut: float, round_s: float, duration: int) -> None:
     """Speedups at a.workers workers on the large fabrics."""
-    from spin.build.cut_cost import CutCosts, cut_figures
-    from spin.build.partition import link_traffic
+    from spin.assembly.cut_cost import CutCosts, cut_figures
+    from spin.assembly.partition import link_traffic
     targets = [("8,192 hosts (htsim three-tier fat tree)",
                 lambda: _scenario("fat_tree_8192_1os.topo", "perm_8192n_8192c_2MB.cm"))]
     if a.skip_8192:

@@ -33,7 +33,7 @@ _GROUPS: dict[str, dict[str, str]] = {
         "topology_inventory": "spin.topologies",
     },
     "Scenarios and runs": {
-        "Scenario": "spin.simulation", "Simulation": "spin.simulation",
+        "Scenario": "spin.describe.scenario", "Simulation": "spin.simulation",
         "run": "spin.runs", "run_both": "spin.runs", "compare_offload": "spin.runs:compare",
         "run_scenario": "spin.fabric", "load_scenario": "spin.scenario_file",
         "HostCall": "spin.describe.host_program",
@@ -52,11 +52,12 @@ _GROUPS: dict[str, dict[str, str]] = {
         "TransportConfig": "spin.config",
     },
     "Results": {
-        "RunResult": "spin.results", "MessageRecord": "spin.records",
-        "LinkStats": "spin.records", "NicStats": "spin.records", "HostStats": "spin.records",
-        "SwitchStats": "spin.records", "EndpointStats": "spin.records",
-        "Totals": "spin.records", "TierLoad": "spin.records",
-        "OffloadComparison": "spin.compare", "Metrics": "spin.compare",
+        "RunResult": "spin.results", "MessageRecord": "spin.results.records",
+        "LinkStats": "spin.results.records", "NicStats": "spin.results.records",
+        "HostStats": "spin.results.records", "SwitchStats": "spin.results.records",
+        "EndpointStats": "spin.results.records", "Totals": "spin.results.records",
+        "TierLoad": "spin.results.records",
+        "OffloadComparison": "spin.results.compare", "Metrics": "spin.results.compare",
     },
     "Workloads and htsim import": {
         "build_workload": "spin.workloads", "workload_kinds": "spin.workloads",

@@ -34,7 +34,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("spin demo: host-based baseline vs NIC offload (virtual time)", flush=True)
     else:  # compile (or load) the engine silently first: the runs then find it ready
         from .tools.demo import demo_programs
-        from .runtime.scenario import Scenario
+        from .describe.scenario import Scenario
         from .runtime.simulation import Simulation
         from .topology import Topology
         Simulation(Scenario(Topology.pair(), engine_programs=demo_programs(
@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, cluster) -> int:
     """``spin run``'s body; ``cluster`` (spin.tools.launched_run.Cluster) when this process is
     rank 0 of a launched job."""
-    from .report import run_summary
+    from .results.report import run_summary
     from .tools.scenario_file import load_scenario, run_loaded
     from .describe.limits import check_writable
     scenario, options = load_scenario(args.scenario)
@@ -233,7 +233,7 @@ def _unfinished(result, stopped_early: bool) -> bool:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .tools.bench import run_bench
-    from .report import bench_lines
+    from .results.report import bench_lines
     figures = run_bench(quick=args.quick, progress=None if args.json_only else print)
     print(bench_lines(figures))
     if args.json:

@@ -1,7 +1,13 @@
 """The exception hierarchy: every error the emulator raises on purpose derives from SpinError.
 
-Messages name the offending value and, where there is a finite set, the valid choices.
+Messages name the offending value and, where there is a finite set, the valid choices; a host
+is named as ``host_label`` writes it.
 """
+
+
+def host_label(node: int, name: str = "") -> str:
+    """A host as errors name it: the user's name first, then the node id the wire uses."""
+    return f"{name!r} (node {node})" if name else f"node {node}"
 
 
 class SpinError(Exception):

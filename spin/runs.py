@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
-from .compare import OffloadComparison
+from .results.compare import OffloadComparison
 from .errors import ConfigError, DeterminismError
 from .results import RunResult
 
 if TYPE_CHECKING:                      # spin.simulation pulls in Numba: not at pytest start-up
-    from .runtime.scenario import Scenario
+    from .describe.scenario import Scenario
 
 __all__ = ["Read", "compare", "run", "run_both"]
 
@@ -65,7 +65,7 @@ def compare(baseline: Scenario, offload: Scenario, *, workers: int = 1,
     """Run the host-based ``baseline`` and the ``offload`` variant of a workload and compare
     them. Completion runs from mark ``start`` to mark ``done``: by default from the earliest
     ``start`` of any host to the latest ``done`` of any host; with ``node`` (node id or host
-    name), on that host's marks only (``spin.compare.Metrics.of``). The comparison's table
+    name), on that host's marks only (``spin.results.compare.Metrics.of``). The comparison's table
     prints what was measured. The results, with the memory named in ``read``, stay available
     as ``.baseline_result`` and ``.offload_result``."""
     read = tuple(read)

@@ -1,9 +1,10 @@
 """The public entry for describing and running a scenario: ``Scenario`` and ``Simulation``
-(their code lives in ``spin.runtime``).
+(their code lives in ``spin.describe.scenario`` and
+``spin.runtime.simulation``).
 
     from spin.simulation import Scenario, Simulation
 """
-from .runtime.scenario import Scenario
+from .describe.scenario import Scenario
 from .runtime.simulation import Simulation
 
 __all__ = ["Scenario", "Simulation"]

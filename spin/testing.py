@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Iterable
 
 import pytest
 
-from .compare import Metrics, OffloadComparison
+from .results.compare import Metrics, OffloadComparison
 from .results import RunResult
 from .runs import Read, compare, run, run_both
 
 if TYPE_CHECKING:                      # spin.simulation pulls in Numba: not at pytest start-up
-    from .runtime.scenario import Scenario
+    from .describe.scenario import Scenario
 
 __all__ = ["Metrics", "OffloadComparison", "Runner", "compare", "run", "run_both"]
 

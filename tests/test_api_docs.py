@@ -9,9 +9,12 @@ import pytest
 
 import spin
 
-MODULES = ["spin.results", "spin.records", "spin.compare", "spin.testing", "spin.describe.checks",
-           "spin.describe.host_program", "spin.fabric", "nic_emulator.host_reduce", "spin.trace",
-           "spin.tables", "spin.endpoint.client", "spin.endpoint.spec"]
+MODULES = ["spin.results", "spin.results.run_result", "spin.results.records",
+           "spin.results.compare", "spin.testing", "spin.describe.checks",
+           "spin.describe.host_program", "spin.fabric", "nic_emulator.host_reduce",
+           "spin.results.timeline", "spin.results.tables", "spin.endpoint.client",
+           "spin.endpoint.spec", "spin.describe.scenario", "spin.describe.trace_options",
+           "spin.assembly.built"]
 
 
 def _public(module):

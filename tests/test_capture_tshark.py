@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spin.runtime.capture import LINKTYPE_ETHERNET, PCAP_MAGIC_NS, PcapWriter, read_pcap
+from spin.results.capture import LINKTYPE_ETHERNET, PCAP_MAGIC_NS, PcapWriter, read_pcap
 from spin.errors import WireError
 from spin.wire import (
     OP_WRITE_FIRST, OP_WRITE_LAST, OP_WRITE_MIDDLE, OP_WRITE_ONLY, RETH_OPCODES,

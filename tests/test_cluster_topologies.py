@@ -291,8 +291,8 @@ def test_a_topology_too_large_is_refused_before_it_is_built(monkeypatch):
 
 
 def test_an_engine_state_too_large_is_refused_before_its_routing_tables(monkeypatch):
-    from spin.build.state_builder import build_state
-    from spin.runtime.scenario import Scenario
+    from spin.assembly.state_builder import build_state
+    from spin.describe.scenario import Scenario
     sc = Scenario(build_topology("fat_tree", k=8))
     monkeypatch.setenv("SPIN_MEMORY_LIMIT", "16MiB")     # host memory alone: 128 MiB
 

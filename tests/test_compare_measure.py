@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spin.compare import Metrics, OffloadComparison
+from spin.results.compare import Metrics, OffloadComparison
 from spin.errors import ConfigError
 from spin.runs import compare
 from spin.simulation import Scenario

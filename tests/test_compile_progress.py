@@ -5,7 +5,7 @@ import io
 import numba
 import pytest
 
-from spin.runtime.compile_report import compile_progress
+from spin.assembly.compile_report import compile_progress
 from spin.errors import HandlerCompileError
 
 SUBJECT = "the handlers of programs 'shown_name'"

@@ -6,7 +6,7 @@ import pytest
 
 from spin.loadbalancing import fabric_figures, with_scheme
 from spin.loadbalancing.compare import add_workload, fabric_scenario
-from spin.records import traffic_duration_ps
+from spin.results.records import traffic_duration_ps
 from spin.simulation import Simulation
 from spin.workloads import flow_messages, workload_report
 from spin.workloads.metrics import FctStats, PathModel

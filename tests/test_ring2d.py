@@ -11,7 +11,7 @@ from spin.collectives.measure import allreduce_scenario, evaluate
 from spin.config import HostConfig
 from spin.errors import ConfigError
 from spin.runs import run
-from spin.runtime.scenario import Scenario
+from spin.describe.scenario import Scenario
 from spin.topologies import build_topology
 from spin.topology import Topology
 

@@ -1,4 +1,4 @@
-"""spin.testing and spin.compare: gains, assertions with the table, the pytest plugin's worker
+"""spin.testing and spin.results.compare: gains, assertions with the table, the pytest plugin's worker
 parametrisation, run_both's cross-worker check, and the docs' example kept verbatim."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import spin.runs as runs
 import spin.testing as kit
 from examples.max_reduce import max_reduce_program
 from spin import ExecutionContext, Scenario, Topology
-from spin.compare import Metrics, OffloadComparison
+from spin.results.compare import Metrics, OffloadComparison
 from spin.tools.demo import demo_table
 from spin.errors import ConfigError, DeterminismError, OffloadAssertionError
 from tests.kit_programs import KIT_PROGRAMS

@@ -123,7 +123,7 @@ def test_all_to_all_on_hamming_mesh_is_lossless_with_fast_accelerator_links():
     from spin.collectives.measure import lossless
     from spin.config import HostConfig
     from spin.runs import run
-    from spin.runtime.scenario import Scenario
+    from spin.describe.scenario import Scenario
     from spin.topologies import build_topology
     from spin.workloads.catalog import build_workload
     from spin.workloads.metrics import collective_times_ps
@@ -148,7 +148,7 @@ def test_a_pfc_deadlock_on_hamming_mesh_is_broken_by_the_watchdog():
     from spin.collectives.measure import lossless
     from spin.config import EngineConfig, HostConfig, SwitchConfig
     from spin.runs import run
-    from spin.runtime.scenario import Scenario
+    from spin.describe.scenario import Scenario
     from spin.workloads.catalog import build_workload
 
     chunk = 128 * 1024

@@ -18,7 +18,7 @@ from spin.fabric import run_scenario
 from spin.handler import ExecutionContext
 from spin.simulation import Simulation
 from spin.topology import Topology
-from spin.trace import MIN_BUFFER_RECORDS, Trace, TraceOptions
+from spin.results.timeline import MIN_BUFFER_RECORDS, Trace, TraceOptions
 from spin.units import ETHERNET_WIRE_OVERHEAD_BYTES, NS
 from tests.switch.conftest import SWITCH_LIBRARY, pattern, scenario
 

@@ -16,7 +16,7 @@ from spin.config import (EngineConfig, HostConfig, LinkConfig, NicConfig, Switch
                          TransportConfig)
 from spin.errors import ConfigError
 from spin.fabric import run_scenario
-from spin.report import run_summary
+from spin.results.report import run_summary
 from spin.scenario_file import load_scenario
 from spin.simulation import Scenario, Simulation
 from spin.topologies import build_topology

@@ -12,8 +12,8 @@ import pytest
 from handlers.ping_pong import ping_pong_program
 from spin.errors import ConfigError, RunIncompleteError
 from spin.handler import ExecutionContext
-from spin.records import HostStats, LinkStats, Totals
-from spin.report import nic_table, run_summary
+from spin.results.records import HostStats, LinkStats, Totals
+from spin.results.report import nic_table, run_summary
 from spin.results import SCHEMA_VERSION, RunResult
 from spin.simulation import Scenario
 from spin.topologies import build_topology

@@ -328,7 +328,7 @@ _SUBPROCESS_SCRIPT = r"""
 import sys, numpy as np
 from spin.wire import drops
 from spin.wire import build_frame, parse, parse_frame, NUM_PARSED_FIELDS
-import spin.runtime.capture
+import spin.results.capture
 assert not [m for m in sys.modules if m.startswith("scapy")], "spin.wire must not import scapy"
 f = build_frame(3, 0x0A0B0C, 40001, 6, 0x77, 1000, bytes(range(37)), ack_req=True,
                 reth=(0x7F0000001000, 0xABCD, 4096), ip_id=9)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from ..config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, RunIncompleteError
 from ..runs import run
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..topology import Topology
 from ..workloads.catalog import build_workload
 from ..workloads.metrics import collective_times_ps

@@ -13,7 +13,7 @@ import numpy as np
 from ..config import HostConfig, SwitchConfig
 from ..errors import ConfigError
 from ..runs import run
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..topology import Topology
 from . import algorithm
 from .accuracy import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, as_float64, check_result  # noqa: F401

@@ -11,7 +11,7 @@ from ..config import HostConfig, LinkConfig
 from ..errors import ConfigError
 from ..runtime.fabric import check_worker_count
 from ..handler import same_program
-from ..report import count, table, us
+from ..results.report import count, table, us
 from ..describe.limits import check_writable
 from ..topologies import build_topology
 from ..topologies.report import label, parse_spec

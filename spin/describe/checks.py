@@ -15,8 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..records import host_label
+from ..errors import ConfigError, host_label
 from ..scenario_code import FUNCTION, resolve
 
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",

@@ -147,7 +147,7 @@ def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
     """The big arrays of one engine's state for scenario ``sc``, in bytes, by what sizes them
     (mirrors ``spin.engine.state.allocate_state``; small tables left out), with the topology's
     description and routing tables (``fabric_bytes``). ``slot_bytes``: the frame slot's size
-    when known (header slots: ``spin.build.state_builder.header_slots``), else an MTU's."""
+    when known (header slots: ``spin.assembly.state_builder.header_slots``), else an MTU's."""
     from ..engine import state as S
     eng, host, topo = sc.engine, sc.host, sc.topology
     hosts, links = len(topo.hosts), len(topo.links)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from ..errors import ConfigError
-from ..build.partition import link_lookahead_ps
+from ..assembly.partition import link_lookahead_ps
 from ..parallel.coordinator import is_loopback
 
 MODES = ("lockstep", "realtime")

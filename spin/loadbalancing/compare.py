@@ -18,9 +18,9 @@ from ..collectives.report import parse_size
 from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
-from ..report import table
+from ..results.report import table
 from ..describe.limits import check_reordering, check_writable
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..topologies import build_topology
 from ..topologies.report import parse_params, parse_spec
 from ..units import US, ns

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..units import US
 from ..workloads import load_htsim_topo
@@ -134,7 +134,7 @@ def run_over_seeds(sc: Scenario, workload, name: str, seeds: int,
 
 
 def seeds_table(summaries: list[SeedSummary]) -> str:
-    from ..report import table
+    from ..results.report import table
     rows = []
     for s in summaries:
         cells = []
@@ -216,7 +216,7 @@ def run_htsim_schemes(topo_file, cm_file, schemes: list[str], preset: str = "hts
 
 
 def htsim_table(runs: list[HtsimSchemeRun]) -> str:
-    from ..report import table
+    from ..results.report import table
     rows = []
     for r in runs:
         f = r.fct

@@ -6,7 +6,7 @@ reorder degree.
 A tier is ``Link.kind`` (``host``, ``edge-agg``, ``agg-core``, ``leaf-spine``...), both
 directions of every link of that kind. Load is in bytes transmitted over the whole run, so
 ``imbalance`` is the same for bytes and utilisation; 1.0 is perfectly even. ``TierLoad`` and
-``tier_loads`` live with the result records (``spin.records``: ``RunResult.tier_loads`` needs
+``tier_loads`` live with the result records (``spin.results.records``: ``RunResult.tier_loads`` needs
 them) and are re-exported here.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..records import TierLoad, tier_loads, traffic_duration_ps  # noqa: F401 (re-exported)
+from ..results.records import TierLoad, tier_loads, traffic_duration_ps  # noqa: F401 (re-exported)
 
 # Counters of NicStats that a reliable transport adds; summed over NICs when present.
 RETRANSMISSIONS = "retransmissions"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..assembly.built import build
 from ..errors import ConfigError
 from ..describe.payload_mode import check_payload_mode
 from ..handler import ExecutionContext
 from ..results import RunResult
-from .scenario import Scenario
+from ..describe.scenario import Scenario
 from .simulation import Simulation
 from ..handler import same_program
 from ..topology import Topology
@@ -85,7 +86,7 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
             from .fabric_workers import run_in_process
             return run_in_process(scenario, pcap_dir=pcap_dir, regions=tuple(regions),
                                   endpoints=attached, until_ps=until_ps)
-        sim = Simulation(scenario, quiet=quiet)
+        sim = Simulation(build(scenario, quiet=quiet), quiet=quiet)
         result = sim.run(pcap_dir=pcap_dir, quiet=quiet, until_ps=until_ps)
         result.memory_regions = {(n, a, k): sim.host_memory(n)[a:a + k].tobytes()
                                  for n, a, k in regions}

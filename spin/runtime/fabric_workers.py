@@ -14,8 +14,9 @@ from ..engine import state as S
 from ..engine.ports import inject_frames
 from ..errors import ConfigError, TransportError
 from .fabric_frames import ANY_PEER, REASONS, check_peer_frames, split_outbox
-from ..build.partition import auto_partition, link_lookahead_ps
-from ..build.state_builder import slot_bytes_for_mtu
+from ..assembly.partition import auto_partition, link_lookahead_ps
+from ..assembly.built import build
+from ..assembly.state_builder import slot_bytes_for_mtu
 from ..parallel import codec
 from ..parallel.batch import FrameBatch
 from ..parallel.coordinator import Deferred, run_fabric
@@ -23,8 +24,8 @@ from ..parallel.program import INF_PS, worker_factory
 from ..parallel.sync import run_single
 from ..results import RunResult
 from .simulation import CapturedFrames, Simulation, write_link_pcaps
-from .scenario import Scenario
-from ..trace import Trace
+from ..describe.scenario import Scenario
+from ..results.timeline import Trace
 from ..units import ns
 from ..wire.headers import ETH_BYTES, IPV4_BYTES, UDP_BYTES
 
@@ -161,7 +162,7 @@ class EngineWorker:
         self.owner = np.asarray(spec.owner, np.int64)
         attached = {e.node for e in spec.endpoints}
         local = {d for d, w in enumerate(spec.owner) if w == worker_id and d not in attached}
-        self.sim = Simulation(spec.scenario, local_devices=local, attached_hosts=bool(attached))
+        self.sim = Simulation(build(spec.scenario, local, attached_hosts=bool(attached)))
         self.sim.start()
         self._ran_until = 0
         topo = spec.scenario.topology

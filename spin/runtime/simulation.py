@@ -1,8 +1,9 @@
-"""``Simulation``: one worker's engine for a scenario.
+"""``Simulation``: one worker's engine for a scenario, run.
 
-``Simulation`` turns a ``Scenario`` (plain data, ``spin.runtime.scenario``) into engine arrays for
-one worker (optionally owning only some devices, for multi-process runs), loads the handlers'
-entries and drives the engine.
+``spin.assembly.built.build`` turns a ``Scenario`` (plain data, ``spin.describe.scenario``) into a
+``Built``: the engine arrays for one worker (optionally owning only some devices, for
+multi-process runs) with the handlers' entries loaded. ``Simulation`` drives that engine:
+events, host calls, captures, failures named in the user's words, and the ``RunResult``.
 """
 from __future__ import annotations
 
@@ -13,23 +14,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..caches import check_cache_root
-from .capture import PcapWriter
 from ..engine import state as S
-from ..engine.codegen import engine_lock_path, load_engine
-from ..engine.handler_abi import MAX_MEMORY_DIMS, init_call_block
-from ..engine.handler_build import EntryCompileFailure, build_handler_table, describe_programs
-from .compile_report import compile_progress, describe_handler_compile_error, is_compile_error
+from ..engine.codegen import engine_lock_path
+from ..assembly.built import Built, build
+from ..assembly.compile_report import compile_progress, is_compile_error
 from ..errors import ConfigError, HandlerError, SpinError
 from ..handler import ExecutionContext
 from ..results import RunResult
-from ..describe.limits import check_host_op_addresses, check_reordering
-from ..describe.payload_mode import check_payload_mode
+from ..results.capture import PcapWriter
 from ..topology import Topology
 from .watchdog import EngineCall
 
-if TYPE_CHECKING:  # annotations only (the scenario module imports this one)
-    from .scenario import Scenario
+if TYPE_CHECKING:  # annotations only
+    from ..describe.scenario import Scenario
 
 
 PROGRESS_CHUNK_EVENTS = 1 << 20  # engine calls return this often to report progress
@@ -111,97 +108,41 @@ def _device_label(topo: Topology, node: int | str) -> str:
 
 
 class Simulation:
-    """One worker's engine for a scenario (all devices unless ``local_devices`` is given)."""
+    """One worker's engine for a scenario, run: give it a ``Built`` (``spin.assembly.built.build``)
+    or a ``Scenario``, which it builds itself (all devices unless ``local_devices`` is given)."""
 
-    def __init__(self, scenario: Scenario, local_devices: set[int] | None = None,
+    def __init__(self, scenario: Scenario | Built, local_devices: set[int] | None = None,
                  quiet: bool = False, attached_hosts: bool = False):
-        """``quiet`` silences the line on stderr shown while the engine compiles (cache misses
-        only); ``attached_hosts``: some frames leave for hosts attached from outside spin
-        (endpoints), which need every byte of them."""
-        self.scenario = scenario
-        topo = scenario.topology
-        self.device_names = topo.device_names()
-        self.n_devs = len(self.device_names)
-        self.local = set(range(self.n_devs)) if local_devices is None else set(local_devices)
-        self._standalone = local_devices is None   # no other worker, no attached host
-        self._attached_hosts = attached_hosts
-        self.programs = scenario.programs()
-        check_host_op_addresses(scenario)
-        check_payload_mode(scenario)
-        check_reordering(scenario)
-        check_cache_root()
-        self.engine = load_engine(scenario.engine.boundscheck)
-        self.st = self._build_state()
-        init_call_block(self.st)
-        self.handlers = self._load_handlers(quiet)
-        self.schemes = self._load_schemes(quiet)
-        self.hmem = self._build_handler_memory()
+        """``quiet`` silences the line on stderr shown while the engine or handlers compile
+        (cache misses only); ``local_devices`` and ``attached_hosts`` (some frames leave for
+        hosts attached from outside spin, which need every byte of them) go to ``build``."""
+        if isinstance(scenario, Built):
+            if local_devices is not None or attached_hosts:
+                raise ConfigError("Simulation(built): local_devices and attached_hosts are "
+                                  "settings of build(scenario, ...), already applied")
+            built = scenario
+        else:
+            built = build(scenario, local_devices, quiet=quiet, attached_hosts=attached_hosts)
+        self.built = built
+        self.scenario = built.scenario
+        self.device_names = list(built.device_names)
+        self.n_devs = len(built.device_names)
+        self.local = set(built.local)
+        self._standalone = built.standalone
+        self._attached_hosts = built.attached_hosts
+        self.programs = list(built.programs)
+        self.engine = built.engine
+        self.st = built.st
+        self.ec_order = built.ec_order
+        self.port_of_link = built.port_of_link
+        self.handlers = built.handlers
+        self.schemes = built.schemes
+        self.hmem = built.hmem
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._trace_parts: list[np.ndarray] = []
         self.queue_samples: list[np.ndarray] = []   # (time, global port, bytes, busy ps) rows
         self._started = False
         self._compiled, self._quiet = False, quiet
-
-    # --- building -----------------------------------------------------------------------
-    def _build_state(self) -> S.EngineState:
-        from ..build.state_builder import build_state
-        built = build_state(self.scenario, self.programs, self.local,
-                            standalone=not self._attached_hosts)
-        self.ec_order = built.ec_order
-        self.port_of_link = built.port_of_link
-        return built.st
-
-    def _load_handlers(self, quiet: bool):
-        """Compile (or load from the cache) the entry of every handler of an installed program
-        and write their addresses into the program table; handlers are compiled apart from the
-        engine, each on its own (``spin.engine.handler_build``)."""
-        installed = {int(p) for p in self.st.ec[:len(self.ec_order), S.EC_PROG]}
-        used = [prog for p, prog in enumerate(self.programs) if p in installed]
-        try:
-            with compile_progress(f"the handlers of {describe_programs(used)}", quiet):
-                table = build_handler_table(
-                    [prog if p in installed else None for p, prog in enumerate(self.programs)],
-                    debug=self.scenario.engine.debug)
-        except EntryCompileFailure as failed:
-            raise describe_handler_compile_error(failed.cause, failed.kind, failed.program,
-                                                 failed.fn) from None
-        n = len(self.programs)
-        self.st.prog[:n, S.PR_ENTRY:S.PR_ENTRY + 3] = table.addresses[:n]
-        return table
-
-    def _load_schemes(self, quiet: bool):
-        """Compile (or load from the cache) the port-selection schemes from outside spin that
-        this run's switches use, apart from the engine, and write their entry addresses where
-        the engine's dispatch finds them (``switch_emulator.lb.apart``)."""
-        from switch_emulator.lb.registry import schemes_apart, switch_schemes
-        names = schemes_apart(set(switch_schemes(self.scenario)))
-        if not names:
-            return None
-        from .scheme_entries import build_scheme_table
-        with compile_progress(f"port-selection schemes {', '.join(map(repr, names))}", quiet):
-            table = build_scheme_table(names, debug=self.scenario.engine.debug)
-        self.st.sc[S.SC_LB_ENTRY:S.SC_LB_ENTRY + len(names)] = table.addresses
-        return table
-
-    def _build_handler_memory(self) -> np.ndarray:
-        """The handler-memory arena: each execution context's memory as bytes, 64-byte aligned,
-        its offset, size and shape in its row of ``st.ec``."""
-        st = self.st
-        mems, offset = [], 0
-        for e, ctx in enumerate(self.ec_order):
-            mem = ctx.initial_memory()
-            if mem.ndim == 0:
-                mem = mem.reshape(1)
-            st.ec[e, S.EC_MEM_OFF] = offset
-            st.ec[e, S.EC_MEM_BYTES] = mem.nbytes
-            st.ec[e, S.EC_MEM_DIMS:S.EC_MEM_DIMS + MAX_MEMORY_DIMS] = 0
-            st.ec[e, S.EC_MEM_DIMS:S.EC_MEM_DIMS + mem.ndim] = mem.shape
-            mems.append((offset, mem))
-            offset += -(-mem.nbytes // 64) * 64
-        arena = np.zeros(max(offset, 64), np.uint8)
-        for off, mem in mems:
-            arena[off:off + mem.nbytes] = np.ascontiguousarray(mem).view(np.uint8).reshape(-1)
-        return arena
 
     # --- running ------------------------------------------------------------------------
     def start(self) -> None:
@@ -511,10 +452,10 @@ class Simulation:
             return dict(zip(nodes, pool.map(digest, nodes)))
 
     def result(self) -> RunResult:
-        from .results_builder import build_result
+        from ..results.builder import build_result
         result = build_result(self)
         if self.scenario.tracing is not None:
-            from ..trace import Trace
+            from ..results.timeline import Trace
             self._drain_capture()
             rows, lost = self.trace_records()
             result.trace = Trace.build(self.scenario, rows, result.messages, lost)

@@ -89,7 +89,7 @@ def bench_dispatch(n: int = 20_000_000, repeats: int = 3) -> list[dict[str, Any]
     rebuilding its context) against the same body inlined."""
     from ..engine import state as S
     from ..handler import ExecutionContext
-    from ..runtime.scenario import Scenario
+    from ..describe.scenario import Scenario
     from ..runtime.simulation import Simulation
     from ..topology import Topology
     prog = trivial_program()
@@ -127,7 +127,7 @@ def events_scenario(n_hosts: int, messages_per_host: int, nbytes: int = 64):
     """Each host sends ``messages_per_host`` messages of ``nbytes`` to the next host; a trivial
     payload handler consumes them on every NIC."""
     from ..handler import ExecutionContext
-    from ..runtime.scenario import Scenario
+    from ..describe.scenario import Scenario
     from ..topology import Topology
     prog = trivial_program()
     sc = Scenario(Topology.star(n_hosts), engine_programs=[prog])
@@ -259,7 +259,7 @@ def bench_startup(cold: bool = True) -> list[dict[str, Any]]:
 _RUN_PHASES_DRIVER = textwrap.dedent("""
     import json, sys, time
     t = [time.perf_counter()]
-    import spin.cli, spin.report
+    import spin.cli, spin.results.report
     from spin.tools.scenario_file import load_scenario
     from spin.runtime.simulation import Simulation
     t.append(time.perf_counter())
@@ -273,7 +273,7 @@ _RUN_PHASES_DRIVER = textwrap.dedent("""
     t.append(time.perf_counter())
     result = sim.run(quiet=True)
     t.append(time.perf_counter())
-    spin.report.run_summary(result, options.name)
+    spin.results.report.run_summary(result, options.name)
     result.require_finished()
     t.append(time.perf_counter())
     print(json.dumps([b - a for a, b in zip(t, t[1:])]))

@@ -30,13 +30,13 @@ import numpy as np
 from ..collectives import ALGORITHMS
 from ..collectives.measure import measure, with_speedup
 from ..collectives.report import allreduce_table, shared_programs
-from ..compare import OffloadComparison
+from ..results.compare import OffloadComparison
 from ..errors import ConfigError, SpinError
 from ..handler import ExecutionContext, HandlerProgram
 from ..results import RunResult
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
-from ..report import comparison_table, ratio
+from ..results.report import comparison_table, ratio
 from ..topology import Topology
 
 PING_QP, PONG_QP, REDUCE_QP = 1, 2, 3

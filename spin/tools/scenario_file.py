@@ -24,7 +24,7 @@ from ..scenario_code import FACTORY, resolve
 from ..handler import ExecutionContext, HandlerProgram, same_program
 from ..describe.host_program import operator_of
 from ..loadbalancing.schemes import get_scheme, scheme_configs
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..suggest import did_you_mean, misspelt_key
 from ..topologies import TOPOLOGIES, build_topology

@@ -19,7 +19,7 @@ from ..collectives.measure import lossless, measure
 from ..collectives.theory import streaming_ring_bound
 from ..config import EngineConfig, HostConfig, NicConfig, SwitchConfig
 from ..runs import run
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..topology import Topology
 from . import collectives as other
 from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES, PathCosts

@@ -19,7 +19,7 @@ from ..describe.payload_mode import PAYLOAD_MODES
 from ..engine import state as S
 from ..errors import ConfigError, TraceError
 from ..runs import run
-from ..runtime.scenario import Scenario
+from ..describe.scenario import Scenario
 from ..topology import Topology
 from ..traces.model import COLLECTIVE, COMPUTE, RECV, SEND, StepTrace, TraceOp
 from . import collectives as other

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spin.config import LinkConfig
-from spin.build.partition import auto_partition, link_traffic
+from spin.assembly.partition import auto_partition, link_traffic
 from spin.simulation import Scenario
 from spin.topology import Topology
 
@@ -52,7 +52,7 @@ def test_traffic_routed_per_switch_equals_routing_each_host():
     """Demand towards the hosts of one switch is routed once, towards that switch: the same
     link loads as routing to every host on its own, on a fat tree with a random permutation
     and hosts sending to neighbours under their own switch."""
-    from spin.build import partition as P
+    from spin.assembly import partition as P
     from spin.topologies import build_topology
     sc = Scenario(build_topology("fat_tree", k=4))
     rng = np.random.default_rng(7)
@@ -100,7 +100,7 @@ def test_fat_tree_gets_a_minimum_bisection():
     assert len(_cut(sc, owner)) == 8  # a minimum bisection of the k=4 fat tree (16 hosts, 8 links)
     # only switch-switch links are cut: their bound includes the receiving switch's pipeline,
     # so the lookahead is the longest any cut could have
-    from spin.build.partition import link_lookahead_ps
+    from spin.assembly.partition import link_lookahead_ps
     from spin.runtime.fabric_workers import cut_lookahead_ps
     assert cut_lookahead_ps(sc, owner) == int(link_lookahead_ps(sc).max())
     assert abs(int(np.bincount(owner)[0]) - int(np.bincount(owner)[1])) <= 2
@@ -128,7 +128,7 @@ def test_cut_figures_count_the_frames_each_worker_handles_and_sends_across():
     """Two racks cut at their link: each worker handles its rack's frames, and sends or
     receives across the cut exactly the inter-rack traffic; the predicted time grows with the
     cost of a crossing frame and of a round, and one worker has neither."""
-    from spin.build.cut_cost import CutCosts, cut_figures
+    from spin.assembly.cut_cost import CutCosts, cut_figures
     sc = _racks(1000.0, cross_every=4)
     mtu = sc.engine.mtu_bytes
     one, two = cut_figures(sc, 1), cut_figures(sc, 2)

@@ -4,8 +4,8 @@ the ``wall`` section, which holds wall-clock figures and is never compared betwe
 Classes: ``RunResult`` (one run, merged over workers) made of ``MessageRecord`` (one delivered
 or NIC-handled message), ``LinkStats`` (one direction of a link), ``NicStats`` with its
 ``HandlerCalls``, ``HostStats``, ``SwitchStats``, ``EndpointStats`` (a host served by an
-external program); ``Totals`` sums them over the fabric. The records live in ``spin.records``
-and are re-exported here.
+external program); ``Totals`` sums them over the fabric. The records live in
+``spin.results.records`` and are re-exported here.
 
 Every per-device record is owned by exactly one worker, so merging workers is concatenation; a
 record converts to and from a plain dict (``to_dict``/``from_dict``) so worker results travel as
@@ -37,7 +37,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, RunIncompleteError
+from ..errors import ConfigError, RunIncompleteError
 from .records import (  # noqa: F401 (re-export)
     EndpointStats,
     HandlerCalls,
@@ -52,14 +52,14 @@ from .records import (  # noqa: F401 (re-export)
     host_label,
     tier_loads,
 )
-from .suggest import did_you_mean
+from ..suggest import did_you_mean
 from .tables import RunTables, run_tables
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .handler import ExecutionContext
-    from .trace import Trace
+    from ..handler import ExecutionContext
+    from .timeline import Trace
 
 
 # Version of the JSON form of a RunResult (``to_dict``): 1 is the first versioned form, with
@@ -220,7 +220,7 @@ class RunResult:
     def tier_loads(self) -> list[TierLoad]:
         """Per tier of links (``LinkStats.tier``): mean and busiest utilisation, imbalance
         (max/mean bytes over its link directions) and deepest queue
-        (``spin.records.TierLoad``)."""
+        (``spin.results.records.TierLoad``)."""
         return tier_loads(self)
 
     def to_dict(self, include_wall: bool = True) -> dict[str, Any]:
