@@ -166,7 +166,8 @@ def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:
         f"capture (engine.capture_frames = {eng.capture_frames})":
             (eng.capture_frames if sc.capture_links else 16) * slot,
         f"events (engine.max_events_pending = {eng.max_events_pending})":
-            eng.max_events_pending * (S.EV_COLS * 8 + 8),
+            eng.max_events_pending * (S.EV_COLS * 8 + 8)
+            + S.calendar_blocks(eng.max_events_pending) * S.CALB_WORDS * 8,
         # two ports per link, each with a data and a priority ring of slot ids
         f"port queues (engine.queue_frames = {eng.queue_frames})": 4 * links * eng.queue_frames * 4,
         f"port table ({2 * links:,} ports)": 2 * links * S.PORT_COLS * 8,

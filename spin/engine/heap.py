@@ -8,10 +8,10 @@ engine functions, and the loop 2.3x slower per event than at 128 hosts): a large
 one pending event per packet in flight, 10^5 to 10^6 of them, and a heap of that size is 9-10
 levels of mostly cache-missing loads per pop and per push. Almost every event is scheduled a
 link latency or a serialisation time ahead, so events are bucketed by time instead: bucket
-``(t >> CAL_SHIFT) % CAL_BUCKETS`` holds a linked list (``E_NEXT``) of the events of one
-``2^CAL_SHIFT`` ps interval within the calendar's horizon (``CAL_BUCKETS`` buckets ahead of
-``CAL_BASE``). Only the current bucket's events are in the near heap ``st.heap``, a few dozen
-entries that stay in cache; a bucket is moved into it when the heap runs dry, found through a
+``(t >> CAL_SHIFT) % CAL_BUCKETS`` holds the events of one ``2^CAL_SHIFT`` ps interval within
+the calendar's horizon (``CAL_BUCKETS`` buckets ahead of ``CAL_BASE``) as a list of blocks of
+event ids (``st.calb``, 14 ids a block). Only the current bucket's events are in the near heap
+``st.heap``, a few dozen entries that stay in cache; a bucket is moved into it when the heap runs dry, found through a
 bitmap of non-empty buckets. Events beyond the horizon (timers) wait in the far heap
 ``st.far`` and move into the calendar as it reaches them. Invariant: whenever any event is
 pending, the earliest one is at the top of ``st.heap``, so ``next_time`` and ``SC_HEAP_N > 0``
@@ -94,10 +94,27 @@ def free_event(st, eid):
 # --- the calendar ------------------------------------------------------------------------------
 @njit(cache=True, inline="always", _nrt=False)
 def _bucket_add(st, idx, eid):
+    """Add event ``eid`` to bucket ``idx``: into its head block, or a new head block when the
+    bucket is empty or its head block full (the order inside a bucket does not matter: the
+    near heap orders it)."""
     cal = st.cal
-    st.ev[eid, S.E_NEXT] = cal[idx]
-    cal[idx] = eid
-    cal[S.CAL_BUCKETS + (idx >> 6)] |= np.int64(1) << (idx & 63)
+    calb = st.calb
+    blk = cal[idx]
+    if blk < 0 or calb[blk, S.CALB_N] == S.CALB_CAPACITY:
+        new = st.sc[S.SC_CALB_FREE]
+        if new < 0:
+            raise MemoryError("spin engine: event calendar blocks exhausted (raise "
+                              "EngineConfig.max_events_pending)")
+        st.sc[S.SC_CALB_FREE] = calb[new, S.CALB_NEXT]
+        calb[new, S.CALB_NEXT] = blk
+        calb[new, S.CALB_N] = 0
+        if blk < 0:
+            cal[S.CAL_BUCKETS + (idx >> 6)] |= np.int64(1) << (idx & 63)
+        cal[idx] = new
+        blk = new
+    n = calb[blk, S.CALB_N]
+    calb[blk, S.CALB_IDS + n] = eid
+    calb[blk, S.CALB_N] = n + 1
 
 
 @njit(cache=True, _nrt=False)
@@ -160,19 +177,27 @@ def _lowest_bit(x):
 
 @njit(cache=True, _nrt=False)
 def _load_bucket(st, idx):
-    """Move every event of bucket ``idx`` (the current one now) into the near heap."""
+    """Move every event of bucket ``idx`` (the current one now) into the near heap. The ids of a
+    block are known before any of their event rows is read, so the rows' cache misses overlap;
+    a list linked through the event rows made each miss wait for the one before."""
     cal = st.cal
+    calb = st.calb
     sc = st.sc
-    eid = cal[idx]
+    blk = cal[idx]
     cal[idx] = -1
     cal[S.CAL_BUCKETS + (idx >> 6)] &= ~(np.int64(1) << (idx & 63))
-    n = 0
-    while eid >= 0:
-        ev = st.ev[eid]
-        _heap_push(st.heap, sc, S.SC_HEAP_N, ev[S.E_TIME], ev[S.E_KEY], eid)
-        eid = ev[S.E_NEXT]
-        n += 1
-    sc[S.SC_CAL_N] -= n
+    moved = 0
+    while blk >= 0:
+        n = calb[blk, S.CALB_N]
+        for j in range(n):
+            eid = calb[blk, S.CALB_IDS + j]
+            _heap_push(st.heap, sc, S.SC_HEAP_N, st.ev[eid, S.E_TIME], st.ev[eid, S.E_KEY], eid)
+        moved += n
+        nxt = calb[blk, S.CALB_NEXT]
+        calb[blk, S.CALB_NEXT] = sc[S.SC_CALB_FREE]
+        sc[S.SC_CALB_FREE] = blk
+        blk = nxt
+    sc[S.SC_CAL_N] -= moved
 
 
 @njit(cache=True, _nrt=False)

@@ -80,6 +80,7 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("CAL_BASE", "start time of the current bucket (its events are in the heap)"),
         ("CAL_N", "events in the calendar's later buckets"),
         ("FAR_N", "events beyond the calendar's horizon, in st.far"),
+        ("CALB_FREE", "first free block of st.calb (-1: none)"),
     ]),
     Columns("nic_emulator.payload", [
         ("PATTERN_OFF", "offset in st.host_mem of the generated-payload pattern"),
@@ -404,8 +405,7 @@ CTL = Table("ctl", "CTL_", "CTL_COLS", [Columns("spin.engine.control", [
 EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("TIME", "time, ps"), ("KEY", "deterministic tie-breaking key"), ("KIND", "EV_*"),
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
-    ("NEXT", "next event of the same calendar bucket (-1: last)"),
-    ("PAD", "unused: eight words make a row one cache line"),
+    ("PAD", 2, "unused: eight words make a row one cache line"),
 ])])
 
 # --- st.heap: pending events as a 4-ary min-heap, each entry its event's order and id ---------
