@@ -23,6 +23,7 @@ from ..engine.handler_build import (EntryCompileFailure, HandlerTable, build_han
                                     describe_programs)
 from ..handler import ExecutionContext, HandlerProgram
 from .compile_report import compile_progress, describe_handler_compile_error
+from .scheme_entries import SchemeTable, build_scheme_table
 from .state_builder import build_state
 
 if TYPE_CHECKING:  # annotations only
@@ -45,6 +46,7 @@ class Built:
     ec_order: tuple[ExecutionContext, ...]     # the context of every engine EC row
     port_of_link: dict[int, tuple[int, int]]   # link -> its two engine ports (a, b)
     handlers: HandlerTable             # the installed handlers' compiled entries
+    schemes: SchemeTable | None        # the port-selection schemes compiled apart, if any
     hmem: np.ndarray                   # the handler-memory arena (uint8)
 
 
@@ -66,11 +68,12 @@ def build(scenario: Scenario, local_devices: set[int] | None = None, quiet: bool
     st, ec_order = state.st, tuple(state.ec_order)
     init_call_block(st)
     handlers = _load_handlers(scenario, programs, st, len(ec_order), quiet)
+    schemes = _load_schemes(scenario, st, quiet)
     hmem = _handler_memory(st, ec_order)
     return Built(scenario=scenario, local=local, standalone=local_devices is None,
                  attached_hosts=attached_hosts, device_names=names, programs=programs,
                  engine=engine, st=st, ec_order=ec_order, port_of_link=state.port_of_link,
-                 handlers=handlers, hmem=hmem)
+                 handlers=handlers, schemes=schemes, hmem=hmem)
 
 
 def _load_handlers(scenario: Scenario, programs: tuple[HandlerProgram, ...], st: S.EngineState,
@@ -90,6 +93,20 @@ def _load_handlers(scenario: Scenario, programs: tuple[HandlerProgram, ...], st:
                                              failed.fn) from None
     n = len(programs)
     st.prog[:n, S.PR_ENTRY:S.PR_ENTRY + 3] = table.addresses[:n]
+    return table
+
+
+def _load_schemes(scenario: Scenario, st: S.EngineState, quiet: bool) -> SchemeTable | None:
+    """Compile (or load from the cache) the port-selection schemes from outside spin that the
+    scenario's switches use, apart from the engine, and write their entry addresses where the
+    engine's dispatch finds them (``switch_emulator.lb.apart``)."""
+    from switch_emulator.lb.registry import schemes_apart, switch_schemes
+    names = schemes_apart(set(switch_schemes(scenario)))
+    if not names:
+        return None
+    with compile_progress(f"port-selection schemes {', '.join(map(repr, names))}", quiet):
+        table = build_scheme_table(names, debug=scenario.engine.debug)
+    st.sc[S.SC_LB_ENTRY:S.SC_LB_ENTRY + len(names)] = table.addresses
     return table
 
 
