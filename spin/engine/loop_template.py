@@ -18,6 +18,7 @@ from spin.engine.handler_abi import invoke_entry, prepare_call
 from spin.engine.handler_context import close_context
 from spin.engine.heap import free_event, next_time, pop_event
 from spin.engine.pool import free_slot
+from spin.engine.prefetch import prefetch_next_events
 from spin.engine.ports import (enqueue_frame, pfc_received, pfc_refresh, port_resume,
                                sample_queues, tx_done)
 from spin.engine.state_ref import state_ref
@@ -178,6 +179,7 @@ def run_until(st, hmem, t_end, max_events):
         a = st.ev[eid, S.E_A]
         b = st.ev[eid, S.E_B]
         free_event(st, eid)
+        prefetch_next_events(st)   # while this event runs (spin.engine.prefetch)
         now_before = sc[S.SC_NOW]
         sc[S.SC_NOW] = t
         n += 1
