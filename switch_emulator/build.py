@@ -37,13 +37,7 @@ def configure_switches(st, first: int, configs: list, latencies_ns: list[float],
                            (S.D_MATCH_HDR_CYCLES, cfg.match_header_cycles),
                            (S.D_MATCH_PKT_CYCLES, cfg.match_packet_cycles),
                            (S.D_MAX_MSGS, cfg.max_inflight_messages),
-                           (S.D_SW_FLOWLET_GAP_PS, ns(cfg.flowlet_gap_ns)),
-                           (S.D_SW_TRIM, 1 if cfg.trim else 0),
-                           (S.D_SW_TRIM_DSCP, cfg.trim_dscp),
-                           (S.D_SW_PFC_XOFF, cfg.pfc_xoff_bytes if cfg.pfc else 0),
-                           (S.D_SW_PFC_XON, cfg.pfc_xon_bytes),
-                           (S.D_SW_PFC_QUANTA, cfg.pfc_pause_quanta),
-                           (S.D_SW_PFC_WATCHDOG_PS, ns(cfg.pfc_watchdog_ns) if cfg.pfc else 0)):
+                           (S.D_SW_FLOWLET_GAP_PS, ns(cfg.flowlet_gap_ns))):
             dev[rows, col] = value
         dev[rows, S.D_SW_SEED] = [zlib.crc32(f"{cfg.ecmp_seed}:{s}".encode()) for s in members]
         dev[rows, S.D_SW_RNG] = [(zlib.crc32(f"lb:{cfg.ecmp_seed}:{s}".encode()) << 20) | 1
@@ -60,8 +54,14 @@ def configure_port(st, gp: int, cfg) -> None:
 
 
 def _configure_ports(st, ports: np.ndarray, cfg) -> None:
-    """Queues of switch ports ``ports``: buffer, ECN marking and header priority from ``cfg``."""
+    """Queues of switch ports ``ports`` from ``cfg``: buffer, ECN marking, header priority,
+    trimming and PFC (per port, so the engine's queues test ports, not device kinds)."""
     st.port[ports, S.PT_Q_LIMIT_BYTES] = cfg.port_buffer_bytes
+    st.port[ports, S.PT_TRIM_DSCP] = cfg.trim_dscp if cfg.trim else -1
+    st.port[ports, S.PT_PFC_XOFF] = cfg.pfc_xoff_bytes if cfg.pfc else 0
+    st.port[ports, S.PT_PFC_XON] = cfg.pfc_xon_bytes
+    st.port[ports, S.PT_PFC_QUANTA] = cfg.pfc_pause_quanta
+    st.port[ports, S.PT_PFC_WATCHDOG_PS] = ns(cfg.pfc_watchdog_ns) if cfg.pfc else 0
     st.port[ports, S.PT_ECN_THRESH] = cfg.ecn_threshold_bytes
     st.port[ports, S.PT_ECN_HIGH] = cfg.ecn_high_bytes
     st.port[ports, S.PT_ECN_DEQUEUE] = 1 if cfg.ecn_at == "dequeue" else 0

@@ -174,6 +174,7 @@ def build_state(scenario, programs: list, local: set[int],
     # a queue's byte limit is that of its frames at full size, whatever the slots store
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * full_slot_bytes
     st.port[:, S.PT_BLOCKED_SINCE] = -1
+    st.port[:, S.PT_TRIM_DSCP] = -1     # no trimming unless the device kind's build sets it
     for d in range(n_hosts):
         configure_nic(st, d, nic, host, d * host_stride, generated)
     st.sc[S.SC_PATTERN_OFF] = host_stride * n_hosts

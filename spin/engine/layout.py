@@ -209,13 +209,6 @@ DEV_TRANSPORT = Columns("nic_emulator.transports", [
 ])
 DEV_SWITCH = Columns("switch_emulator", [
     ("SW_LAT_PS", "switching latency"),
-    ("SW_TRIM", "1: trim frames that overflow a queue instead of dropping them"),
-    ("SW_PFC_XOFF", "ingress bytes above which a PFC pause is sent (0: PFC off)"),
-    ("SW_PFC_XON", "ingress bytes below which the pause is lifted"),
-    ("SW_PFC_QUANTA", "pause time sent in a PFC frame, in 512-bit quanta"),
-    ("SW_PFC_WATCHDOG_PS", "PFC watchdog: a port paused this long with data waiting drops "
-     "its queue and ignores pauses as long again (0: off)"),
-    ("SW_TRIM_DSCP", "DSCP code point that marks a trimmed frame"),
 ])
 DEV_LB = Columns("switch_emulator.lb", [
     ("SW_LB", "port-selection scheme (code: switch_emulator.lb.registry)"),
@@ -281,7 +274,15 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("LOCAL_IDX", "index of the port on its device"),
         ("SAMPLED_BUSY_PS", "PT_BUSY_PS at the last queue sample (utilisation over time)"),
         ("LOSS_STATE", "random loss: the port's xorshift32 state"),
-        ("PAD", 5, "unused: a row is six 64-byte lines"),
+        # what a port does is set per port by its device kind's build (a switch from its
+        # SwitchConfig and the port's overrides), so the queues test ports, not device kinds
+        ("TRIM_DSCP", "-1: a frame that finds the queue full is dropped; else it is trimmed "
+         "to its header, marked with this DSCP, and a header with it takes the priority queue"),
+        ("PFC_XOFF", "ingress bytes above which a PFC pause is sent upstream (0: PFC off)"),
+        ("PFC_XON", "ingress bytes below which the pause is lifted"),
+        ("PFC_QUANTA", "pause time sent in a PFC frame, in 512-bit quanta"),
+        ("PFC_WATCHDOG_PS", "PFC watchdog: paused this long with data waiting, the port drops "
+         "its queue and ignores pauses as long again (0: off)"),
     ]),
 ])
 
@@ -429,7 +430,7 @@ OUT = Table("out", "O_", "OUT_COLS", [Columns("spin.engine.ports", [
     ("KEY", "event key"), ("LEN", "frame bytes"),
 ])])
 
-# --- st.trace: trace records (written by spin.engine.tracing, read by spin.trace) ------------
+# --- st.trace: trace records (written by spin.engine.tracing, read by spin.results.timeline) -
 TRACE = Table("trace", "TRC_", "TRACE_COLS", [Columns("spin.engine.tracing", [
     ("KIND", "record kind"), ("DEV", "device"), ("T0", "start"), ("T1", "end"),
     ("A", 7, "+ i: the record kind's arguments A..G"),

@@ -80,16 +80,17 @@ def enqueue_frame(st, gp, slot, now):
         free_slot(st, slot)
         return False
     length = st.slot_meta[slot, S.SM_LEN]
-    if st.port[gp, S.PT_HDR_PRIO] != 0 and _header_only(st, dev, slot, length):
+    if st.port[gp, S.PT_HDR_PRIO] != 0 and _header_only(st, gp, slot, length):
         _release_ingress(st, slot, now)
         enqueue_priority(st, gp, slot, now)
         return True
     n = st.port[gp, S.PT_Q_N]
     qcap = ring_capacity(st.port_q)
     if n >= qcap or st.port[gp, S.PT_Q_BYTES] + length > st.port[gp, S.PT_Q_LIMIT_BYTES]:
-        if st.dev[dev, S.D_KIND] == S.DEV_SWITCH and st.dev[dev, S.D_SW_TRIM] != 0:
+        trim_dscp = st.port[gp, S.PT_TRIM_DSCP]
+        if trim_dscp >= 0:
             frame = st.pool[slot]
-            new_len = trim_roce_frame(frame, length, st.dev[dev, S.D_SW_TRIM_DSCP])
+            new_len = trim_roce_frame(frame, length, trim_dscp)
             if new_len > 0:
                 st.slot_meta[slot, S.SM_LEN] = new_len
                 st.slot_meta[slot, S.SM_ICRC] = ICRC_PENDING
@@ -114,14 +115,14 @@ def enqueue_frame(st, gp, slot, now):
 
 
 @njit(cache=True, _nrt=False)
-def _header_only(st, dev, slot, length):
+def _header_only(st, gp, slot, length):
     """A frame without payload to protect: a transport control frame, or a header another
-    switch trimmed (it carries the trimmed-frame DSCP)."""
+    switch trimmed (it carries the trimmed-frame DSCP of a port that trims)."""
     frame = st.pool[slot]
     if is_header_only(frame, length):
         return True
-    return st.dev[dev, S.D_KIND] == S.DEV_SWITCH and st.dev[dev, S.D_SW_TRIM] != 0 \
-        and dscp_of(frame) == st.dev[dev, S.D_SW_TRIM_DSCP]
+    trim_dscp = st.port[gp, S.PT_TRIM_DSCP]
+    return trim_dscp >= 0 and dscp_of(frame) == trim_dscp
 
 
 @njit(cache=True, _nrt=False)
@@ -218,9 +219,7 @@ def _pfc_watchdog(st, gp, now):
     if since < 0 or st.port[gp, S.PT_Q_N] == 0 or now >= st.port[gp, S.PT_PAUSED_UNTIL]:
         return
     dev = st.port[gp, S.PT_DEV]
-    if st.dev[dev, S.D_KIND] != S.DEV_SWITCH:
-        return
-    watchdog = st.dev[dev, S.D_SW_PFC_WATCHDOG_PS]
+    watchdog = st.port[gp, S.PT_PFC_WATCHDOG_PS]
     if watchdog <= 0 or now - since < watchdog:
         return
     dropped = _flush_data(st, gp, now)
@@ -400,7 +399,7 @@ def pfc_refresh(st, gp, now):
     of its latest pause (an XON and a new XOFF since then scheduled another)."""
     if st.port[gp, S.PT_XOFF] == 0:
         return
-    quanta = st.dev[st.port[gp, S.PT_DEV], S.D_SW_PFC_QUANTA]
+    quanta = st.port[gp, S.PT_PFC_QUANTA]
     if now < st.port[gp, S.PT_XOFF_SENT_AT] + _pfc_refresh_ps(st, gp, quanta):
         return
     _send_pfc(st, gp, quanta, now)
@@ -410,8 +409,7 @@ def pfc_refresh(st, gp, now):
 def hold_ingress(st, slot, in_gp, now):
     """A switch queued a frame that entered on ``in_gp``: count it against that ingress port and
     pause the upstream sender above the XOFF threshold."""
-    dev = st.port[in_gp, S.PT_DEV]
-    xoff = st.dev[dev, S.D_SW_PFC_XOFF]
+    xoff = st.port[in_gp, S.PT_PFC_XOFF]
     if xoff <= 0:
         return
     st.slot_meta[slot, S.SM_IN_PORT] = in_gp + 1
@@ -419,7 +417,7 @@ def hold_ingress(st, slot, in_gp, now):
     st.port[in_gp, S.PT_IN_BYTES] = b
     if b > xoff and st.port[in_gp, S.PT_XOFF] == 0:
         st.port[in_gp, S.PT_XOFF] = 1
-        _send_pfc(st, in_gp, st.dev[dev, S.D_SW_PFC_QUANTA], now)
+        _send_pfc(st, in_gp, st.port[in_gp, S.PT_PFC_QUANTA], now)
 
 
 @njit(cache=True, _nrt=False)
@@ -430,8 +428,7 @@ def _release_ingress(st, slot, now):
     st.slot_meta[slot, S.SM_IN_PORT] = 0
     b = st.port[in_gp, S.PT_IN_BYTES] - st.slot_meta[slot, S.SM_LEN]
     st.port[in_gp, S.PT_IN_BYTES] = b
-    dev = st.port[in_gp, S.PT_DEV]
-    if st.port[in_gp, S.PT_XOFF] != 0 and b <= st.dev[dev, S.D_SW_PFC_XON]:
+    if st.port[in_gp, S.PT_XOFF] != 0 and b <= st.port[in_gp, S.PT_PFC_XON]:
         st.port[in_gp, S.PT_XOFF] = 0
         _send_pfc(st, in_gp, 0, now)
 

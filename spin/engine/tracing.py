@@ -3,8 +3,8 @@
 Each record is one row of ``st.trace`` (columns ``S.TRC_*``): what happened (``TRK_*``), on which
 device, from when to when (ps), and up to seven kind-specific arguments. The engine only appends
 rows; ``spin.simulation`` drains the table whenever it is nearly full (the event loop stops with
-``STATUS_CAPTURE_FULL`` while ``TRACE_HEADROOM`` rows are still free) and ``spin.trace`` turns the
-rows into spans. Every site checks ``st.sc[S.SC_TRACE]`` first, so an untraced run pays one load
+``STATUS_CAPTURE_FULL`` while ``TRACE_HEADROOM`` rows are still free) and
+``spin.results.timeline`` turns the rows into spans. Every site checks ``st.sc[S.SC_TRACE]`` first, so an untraced run pays one load
 and a branch per site.
 
 Arguments (A..G) per kind:
@@ -18,7 +18,8 @@ Arguments (A..G) per kind:
   the frame's serialisation including the Ethernet wire overhead.
 * ``TRK_HOST``: opcode, op index, then per op: send (dst, qp, bytes), wait_recv (qp, count),
   wait_event (-, count), reduce (-, -, bytes), mark (mark index), call (callback id). A wait's
-  span starts when it is satisfied; ``spin.trace`` extends it back to when the host reached it.
+  span starts when it is satisfied; ``spin.results.timeline`` extends it back to when the host
+  reached it.
 """
 
 from . import state as S
