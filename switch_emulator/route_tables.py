@@ -232,9 +232,10 @@ def _epoch(n_hosts, n_devs, adj_start, adj_nbr, adj_port, transit, sw_deg, route
     group ports, blocks, block key words."""
     n_sw = sw_deg.shape[0]
     nh_off = np.zeros(n_sw + 1, np.int64)
-    for s in range(n_sw):
-        nh_off[s + 1] = nh_off[s] + sw_deg[s]
-    max_deg = max(1, sw_deg.max()) if n_sw else 1
+    max_deg = 1
+    for s in range(n_sw):     # a loop, not sw_deg.max(): loading array methods' cached code
+        nh_off[s + 1] = nh_off[s] + sw_deg[s]     # imports numba.np.arraymath (and scipy)
+        max_deg = max(max_deg, sw_deg[s])
     nh = np.zeros((max(nh_off[n_sw], 1), WORDS), np.uint64)
     F = np.zeros((n_devs, WORDS), np.uint64)
     cand = np.zeros((n_devs, WORDS), np.uint64)
