@@ -4,9 +4,12 @@ registries, and scipy with them where installed, cost a few tenths of a second t
 Behaviour only: how long start-up takes is `spin bench`'s to report."""
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +41,7 @@ print("loaded", " ".join(loaded) or "none")
 
 # What a one-process run of a small scenario, without captures written, plots, endpoints or a
 # workload, has no use for.
-UNNEEDED = ("scapy", "zmq", "matplotlib", "pandas", "networkx", "pymetis",
+UNNEEDED = ("tqdm", "scapy", "zmq", "matplotlib", "pandas", "networkx", "pymetis",
             "spin.collectives", "spin.training", "spin.endpoint", "spin.parallel.coordinator")
 
 
@@ -55,3 +58,29 @@ def test_a_cached_small_run_loads_its_code_without_the_compiler_or_unused_module
     status, loaded = _probe("examples/pingpong.toml")
     assert status == "status 0 refreshes 0"
     assert loaded == "loaded none"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("quiet, terminal, shown", [(False, True, True), (False, False, False),
+                                                     (True, True, False)])
+def test_the_progress_bar_starts_when_due_on_a_terminal_only(monkeypatch, quiet, terminal, shown):
+    """The bar (and tqdm with it) starts once a run has lasted BAR_DELAY_S, on a terminal;
+    never when quiet, nor where stderr is no terminal (tqdm would show nothing there either)."""
+    from spin.parallel import progress as P
+    from spin.units import NS
+    clock = [100.0]
+    monkeypatch.setattr(P.time, "perf_counter", lambda: clock[0])
+    stream = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(P.sys, "stderr", stream)
+    bar = P.Progress(10_000 * NS, quiet=quiet)
+    bar.update(1_000 * NS, events=10)
+    assert stream.getvalue() == ""                       # not due yet
+    clock[0] += P.BAR_DELAY_S
+    bar.update(2_000 * NS, events=20)
+    bar.close()
+    assert ("virtual time" in stream.getvalue()) == shown
+    assert bar.setup_s >= 0.0
