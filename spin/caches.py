@@ -23,7 +23,9 @@ compiler: Numba's own loader first refreshes its whole target context, importing
 registry (0.13 s per process, more where scipy is installed), which a run whose engine and
 handlers are all cached never uses. ``heal_numba_cache`` therefore loads with the
 runtime alone; a function that does compile still refreshes the context first, as Numba's
-compiler always does.
+compiler always does. Numba also proves a cache folder writable, by creating and deleting a file
+in it, for each of the 300-odd cached functions it sets up; once per folder and process is
+enough.
 """
 from __future__ import annotations
 
@@ -159,15 +161,36 @@ def _load_entry(cache, sig, target_context, numba_load):
         return numba_load(cache, sig, target_context)
 
 
+_WRITABLE_DIRS: set[str] = set()   # cache folders proven writable in this process
+
+
+def _ensure_cache_path_once(numba_ensure):
+    """Numba's ``ensure_cache_path`` (create the folder, prove it writable), done once per
+    folder: again only if the folder has gone since."""
+    def ensure_cache_path(self):
+        path = self.get_cache_path()
+        if path in _WRITABLE_DIRS and os.path.isdir(path):
+            return
+        numba_ensure(self)
+        _WRITABLE_DIRS.add(path)
+
+    ensure_cache_path.__spin_once__ = True
+    return ensure_cache_path
+
+
 def heal_numba_cache() -> None:
     """Make Numba treat an unreadable cache entry as a miss (removed, warned about, rebuilt),
-    and load entries without refreshing its compiler (module docstring). Idempotent.
+    load entries without refreshing its compiler and check each cache folder once (module
+    docstring). Idempotent.
 
     Numba's loader only forgives missing files; any other failure (``UnpicklingError``,
     ``EOFError``, a data file that does not rebuild) propagates to the caller."""
     from numba.core import caching
     if getattr(caching.Cache.load_overload, "__spin_heals__", False):
         return
+    locator = caching._CacheLocator
+    if not getattr(locator.ensure_cache_path, "__spin_once__", False):
+        locator.ensure_cache_path = _ensure_cache_path_once(locator.ensure_cache_path)
     original = caching.Cache.load_overload
 
     def load_overload(self, sig, target_context):
