@@ -159,14 +159,14 @@ Node = Union[int, str]
 class _Spec(BaseModel):
     # strict: TOML has types, so `node = true` or `nbytes = "8"` is a mistake to name, not a
     # value to convert (true would be host 1)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class TopologySpec(BaseModel):
     """``kind`` names a builder in ``spin.topologies``; the other keys are its parameters,
     validated by that builder's registry entry (names, ranges and choices in the errors)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     kind: str
 
     def params(self) -> dict[str, Any]:
@@ -177,7 +177,7 @@ class WorkloadSpec(BaseModel):
     """``kind`` names a builder in ``spin.workloads``; the other keys are its parameters,
     validated by that builder's registry entry."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     kind: str
 
     def params(self) -> dict[str, Any]:
