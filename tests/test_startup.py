@@ -42,8 +42,8 @@ print("loaded", " ".join(loaded) or "none")
 # What a one-process run of a small scenario, without captures written, plots, endpoints or a
 # workload, has no use for.
 UNNEEDED = ("tqdm", "scapy", "zmq", "matplotlib", "pandas", "networkx", "pymetis",
-            "spin.collectives", "spin.training", "spin.loadbalancing", "spin.endpoint",
-            "spin.parallel.coordinator")
+            "spin.collectives", "spin.training", "spin.loadbalancing", "spin.workloads",
+            "spin.endpoint", "spin.parallel.coordinator")
 
 
 def _probe(*args: str) -> tuple[str, str]:

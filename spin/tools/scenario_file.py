@@ -31,7 +31,6 @@ from ..topology import Topology
 from ..engine.state import INF_PS
 from ..describe.limits import check_fits_in_memory, check_op_count, check_range
 from ..units import US
-from ..workloads import build_workload
 from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
                               TopologySpec, WorkersSpec, WorkloadSpec)
 
@@ -182,6 +181,7 @@ def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
 
 def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | None):
     """Add ``[workload]`` by its kind; a relative ``file`` is next to the scenario file."""
+    from ..workloads import build_workload   # only files with a [workload]
     params = spec.params()
     if isinstance(params.get("file"), str) and base_dir is not None:
         params["file"] = str(base_dir / params["file"])
