@@ -11,6 +11,7 @@ import pytest
 
 from spin.engine.handler_build import entry_source
 
+ROOT = Path(__file__).resolve().parents[1]   # this checkout, whatever spin is installed
 HELPER = "SCALE = {scale}\n"
 HANDLERS = textwrap.dedent("""
     import numpy as np
@@ -47,7 +48,7 @@ def _write_modules(d: Path, scale: int) -> None:
 
 def _run(d: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_CACHE_DIR", "SPIN_"))}
-    env.update(SPIN_CACHE_DIR=str(cache), PYTHONPATH=str(d))
+    env.update(SPIN_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join([str(d), str(ROOT)]))
     return subprocess.run([sys.executable, "-c", DRIVER], env=env, capture_output=True,
                           text=True, timeout=900, cwd=d)
 
