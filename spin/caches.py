@@ -17,6 +17,15 @@ A cache file that cannot be read (truncated by a full disk, a killed process, bi
 every later run fail inside Numba's loader until deleted by hand; ``heal_numba_cache`` makes
 Numba treat it as a miss instead: the file is removed, a warning names it, and the function is
 compiled and cached anew.
+
+Loading cached machine code needs only Numba's runtime (``start_numba_runtime``), not its
+compiler: Numba's own loader first refreshes its whole target context, importing every lowering
+registry (0.13 s per process, more where scipy is installed), which a run whose engine and
+handlers are all cached never uses. ``heal_numba_cache`` therefore loads with the
+runtime alone; a function that does compile still refreshes the context first, as Numba's
+compiler always does. Numba also proves a cache folder writable, by creating and deleting a file
+in it, for each of the 300-odd cached functions it sets up; once per folder and process is
+enough.
 """
 from __future__ import annotations
 
@@ -114,19 +123,79 @@ def _remove_entry(cache_file) -> list[str]:
     return removed
 
 
+def start_numba_runtime(target_context=None):
+    """Numba's CPU target context with its runtime (NRT) started: the symbols cached machine
+    code links against. This is all loading from the cache needs; the compiler's registries
+    are loaded when something compiles. Idempotent; returns the context."""
+    from numba.core.runtime import rtsys
+    if target_context is None:
+        from numba.core.registry import cpu_target
+        target_context = cpu_target.target_context
+    rtsys.initialize(target_context)
+    return target_context
+
+
+def _load_without_refresh(cache, sig, target_context, numba_load):
+    """``numba_load`` (Numba's ``Cache.load_overload``) minus its refresh of the whole target
+    context: the runtime is started, then the entry is read as Numba reads it (its index says
+    whether the entry is there and still matches its source file). A Numba whose cache lacks
+    the internals used here loads its own way."""
+    load = getattr(cache, "_load_overload", None)
+    guard = getattr(cache, "_guard_against_spurious_io_errors", None)
+    if load is None or guard is None:
+        return numba_load(cache, sig, target_context)
+    start_numba_runtime(target_context)
+    with guard():
+        return load(sig, target_context)
+    return None   # the guard swallowed a spurious I/O error: a miss, as in Numba
+
+
+def _load_entry(cache, sig, target_context, numba_load):
+    """Load without the refresh; should that fail, once more as Numba loads (compiler
+    refreshed), so only an entry that neither way can read counts as damaged."""
+    try:
+        return _load_without_refresh(cache, sig, target_context, numba_load)
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except Exception:  # noqa: BLE001  (the second read decides)
+        return numba_load(cache, sig, target_context)
+
+
+_WRITABLE_DIRS: set[str] = set()   # cache folders proven writable in this process
+
+
+def _ensure_cache_path_once(numba_ensure):
+    """Numba's ``ensure_cache_path`` (create the folder, prove it writable), done once per
+    folder: again only if the folder has gone since."""
+    def ensure_cache_path(self):
+        path = self.get_cache_path()
+        if path in _WRITABLE_DIRS and os.path.isdir(path):
+            return
+        numba_ensure(self)
+        _WRITABLE_DIRS.add(path)
+
+    ensure_cache_path.__spin_once__ = True
+    return ensure_cache_path
+
+
 def heal_numba_cache() -> None:
-    """Make Numba treat an unreadable cache entry as a miss (removed, warned about, rebuilt).
+    """Make Numba treat an unreadable cache entry as a miss (removed, warned about, rebuilt),
+    load entries without refreshing its compiler and check each cache folder once (module
+    docstring). Idempotent.
 
     Numba's loader only forgives missing files; any other failure (``UnpicklingError``,
-    ``EOFError``, a data file that does not rebuild) propagates to the caller. Idempotent."""
+    ``EOFError``, a data file that does not rebuild) propagates to the caller."""
     from numba.core import caching
     if getattr(caching.Cache.load_overload, "__spin_heals__", False):
         return
+    locator = caching._CacheLocator
+    if not getattr(locator.ensure_cache_path, "__spin_once__", False):
+        locator.ensure_cache_path = _ensure_cache_path_once(locator.ensure_cache_path)
     original = caching.Cache.load_overload
 
     def load_overload(self, sig, target_context):
         try:
-            return original(self, sig, target_context)
+            return _load_entry(self, sig, target_context, original)
         except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
         except Exception as exc:  # noqa: BLE001  (any unreadable entry is a miss)

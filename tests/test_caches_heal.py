@@ -11,6 +11,7 @@ import pytest
 
 from spin.engine.handler_build import entry_source
 
+ROOT = Path(__file__).resolve().parents[1]   # this checkout, whatever spin is installed
 HELPER = "SCALE = {scale}\n"
 HANDLERS = textwrap.dedent("""
     import numpy as np
@@ -47,7 +48,7 @@ def _write_modules(d: Path, scale: int) -> None:
 
 def _run(d: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_CACHE_DIR", "SPIN_"))}
-    env.update(SPIN_CACHE_DIR=str(cache), PYTHONPATH=str(d))
+    env.update(SPIN_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join([str(d), str(ROOT)]))
     return subprocess.run([sys.executable, "-c", DRIVER], env=env, capture_output=True,
                           text=True, timeout=900, cwd=d)
 
@@ -169,3 +170,40 @@ def test_every_cached_jitted_module_is_a_compiled_source():
                for f in sorted((root / package).rglob("*.py"))
                if cached.search(f.read_text()) and f not in covered]
     assert not missing, missing
+
+
+def test_a_cache_folder_is_proven_writable_once_and_made_again_if_gone(tmp_path, monkeypatch):
+    """Numba writes a probe file in a function's cache folder each time it sets the function
+    up; spin does it once per folder, and again when the folder has been removed since."""
+    import shutil
+
+    from numba.core import caching
+
+    from spin.caches import heal_numba_cache
+    heal_numba_cache()
+    probes = []
+    real_probe = caching.tempfile.TemporaryFile
+    monkeypatch.setattr(caching.tempfile, "TemporaryFile",
+                        lambda *a, **kw: probes.append(kw.get("dir")) or real_probe(*a, **kw))
+    folder = tmp_path / "numba-cache"
+
+    class Locator(caching._CacheLocator):
+        def get_cache_path(self):
+            return str(folder)
+
+        def get_source_stamp(self):
+            return 0
+
+        def get_disambiguator(self):
+            return ""
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return cls()
+
+    for _ in range(3):
+        Locator().ensure_cache_path()
+    assert probes == [str(folder)] and folder.is_dir()
+    shutil.rmtree(folder)
+    Locator().ensure_cache_path()
+    assert probes == [str(folder)] * 2 and folder.is_dir()

@@ -40,7 +40,9 @@ DRIVER = textwrap.dedent("""
 
 
 def _run(tmp: Path) -> tuple[str, int]:
-    env = dict(os.environ, SPIN_CACHE_DIR=str(tmp / "cache"), PYTHONPATH=str(tmp))
+    root = Path(__file__).resolve().parents[1]   # this checkout, whatever spin is installed
+    env = dict(os.environ, SPIN_CACHE_DIR=str(tmp / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp), str(root)]))
     out = subprocess.run([sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True,
                          timeout=300, cwd=tmp)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -205,11 +205,11 @@ class Simulation:
         from ..parallel.progress import Progress
         self._ready()   # compiles or loads from the cache: not part of the run's wall time
         t_end = int(S.INF_PS) if until_ps is None else int(until_ps)
-        with Progress(until_ps, quiet=quiet) as progress:   # imports tqdm: before the clock
+        with Progress(until_ps, quiet=quiet) as progress:
             t0 = time.perf_counter()
             while self.run_until(t_end, max_events=PROGRESS_CHUNK_EVENTS) == S.STATUS_EVENT_LIMIT:
                 progress.update(int(self.st.sc[S.SC_NOW]), int(self.st.sc[S.SC_EVENTS]))
-            wall = time.perf_counter() - t0
+            wall = time.perf_counter() - t0 - progress.setup_s   # the bar's start is not the run's
         self._drain_capture()
         if pcap_dir is not None:
             self.write_pcaps(pcap_dir)

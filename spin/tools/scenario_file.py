@@ -23,7 +23,6 @@ from ..describe.faults import LinkFault
 from ..scenario_code import FACTORY, resolve
 from ..handler import ExecutionContext, HandlerProgram, same_program
 from ..describe.host_program import operator_of
-from ..loadbalancing.schemes import get_scheme, scheme_configs
 from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..suggest import did_you_mean, misspelt_key
@@ -32,7 +31,6 @@ from ..topology import Topology
 from ..engine.state import INF_PS
 from ..describe.limits import check_fits_in_memory, check_op_count, check_range
 from ..units import US
-from ..workloads import build_workload
 from .scenario_schema import (MemorySpec, Node, OPS, ProgramSpec, SECTIONS, TOP_KEYS,
                               TopologySpec, WorkersSpec, WorkloadSpec)
 
@@ -183,6 +181,7 @@ def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
 
 def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | None):
     """Add ``[workload]`` by its kind; a relative ``file`` is next to the scenario file."""
+    from ..workloads import build_workload   # only files with a [workload]
     params = spec.params()
     if isinstance(params.get("file"), str) and base_dir is not None:
         params["file"] = str(base_dir / params["file"])
@@ -192,6 +191,7 @@ def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | No
 def _apply_scheme(ld: _Loader, doc: dict, sections: dict[str, Any]) -> None:
     """``[loadbalancing] scheme`` sets its [switch] and [nic] fields; a field the file sets
     to another value is a contradiction, not an override."""
+    from ..loadbalancing.schemes import get_scheme, scheme_configs   # only files that name one
     name = sections["loadbalancing"].scheme
     scheme = get_scheme(name, f"{ld.source}: loadbalancing.scheme")
     for table, fields in (("switch", scheme.switch), ("nic", scheme.nic)):

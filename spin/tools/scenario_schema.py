@@ -121,11 +121,13 @@ Factory modules must be importable (an installed package such as ``handlers``, a
 Errors are ``ConfigError``s naming the file, the field path (``host_program[2].ops[0].op``), the
 offending value and, where there is a finite set, the valid choices.
 
-The ``$$names`` above are filled in from the registries when this module is imported
+The ``$$names`` above are filled in from the registries when this text is read
 (``help(spin.tools.scenario_schema)`` shows them), so a name is written only where it is declared.
 """
 from __future__ import annotations
 
+import sys
+import types
 from string import Template
 from typing import Any, Literal, Union, get_args
 
@@ -135,11 +137,12 @@ from ..bounds import count as count_field, size_bytes, time_ns
 from ..config import (ENTROPIES, TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig,
                      SwitchConfig)
 from ..topologies import TOPOLOGIES
-from ..workloads import WORKLOADS
 
 
 def _render(doc: str) -> str:
     """The schema text with the registries' names in place of its ``$names``."""
+    from ..workloads import WORKLOADS
+
     def choices(names, sep: str = " | ") -> str:
         return sep.join(f'"{n}"' if isinstance(n, str) else str(n) for n in names)
     return Template(doc).substitute(
@@ -148,7 +151,19 @@ def _render(doc: str) -> str:
         mtus=choices(get_args(EngineConfig.model_fields["mtu_bytes"].annotation), "|"))
 
 
-__doc__ = _render(__doc__)
+_SCHEMA_TEXT = __doc__
+
+
+class _RenderedOnRead(types.ModuleType):
+    """This module, its docstring rendered when read (``help``, the reference pages), so that
+    a run, which never reads it, does not import the workload registry for it."""
+
+    @property
+    def __doc__(self) -> str:
+        return _render(_SCHEMA_TEXT)
+
+
+sys.modules[__name__].__class__ = _RenderedOnRead
 
 MEMORY_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float32", "float64")
@@ -159,14 +174,14 @@ Node = Union[int, str]
 class _Spec(BaseModel):
     # strict: TOML has types, so `node = true` or `nbytes = "8"` is a mistake to name, not a
     # value to convert (true would be host 1)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class TopologySpec(BaseModel):
     """``kind`` names a builder in ``spin.topologies``; the other keys are its parameters,
     validated by that builder's registry entry (names, ranges and choices in the errors)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     kind: str
 
     def params(self) -> dict[str, Any]:
@@ -177,7 +192,7 @@ class WorkloadSpec(BaseModel):
     """``kind`` names a builder in ``spin.workloads``; the other keys are its parameters,
     validated by that builder's registry entry."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     kind: str
 
     def params(self) -> dict[str, Any]:

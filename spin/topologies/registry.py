@@ -27,7 +27,8 @@ from ..topology import Topology
 class TopologyParams(BaseModel):
     """Base of every builder's parameters: frozen, unknown keys are errors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True,
+                              defer_build=True)
 
 
 Builder = Callable[[Any, LinkConfig], Topology]

@@ -25,7 +25,7 @@ class WorkloadParams(BaseModel):
     QP and whether send buffers get a per-host byte pattern (so delivered bytes can be checked;
     off saves the memory of large runs)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     message_bytes: int = Field(65_536, ge=1)
     iterations: int = Field(1, ge=1, le=10_000)
     start_skew_ns: float = Field(0.0, ge=0, allow_inf_nan=False)
