@@ -65,6 +65,7 @@ def check_cache_root() -> None:
 # Every source file whose code Numba compiles and caches, or whose constants compiled code reads
 # (tests/test_caches_heal.py checks that each cached jitted function of spin lives here).
 COMPILED_SOURCES = ("spin/engine", "spin/wire", "spin/jit.py", "spin/api.py", "spin/port_selection.py",
+                    "spin/assembly/scheme_entries.py",
                     "spin/results/capture.py", "spin/runtime/endpoint_link.py", "spin/runtime/fabric_frames.py",
                     "nic_emulator", "switch_emulator")
 
