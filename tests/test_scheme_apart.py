@@ -192,7 +192,7 @@ def test_a_port_outside_the_group_stops_the_run_naming_the_scheme(user_package, 
     assert "which is not one of view.ports" in text and "\n" not in text
 
 
-def test_a_failing_scheme_names_its_line_in_debug_mode(user_package, scenario):
+def test_a_failing_scheme_names_its_line(user_package, scenario):
     ref = _write(user_package, "off_end", '''
         from spin.port_selection import PortScheme
 
@@ -203,7 +203,10 @@ def test_a_failing_scheme_names_its_line_in_debug_mode(user_package, scenario):
         SCHEME = PortScheme(name="off_end", select=off_end, summary="reads past the group")
         ''')
     sc = _with_scheme(scenario, ref)
-    with pytest.raises(HandlerError, match=f"scheme '{ref}' .*IndexError"):
+    # compiled: the line is found by replaying the run with the scheme as plain Python
+    with pytest.raises(HandlerError, match=f"scheme '{ref}' .*IndexError.*off_end.py:6: "
+                                           r"`return view.ports\[i\]` \(values: i=2\) "
+                                           r"\(found by replaying"):
         Simulation(sc).run()
     debug = replace(sc, engine=sc.engine.model_copy(update={"debug": True}))
     with pytest.raises(HandlerError, match=r"off_end.py:6: `return view.ports\[i\]`"):

@@ -279,48 +279,62 @@ class Simulation:
         return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
 
     def _describe_scheme_failure(self, exc: Exception) -> SpinError:
-        """A scheme compiled apart failed: named with its switch, time and frame, and in debug
-        mode the failing line of its file."""
+        """A scheme compiled apart failed: named with its switch, time and frame, and the
+        failing line of its file (from the traceback in debug mode, else found by replaying
+        the run with the scheme as plain Python)."""
         cur = self.st.cur
         name = self.schemes.names[int(cur[S.CUR_LB_RUNNING]) - 1]
         dev, slot = int(cur[S.CUR_LB_DEV]), int(cur[S.CUR_LB_SLOT])
+        now = int(self.st.sc[S.SC_NOW])
         if isinstance(exc, ValueError) and "view.ports" in str(exc):
             what = (f"returned local port {int(cur[S.CUR_LB_ANSWER])}, which is not one of "
                     f"view.ports")
+            hint = ""      # the engine checks the answer: no line of the scheme failed
         else:
             what = f"failed with {type(exc).__name__}: {exc}"
-        from switch_emulator.lb.registry import find_scheme
-        select = find_scheme(name).select
-        file = getattr(getattr(select, "py_func", select), "__code__", None)
-        line = self._failing_line_in(exc, file.co_filename) if file else ""
-        hint = line or (" (to see the failing line, run it as plain Python: "
-                        "EngineConfig(debug=True) or spin run --debug)")
+            from switch_emulator.lb.registry import find_scheme
+            select = find_scheme(name).select
+            code = getattr(getattr(select, "py_func", select), "__code__", None)
+            file = code.co_filename if code else None
+            if self.scenario.engine.debug:
+                hint = self._failing_line_in(exc, file)
+            else:
+                hint = self._replayed_failing_line(file, now) or (
+                    " (to see the failing line, run it as plain Python: "
+                    "EngineConfig(debug=True) or spin run --debug)")
         from ..wire.headers import IP_DST_OFF
         frame = self.st.pool[slot]
         dst = (int(frame[IP_DST_OFF + 1]) << 16) | (int(frame[IP_DST_OFF + 2]) << 8) \
             | int(frame[IP_DST_OFF + 3])
         return HandlerError(f"port-selection scheme {name!r} on switch "
-                            f"{self.device_names[dev]!r} at t={int(self.st.sc[S.SC_NOW])} ps, "
-                            f"routing a frame to node {dst}, {what}{hint}")
+                            f"{self.device_names[dev]!r} at t={now} ps, routing a frame to "
+                            f"node {dst}, {what}{hint}")
 
-    def _replayed_failing_line(self) -> str:
-        """`` at FILE:LINE: `code` (values: ...)`` of a compiled handler's failure, found by
-        running the same fabric again with the handlers as plain Python up to the failure
-        (virtual time is deterministic, and debug mode gives the same results, so the replay
-        fails in the same invocation). Only for a run in one process without host callbacks
-        (which the replay would call again), and up to REPLAY_MAX_EVENTS events, so a failure
-        deep into a long run keeps the hint instead of replaying for minutes."""
+    def _replayed_failing_line(self, file: str | None = None, t_fail: int | None = None) -> str:
+        """`` at FILE:LINE: `code` (values: ...)`` of a compiled handler's (or, given its
+        ``file`` and time, a scheme's) failure, found by running the same fabric again with the
+        handlers and schemes as plain Python up to the failure (virtual time is deterministic,
+        and debug mode gives the same results, so the replay fails in the same invocation).
+        Only for a run in one process without host callbacks (which the replay would call
+        again), and up to REPLAY_MAX_EVENTS events, so a failure deep into a long run keeps the
+        hint instead of replaying for minutes."""
         st = self.st
         if (not self._standalone or self.scenario.callbacks
                 or int(st.sc[S.SC_EVENTS]) >= REPLAY_MAX_EVENTS):
             return ""
-        t_fail = int(st.cur[S.CUR_TIME])
+        if t_fail is None:
+            t_fail = int(st.cur[S.CUR_TIME])
         try:
             replay = Simulation(self.scenario.with_debug_handlers(), quiet=True)
             replay.run_until(t_fail + 1)
         except HandlerError as err:
             cause = err.__cause__
-            line = replay._failing_line(cause, with_values=True) if cause is not None else ""
+            if cause is None:
+                line = ""
+            elif file is None:
+                line = replay._failing_line(cause, with_values=True)
+            else:
+                line = replay._failing_line_in(cause, file, with_values=True)
             return f"{line} (found by replaying the run as plain Python)" if line else ""
         except Exception:   # the replay is a courtesy: the original error stands
             return ""
