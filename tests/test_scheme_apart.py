@@ -264,3 +264,43 @@ def test_a_scheme_asking_for_too_much_memory_is_refused(user_package, scenario, 
         ''')
     with pytest.raises(ConfigError, match=message):
         Simulation(_with_scheme(scenario, ref))
+
+
+LOOPING_RUN = '''
+import sys
+from dataclasses import replace
+sys.path.insert(0, {folder!r})
+from spin.config import SwitchConfig
+from spin.loadbalancing.compare import fabric_scenario
+from spin.simulation import Simulation
+sc = fabric_scenario("fat_tree", {{"k": 4}})
+sc.host_program(0).send(15, 4096, qp=1)
+sc = replace(sc, switch=SwitchConfig.make(load_balancing="userlb.forever"),
+             engine=sc.engine.model_copy(update={{"handler_timeout_s": 1.0}}))
+Simulation(sc, quiet=True).run()
+'''
+
+
+def test_a_scheme_that_never_answers_stops_the_run_naming_it(user_package, tmp_path):
+    """The handlers' wall-clock watchdog covers schemes: native code cannot be interrupted,
+    so the process ends with the scheme named (a multi-worker run then names the worker)."""
+    import subprocess
+
+    from spin.runtime.watchdog import EXIT_HANDLER_TIMEOUT
+    _write(user_package, "forever", '''
+        from spin.port_selection import PortScheme
+
+        def forever(view):
+            while view.memory[0, 0] >= 0:
+                view.memory[0, 1] += 1
+            return view.ports[0]
+
+        SCHEME = PortScheme(name="forever", select=forever, summary="never answers")
+        ''')
+    script = tmp_path / "looping_scheme.py"
+    script.write_text(LOOPING_RUN.format(folder=str(user_package)))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=600, cwd=str(tmp_path))
+    assert r.returncode == EXIT_HANDLER_TIMEOUT, r.stderr[-2000:]
+    assert "port-selection scheme 'userlb.forever' on switch" in r.stderr
+    assert "did not return within EngineConfig.handler_timeout_s = 1 s" in r.stderr

@@ -284,7 +284,6 @@ class Simulation:
         the run with the scheme as plain Python)."""
         cur = self.st.cur
         name = self.schemes.names[int(cur[S.CUR_LB_RUNNING]) - 1]
-        dev, slot = int(cur[S.CUR_LB_DEV]), int(cur[S.CUR_LB_SLOT])
         now = int(self.st.sc[S.SC_NOW])
         if isinstance(exc, ValueError) and "view.ports" in str(exc):
             what = (f"returned local port {int(cur[S.CUR_LB_ANSWER])}, which is not one of "
@@ -302,13 +301,20 @@ class Simulation:
                 hint = self._replayed_failing_line(file, now) or (
                     " (to see the failing line, run it as plain Python: "
                     "EngineConfig(debug=True) or spin run --debug)")
+        return HandlerError(self.describe_running_scheme(f"{what}{hint}"))
+
+    def describe_running_scheme(self, reason: str) -> str:
+        """The port-selection scheme being called now (from the engine's slots): its name, the
+        switch, the time and the frame's destination, then ``reason``."""
+        cur = self.st.cur
+        name = self.schemes.names[int(cur[S.CUR_LB_RUNNING]) - 1]
+        dev, slot = int(cur[S.CUR_LB_DEV]), int(cur[S.CUR_LB_SLOT])
         from ..wire.headers import IP_DST_OFF
         frame = self.st.pool[slot]
         dst = (int(frame[IP_DST_OFF + 1]) << 16) | (int(frame[IP_DST_OFF + 2]) << 8) \
             | int(frame[IP_DST_OFF + 3])
-        return HandlerError(f"port-selection scheme {name!r} on switch "
-                            f"{self.device_names[dev]!r} at t={now} ps, routing a frame to "
-                            f"node {dst}, {what}{hint}")
+        return (f"port-selection scheme {name!r} on switch {self.device_names[dev]!r} at "
+                f"t={int(self.st.sc[S.SC_NOW])} ps, routing a frame to node {dst}, {reason}")
 
     def _replayed_failing_line(self, file: str | None = None, t_fail: int | None = None) -> str:
         """`` at FILE:LINE: `code` (values: ...)`` of a compiled handler's (or, given its

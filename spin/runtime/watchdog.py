@@ -1,4 +1,5 @@
-"""A wall-clock watchdog for handlers that never return, and for Ctrl-C while one runs.
+"""A wall-clock watchdog for handlers (and port-selection schemes compiled apart) that never
+return, and for Ctrl-C while one runs.
 
 A handler is native code inside the engine call: Python cannot interrupt it, and a signal
 handler only runs once the call returns, so an endless loop in a handler would hang the run (and
@@ -82,10 +83,12 @@ class _Watchdog:
             if signalled and interrupted_at is None:
                 interrupted_at = now
             cur, sc = sim.st.cur, sim.st.sc
-            if not cur[S.CUR_ACTIVE]:
+            if not cur[S.CUR_ACTIVE] and not cur[S.CUR_LB_RUNNING]:
                 seen = None
                 continue
-            key = (id(sim), int(sc[S.SC_HANDLER_CALLS]))
+            # a handler invocation, or a port-selection scheme's call (no event completes
+            # while it runs)
+            key = (id(sim), int(sc[S.SC_HANDLER_CALLS]), int(sc[S.SC_EVENTS]))
             if key != seen:
                 seen, since = key, now
             elif self.timeout_s > 0 and now - since > self.timeout_s:
@@ -99,9 +102,12 @@ class _Watchdog:
     @staticmethod
     def _die(sim, why: str, code: int) -> None:
         try:
-            what = sim.describe_running_handler(why)     # the reason before the frame dump
+            if sim.st.cur[S.CUR_LB_RUNNING]:
+                what = sim.describe_running_scheme(why)
+            else:
+                what = sim.describe_running_handler(why)     # the reason before the frame dump
         except Exception as exc:  # noqa: BLE001 - the process ends anyway: say what we can
-            what = f"a handler (details unavailable: {exc}) {why}"
+            what = f"a handler or scheme (details unavailable: {exc}) {why}"
         sys.stderr.write(f"spin: HandlerError: {what}; stopping the process\n")
         sys.stderr.flush()
         os._exit(code)
