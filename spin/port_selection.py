@@ -46,7 +46,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from spin.engine import state as S
-from spin.engine.handler_abi import array_at
+from spin.engine.handler_abi import array_at, readonly_array_at
 from spin.engine.layout import SCHEME_CALL_WORDS
 from spin.jit import njit
 from spin.wire.flow_hash import flow_hash as _flow_hash
@@ -104,7 +104,9 @@ class SchemeView(NamedTuple):
     ``memory``: the scheme's per-switch memory, ``(table_entries, LB_WORDS)`` int64, zero at the
     start of a run. ``frame``: the frame's bytes from its Ethernet header on (uint8; with
     generated payload, the headers and as much payload as the slot keeps). ``rng``: the
-    switch's random state (use ``next_random``). ``seed``: the switch's hash seed."""
+    switch's random state (use ``next_random``). ``seed``: the switch's hash seed.
+    ``ports``, ``port_rows`` and ``frame`` are read-only: a scheme that writes to them does not
+    compile."""
 
     now_ps: int
     switch: int
@@ -125,11 +127,11 @@ def unpack_scheme_call(block):
     b = array_at(block, SCHEME_CALL_WORDS, np.int64)
     return SchemeView(
         b[SB_NOW], b[SB_SWITCH], b[SB_GROUP], b[SB_DST], b[SB_SEED], b[SB_N_PORTS],
-        array_at(b[SB_PORTS], b[SB_PORTS + 1], np.int32),
-        array_at(b[SB_PORT_ROWS], (b[SB_N_PORTS], S.PORT_COLS), np.int64),
+        readonly_array_at(b[SB_PORTS], b[SB_PORTS + 1], np.int32),
+        readonly_array_at(b[SB_PORT_ROWS], (b[SB_N_PORTS], S.PORT_COLS), np.int64),
         array_at(b[SB_MEMORY], (b[SB_MEMORY + 1], S.LB_WORDS), np.int64),
         array_at(b[SB_RNG], 1, np.int64),
-        array_at(b[SB_FRAME], b[SB_FRAME + 1], np.uint8))
+        readonly_array_at(b[SB_FRAME], b[SB_FRAME + 1], np.uint8))
 
 
 def as_port(port):

@@ -233,6 +233,11 @@ def test_a_failing_scheme_names_its_line(user_package, scenario):
      def escape(view):
          return 1.5
      ''', "does not compile"),
+    ('''
+     def escape(view):
+         view.frame[0] = 0          # frames, ports and port rows are read-only to a scheme
+         return view.ports[0]
+     ''', "does not compile: .*readonly"),
 ])
 def test_a_scheme_out_of_the_sandbox_or_untyped_is_refused(user_package, scenario, body,
                                                            message):

@@ -128,15 +128,14 @@ def load_entry(name: str, debug: bool = False) -> ModuleType:
 
 
 def scheme_compile_error(name: str, py, exc: Exception) -> HandlerCompileError:
-    """A scheme that does not compile, named with its file and line and Numba's reason."""
-    code = py.__code__
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    reason = next((ln for ln in lines if not ln.startswith(("-", "During:", "File"))), "")
+    """A scheme that does not compile, named with the line Numba failed on and its reason."""
+    from .compile_report import _ANSI, _location, _reason
+    file, line = _location(py, exc)
     err = HandlerCompileError(
-        f"port-selection scheme {name!r} ({py.__qualname__}, {code.co_filename}:"
-        f"{code.co_firstlineno}) does not compile: {reason} (select(view) must return a local "
-        f"port, an int; see spin.port_selection for what a scheme may use)")
-    err.details = str(exc)
+        f"port-selection scheme {name!r} ({py.__qualname__}, {file}:{line}) does not compile: "
+        f"{_reason(str(exc))} (select(view) returns a local port, an int; view.ports, "
+        f"view.port_rows and view.frame are read-only; see spin.port_selection)")
+    err.details = _ANSI.sub("", str(exc))
     return err
 
 

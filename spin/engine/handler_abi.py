@@ -70,13 +70,10 @@ ENTRY_ARGS = (_I64,)          # the address of the call block
 ENTRY_SIGNATURE = _I64(*ENTRY_ARGS)
 
 
-@intrinsic
-def array_at(typingctx, address, shape, dtype):
-    """A C-contiguous array of ``dtype`` and ``shape`` (an int or a tuple of ints) over the
-    memory at integer ``address``, owned by nobody: a view the caller guarantees is alive."""
+def _array_at(address, shape, dtype, readonly: bool):
     dims_types = [shape] if isinstance(shape, types.Integer) else list(shape)
     ndim = len(dims_types)
-    array_type = types.Array(dtype.dtype, ndim, "C")
+    array_type = types.Array(dtype.dtype, ndim, "C", readonly=readonly)
 
     def codegen(context, builder, sig, args):
         address_v, shape_v, _ = args
@@ -98,6 +95,19 @@ def array_at(typingctx, address, shape, dtype):
                        meminfo=None)
         return ary._getvalue()
     return array_type(address, shape, dtype), codegen
+
+
+@intrinsic
+def array_at(typingctx, address, shape, dtype):
+    """A C-contiguous array of ``dtype`` and ``shape`` (an int or a tuple of ints) over the
+    memory at integer ``address``, owned by nobody: a view the caller guarantees is alive."""
+    return _array_at(address, shape, dtype, readonly=False)
+
+
+@intrinsic
+def readonly_array_at(typingctx, address, shape, dtype):
+    """``array_at``, typed read-only: code that writes to it does not compile."""
+    return _array_at(address, shape, dtype, readonly=True)
 
 
 @intrinsic
