@@ -242,3 +242,39 @@ def check_memory(scenario, plan: AllreducePlan) -> None:
         raise ConfigError(f"{plan.algorithm} allreduce of {plan.nbytes} B on {plan.n} ranks "
                           f"needs HostConfig.memory_bytes >= {plan.memory_bytes}; it is "
                           f"{scenario.host.memory_bytes}")
+
+
+def scratch_regions_memory(n: int, count: int, dtype: str) -> int:
+    """Host memory of a ``block_layout``: the data, then one scratch region per other rank."""
+    w = itemsize(dtype)
+    return align(count * w) + max(n - 1, 0) * align(max(block_counts(count, n)) * w)
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    """Where an all-reduce that moves one block per rank keeps its bytes (the ring and the
+    direct algorithm): the data at ``data``, block ``p`` at ``data + offsets[p] * width``,
+    and ``n - 1`` scratch regions of ``region`` bytes from ``scratch`` for incoming blocks."""
+
+    plan: AllreducePlan
+    n: int
+    width: int
+    counts: list[int]
+    offsets: list[int]
+    data: int
+    scratch: int
+    region: int
+
+
+def block_layout(scenario, name: str, count: int, dtype: str, hosts,
+                 qps: tuple[int, ...]) -> BlockLayout:
+    """The checked plan and layout of a block-per-rank all-reduce of ``count`` elements."""
+    hosts = check_args(scenario, count, dtype, hosts)
+    n, w = len(hosts), itemsize(dtype)
+    counts = block_counts(count, n)
+    data, scratch = 0, align(count * w)
+    plan = AllreducePlan(name, hosts, count, dtype, data, data, scratch,
+                         scratch_regions_memory(n, count, dtype), qps)
+    check_memory(scenario, plan)
+    return BlockLayout(plan, n, w, counts, offsets(counts), data, scratch,
+                       align(max(counts) * w))

@@ -16,29 +16,22 @@ send to q, and q sends it only after it received that very send.
 """
 from __future__ import annotations
 
-from .common import (AllreducePlan, Builder, align, block_counts, check_args, check_memory,
-                     itemsize, offsets, write_inputs)
+from .common import (AllreducePlan, Builder, block_layout, scratch_regions_memory,
+                     write_inputs)
 
 NAME = "direct"
 
 
-def plan_memory(n: int, count: int, dtype: str) -> int:
-    w = itemsize(dtype)
-    return align(count * w) + max(n - 1, 0) * align(max(block_counts(count, n)) * w)
+plan_memory = scratch_regions_memory   # the data and a region per other rank
 
 
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None,
           qp: int = 0) -> AllreducePlan:
     """Add a direct allreduce of ``count`` elements per rank to ``scenario``."""
-    hosts = check_args(scenario, count, dtype, hosts)
-    n, w = len(hosts), itemsize(dtype)
-    counts = block_counts(count, n)
-    off = offsets(counts)
-    data, scratch = 0, align(count * w)
-    region = align(max(counts) * w)
-    plan = AllreducePlan(NAME, hosts, count, dtype, data, data, scratch,
-                         plan_memory(n, count, dtype), (qp, qp + 1))
-    check_memory(scenario, plan)
+    layout = block_layout(scenario, NAME, count, dtype, hosts, (qp, qp + 1))
+    plan, hosts, n, w = layout.plan, layout.plan.hosts, layout.n, layout.width
+    counts, off, region = layout.counts, layout.offsets, layout.region
+    data, scratch = layout.data, layout.scratch
     b = Builder(scenario, hosts, dtype, qp, 2)
     b.mark_all(plan.start_mark)
     for r in range(n):

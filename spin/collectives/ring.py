@@ -15,8 +15,8 @@ that differ by at most one element.
 """
 from __future__ import annotations
 
-from .common import (AllreducePlan, Builder, align, block_counts, check_args, check_memory,
-                     itemsize, offsets, write_inputs)
+from .common import (AllreducePlan, Builder, block_layout, scratch_regions_memory,
+                     write_inputs)
 
 NAME = "ring"
 # A block is cut into at most this many chunks: NCCL's Simple protocol splits its channel
@@ -26,9 +26,7 @@ MIN_CHUNK_BYTES = 4096    # one MTU of payload: smaller chunks only add per-mess
 OVERHEAD_SHARE = 0.1      # host overheads per chunk: at most this share of its wire time
 
 
-def plan_memory(n: int, count: int, dtype: str) -> int:
-    w = itemsize(dtype)
-    return align(count * w) + (n - 1) * align(max(block_counts(count, n)) * w)
+plan_memory = scratch_regions_memory   # the data and a region per other rank
 
 
 def chunk_ranges(count: int, width: int, chunk_bytes: int) -> list[tuple[int, int]]:
@@ -66,15 +64,10 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     most that size, ``chunk_bytes``) and each chunk goes on as soon as it is reduced, so the
     reduction of one chunk overlaps the transfer of the next (NCCL's ring pipelines its steps
     so); 0 sends one message per block and step."""
-    hosts = check_args(scenario, count, dtype, hosts)
-    n, w = len(hosts), itemsize(dtype)
-    counts = block_counts(count, n)
-    off = offsets(counts)
-    data, scratch = 0, align(count * w)
-    region = align(max(counts) * w)
-    plan = AllreducePlan(NAME, hosts, count, dtype, data, data, scratch,
-                         plan_memory(n, count, dtype), (qp,))
-    check_memory(scenario, plan)
+    layout = block_layout(scenario, NAME, count, dtype, hosts, (qp,))
+    plan, hosts, n, w = layout.plan, layout.plan.hosts, layout.n, layout.width
+    counts, off, region = layout.counts, layout.offsets, layout.region
+    data, scratch = layout.data, layout.scratch
     chunk = chunk_bytes(scenario, max(counts) * w)
     b = Builder(scenario, hosts, dtype, qp, 1)
     b.mark_all(plan.start_mark)
