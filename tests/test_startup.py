@@ -31,7 +31,7 @@ def refresh(self):
 base.BaseContext.refresh = refresh
 import spin.cli
 
-status = spin.cli.main(["run", *sys.argv[1:]])
+status = spin.cli.main(sys.argv[1:])
 unneeded = {unneeded!r}
 loaded = sorted(m for m in sys.modules if m in unneeded or m.split(".")[0] in unneeded
                 or m.startswith(tuple(u + "." for u in unneeded)))
@@ -46,8 +46,8 @@ UNNEEDED = ("tqdm", "scapy", "zmq", "matplotlib", "pandas", "networkx", "pymetis
             "spin.endpoint", "spin.parallel.coordinator")
 
 
-def _probe(*args: str) -> tuple[str, str]:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(unneeded=UNNEEDED), *args],
+def _probe(*args: str, unneeded: tuple[str, ...] = UNNEEDED) -> tuple[str, str]:
+    out = subprocess.run([sys.executable, "-c", PROBE.format(unneeded=unneeded), *args],
                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     status_line, loaded_line = out.stdout.strip().splitlines()[-2:]
@@ -55,8 +55,23 @@ def _probe(*args: str) -> tuple[str, str]:
 
 
 def test_a_cached_small_run_loads_its_code_without_the_compiler_or_unused_modules():
-    _probe("examples/pingpong.toml", "--quiet")   # compiles whatever this checkout has not cached
-    status, loaded = _probe("examples/pingpong.toml")
+    _probe("run", "examples/pingpong.toml", "--quiet")   # compiles what this checkout has not cached
+    status, loaded = _probe("run", "examples/pingpong.toml")
+    assert status == "status 0 refreshes 0"
+    assert loaded == "loaded none"
+
+
+# What a one-process `spin lb` run of an htsim scenario has no use for: ZeroMQ (no workers, no
+# endpoints), the collectives and training packages.
+UNNEEDED_BY_LB = ("tqdm", "scapy", "zmq", "matplotlib", "pandas", "spin.collectives",
+                  "spin.training", "spin.endpoint.client", "spin.parallel.coordinator")
+
+
+def test_a_cached_htsim_lb_run_loads_neither_zeromq_nor_other_commands_packages():
+    args = ("lb", "--preset", "htsim", "--topo-file", "examples/htsim/fat_tree_16.topo",
+            "--cm", "examples/htsim/chains_8.cm", "--schemes", "ecmp")
+    _probe(*args, unneeded=UNNEEDED_BY_LB)
+    status, loaded = _probe(*args, unneeded=UNNEEDED_BY_LB)
     assert status == "status 0 refreshes 0"
     assert loaded == "loaded none"
 

@@ -3,12 +3,12 @@ row per size and algorithm, speedup and bytes on the wire relative to ring at th
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 from ..config import HostConfig, LinkConfig
 from ..errors import ConfigError
+from ..units import parse_size  # noqa: F401  (re-exported: the CLI and benchmarks import it here)
 from ..runtime.fabric import check_worker_count
 from ..handler import same_program
 from ..results.report import count, table, us
@@ -19,20 +19,8 @@ from . import ALGORITHMS, algorithm
 from .measure import measure, with_speedup
 from .plot import plot_allreduce, require_matplotlib
 
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
-          "gb": 1000**3, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 HEADERS = ("size (B)", "algorithm", "dtype", "time (µs)", "algbw (GB/s)", "busbw (GB/s)",
            "host CPU/rank (µs)", "link bytes (B)", "wire vs ring", "speedup vs ring", "correct")
-
-
-def parse_size(text: str) -> int:
-    """'64MiB', '4KiB', '1MB', '4096' -> bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    unit = m.group(2).lower() if m else None
-    if not m or unit not in _UNITS:
-        raise ConfigError(f"--size {text!r}: expected a byte count such as 4096, 256KiB, 64MiB "
-                          f"or 1MB; units: {', '.join(u for u in _UNITS if u)}")
-    return int(m.group(1)) * _UNITS[unit]
 
 
 def allreduce_table(rows: list[dict], hosts: int, topology: str) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from ..errors import ConfigError
 from ..assembly.partition import link_lookahead_ps
-from ..parallel.coordinator import is_loopback
+from ..parallel.addresses import is_loopback
 
 MODES = ("lockstep", "realtime")
 ON_LAG = ("error", "warn")

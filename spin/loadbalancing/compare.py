@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..collectives.report import parse_size
 from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
+from ..units import parse_size
 from ..results.report import table
 from ..describe.limits import check_reordering, check_writable
 from ..describe.scenario import Scenario

@@ -26,7 +26,6 @@ control socket is validated (spin.parallel.control), counted and ignored.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import secrets
 import subprocess
@@ -40,6 +39,7 @@ import zmq
 
 from spin.errors import ConfigError, RunStopped, SpinError, TransportError, WorkerError
 from spin.parallel import codec
+from spin.parallel.addresses import is_loopback
 from spin.parallel.auth import KeyPair, load_keys, make_server, start_authenticator
 from spin.parallel.control import (
     MSG_ABORT,
@@ -141,15 +141,6 @@ class CoordinatorConfig:
             if not launched.advertise:
                 raise ConfigError("Launched.commands needs Launched.advertise: the host the started "
                                   "workers join the coordinator at")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class Coordinator:
