@@ -18,7 +18,9 @@ Sizes (``--sizes``, default ``128,1024,8192``):
 Per size: ``build`` (topology, scenario, workload), ``setup`` (engine state, engine loaded from
 the cache), ``loop`` (the engine loop), ``results`` (the run's result objects), ``report`` (ideal
 FCTs and the fabric's figures, as ``spin lb`` prints them), ``outside`` (everything but the loop,
-compile excluded), packet events per second of loop, and the process's peak resident memory.
+compile excluded), packet events per second of loop, the process's peak resident memory, and
+the whole process's wall time against its loop (``process/loop``: what start-up, imports and the
+engine's load from the cache add on top of ``outside``).
 ``--htsim PATH`` runs ``htsim_uec`` beside the sizes whose htsim files exist, in the same hour.
 
     python bench/bench_scale.py [--sizes 128,1024,8192] [--payload generated|stored]
@@ -71,6 +73,7 @@ def measure_one(size: int, payload: str) -> dict:
     """Build and run one size in this process; every phase timed."""
     if size == 65536:
         return measure_build_only("fat_tree", {"k": 64})
+    ti = time.perf_counter()
     from spin.loadbalancing.metrics import fabric_figures
     from spin.runtime.simulation import Simulation
     from spin.workloads.metrics import workload_report
@@ -88,8 +91,8 @@ def measure_one(size: int, payload: str) -> dict:
     figures = fabric_figures(result)
     t5 = time.perf_counter()
     return {
-        "hosts": len(sc.topology.hosts), "build_s": t1 - t0, "setup_s": t2 - t1,
-        "engine_load_s": t3 - t2, "loop_s": loop, "results_s": (t4 - t3) - loop,
+        "hosts": len(sc.topology.hosts), "imports_s": t0 - ti, "build_s": t1 - t0,
+        "setup_s": t2 - t1, "engine_load_s": t3 - t2, "loop_s": loop, "results_s": (t4 - t3) - loop,
         "report_s": t5 - t4, "outside_s": (t5 - t0) - loop - (t3 - t2),
         "packet_events": int(result.packet_events),
         "packet_events_per_s": result.packet_events / loop if loop > 0 else 0.0,
@@ -128,11 +131,12 @@ def htsim_run(binary: str, size: int) -> dict | None:
 def _row(size: int, r: dict, h: dict | None) -> str:
     if "loop_s" not in r:
         return (f"{r['hosts']:>7,}  {r['build_s']:7.1f}  {r['setup_s']:7.1f}  {'-':>7}  "
-                f"{r['outside_s']:8.1f}  {'-':>9}  {r['peak_gb']:6.2f}  -")
+                f"{r['outside_s']:8.1f}  {'-':>9}  {r['peak_gb']:6.2f}  {r['process_s']:7.1f}  "
+                f"{'-':>7}  -")
     hs = f"{h['wall_s']:.1f} s, {h['peak_gb']:.2f} GB" if h else "-"
     return (f"{r['hosts']:>7,}  {r['build_s']:7.1f}  {r['setup_s']:7.1f}  {r['loop_s']:7.1f}  "
             f"{r['outside_s']:8.1f}  {r['packet_events_per_s'] / 1e6:9.2f}  {r['peak_gb']:6.2f}  "
-            f"{hs}")
+            f"{r['process_s']:7.2f}  {r['process_s'] / r['loop_s']:6.2f}x  {hs}")
 
 
 def main() -> None:
@@ -145,12 +149,13 @@ def main() -> None:
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one is not None:
-        print(json.dumps(measure_one(args.one, args.payload)))
-        return
+        print(json.dumps(measure_one(args.one, args.payload)), flush=True)
+        os._exit(0)   # as the spin command ends (spin.cli.exit_now): no interpreter teardown
     rows, out = [], {}
     print(f"{'hosts':>7}  {'build':>7}  {'setup':>7}  {'loop':>7}  {'outside':>8}  "
-          f"{'M pkt-ev/s':>9}  {'peak GB':>6}  htsim (wall, peak)")
+          f"{'M pkt-ev/s':>9}  {'peak GB':>6}  {'process':>7}  {'/loop':>7}  htsim (wall, peak)")
     for size in (int(s) for s in args.sizes.split(",")):
+        started = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--one", str(size), "--payload",
                                args.payload], capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -158,13 +163,15 @@ def main() -> None:
             print(f"{size}: failed\n{proc.stderr[-3000:]}")
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
+        r["process_s"] = time.perf_counter() - started   # interpreter start to exit
         h = htsim_run(args.htsim, size) if args.htsim else None
         out[size] = {"spin": r, "htsim": h}
         print(_row(size, r, h), flush=True)
         rows.append(r)
     print("\nseconds of wall clock; loop: the engine loop; outside: build + setup + results + "
           "report (the cached engine's load excluded); packet events/s of loop; peak: the "
-          "process's resident memory")
+          "process's resident memory; process: the whole process, interpreter start to exit "
+          "(imports and the engine's load from the cache included)")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 
