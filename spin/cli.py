@@ -242,8 +242,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_topo(args: argparse.Namespace) -> int:
-    from .topologies import build_topology, topology_inventory
-    from .collectives.report import parse_size
+    from .topologies import TOPOLOGIES, build_topology, topology_inventory
+    from .units import parse_size
     from .topologies.report import (COMPARE_SETS, available, compare_table, inventory_table,
                                     kinds_text, label, parse_params, parse_spec)
     if args.list:
@@ -263,6 +263,8 @@ def cmd_topo(args: argparse.Namespace) -> int:
                         "or --list")
     if args.param:
         specs[0] = (specs[0][0], {**specs[0][1], **parse_params(args.param)})
+        if specs[0][0] in TOPOLOGIES:
+            TOPOLOGIES.get(specs[0][0], "topology.kind").refuse_reserved(specs[0][1])
     if args.json:
         from .describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)   # before building, not after

@@ -387,3 +387,33 @@ def test_examples_load_and_route(path):
     ports = topo.ports()
     first_hops = {ports[h][0][1] for h in topo.hosts}      # a host's own switch reaches all
     assert all(set(ecp[s]) == set(range(len(topo.hosts))) for s in first_hops)
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("star:hosts=2,link=5", "topology.link = 5: unknown parameter 'link' of kind = 'star'; "
+                            "valid parameters: hosts"),
+    ("star:hosts=2,name=x", "topology.name = 'x': unknown parameter 'name'"),
+    ("star:hosts=2,where=1", "topology.where = 1: unknown parameter 'where'"),
+    ("fat_tree:k=4,k=8", "fat_tree:k=4,k=8: parameter 'k' is given twice"),
+    ("star:hosts=true", "topology.hosts = True: a boolean is not a count or a number; "
+                        "valid: 1..4096"),
+])
+def test_cli_parameters_named_like_build_arguments_or_given_twice_are_refused(capsys, spec,
+                                                                              needle):
+    """``link``, ``name`` and ``where`` are build_topology's own arguments: given as a kind's
+    parameter they once reached it as keywords (a TypeError), and a boolean was taken for 1."""
+    assert cli_main(["topo", spec]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("line, needle", [
+    ("link = 5", "t.toml: topology.link = 5: unknown parameter 'link' of kind = 'star'"),
+    ("name = 'x'", "t.toml: topology.name = 'x': unknown parameter 'name'"),
+    ("hosts = true", "t.toml: topology.hosts = True: a boolean is not a count or a number"),
+])
+def test_scenario_file_topology_parameters_are_checked_the_same_way(line, needle):
+    text = "[topology]\nkind = 'star'\n" + ("" if line.startswith("hosts") else "hosts = 2\n")
+    with pytest.raises(ConfigError) as info:
+        load_scenario_text(text + line + "\n", "t.toml")
+    assert needle in str(info.value)

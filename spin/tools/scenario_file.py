@@ -176,7 +176,10 @@ class _Loader:
 # --- building -------------------------------------------------------------------------------------
 def _topology(ld: _Loader, spec: TopologySpec, link: LinkConfig) -> Topology:
     """Build ``[topology]`` by its kind: unknown kinds and bad parameters are named there."""
-    return build_topology(spec.kind, link=link, where=f"{ld.source}: topology", **spec.params())
+    where, params = f"{ld.source}: topology", spec.params()
+    if spec.kind in TOPOLOGIES:
+        TOPOLOGIES.get(spec.kind, f"{where}.kind").refuse_reserved(params, where)
+    return build_topology(spec.kind, link=link, where=where, **params)
 
 
 def _workload(ld: _Loader, spec: WorkloadSpec, sc: Scenario, base_dir: Path | None):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from ..config import LinkConfig
 from ..describe.limits import check_topology_size
@@ -29,6 +29,16 @@ class TopologyParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True,
                               defer_build=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic takes ``true`` for 1 and ``false`` for 0: ``hosts = true`` built one host."""
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if bool not in (typing.get_args(annotation) or (annotation,)):
+                raise ValueError("a boolean is not a count or a number")
+        return value
 
 
 Builder = Callable[[Any, LinkConfig], Topology]
@@ -56,6 +66,16 @@ class TopologyKind:
             return self.params(**params)
         except ValidationError as exc:
             raise _param_error(self, exc, where) from None
+
+    def refuse_reserved(self, params: dict[str, Any], where: str = "topology") -> None:
+        """A parameter named like one of ``build_topology``'s own arguments (``link``, ``where``,
+        ``name``) that this kind does not take: refused as any unknown parameter is, before it
+        reaches ``build_topology(name, **params)`` as a keyword (a TypeError there)."""
+        for key in ("link", "where", "name"):
+            if key in params and key not in self.params.model_fields:
+                raise TopologyError(
+                    f"{where}.{key} = {params[key]!r}: unknown parameter {key!r} of kind = "
+                    f"{self.name!r}; valid parameters: {', '.join(self.params.model_fields) or 'none'}")
 
     def make(self, *, link: LinkConfig | None = None, where: str = "topology",
              **params: Any) -> Topology:
@@ -173,7 +193,7 @@ def _param_error(spec: TopologyKind, exc: ValidationError, where: str) -> Topolo
                 continue   # the misspelt key's own line names the mistake
             why, value = f"required by kind = {spec.name!r}", None
         else:
-            why = f"{err['msg']}; valid: {valid_range(spec.params, name)}"
+            why = f"{err['msg'].removeprefix('Value error, ')}; valid: {valid_range(spec.params, name)}"
         line = f"{where}.{name} = {value!r}: {why}"
         if line not in lines:
             lines.append(line)

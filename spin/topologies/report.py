@@ -68,6 +68,8 @@ def parse_params(items: list[str], where: str = "--param") -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{where} {item!r}: expected NAME=VALUE, e.g. k=8")
+        if key.strip() in out:
+            raise ConfigError(f"{where}: parameter {key.strip()!r} is given twice")
         out[key.strip()] = parse_value(value.strip())
     return out
 
@@ -76,7 +78,10 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """``fat_tree`` or ``fat_tree:k=8,oversubscription=2``."""
     name, _, rest = spec.partition(":")
     items = [p for p in rest.split(",") if p.strip()] if rest else []
-    return name, parse_params(items, where=spec)
+    params = parse_params(items, where=spec)
+    if name in TOPOLOGIES:
+        TOPOLOGIES.get(name, "topology.kind").refuse_reserved(params)
+    return name, params
 
 
 def label(name: str, params: dict[str, Any]) -> str:
