@@ -11,10 +11,12 @@ not placed by a receiver without out-of-order placement (``spin lb`` reports suc
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from spin.errors import ConfigError
 from spin.fabric import run_scenario
 from spin.loadbalancing import fabric_figures, scheme_names, with_scheme
 from spin.loadbalancing.compare import fabric_scenario
@@ -227,6 +229,23 @@ def test_spin_lb_rejects_an_unknown_scheme():
     r = spin("lb", "--topology", "fat_tree:k=4", "--schemes", "ecmp,bogus")
     assert r.returncode == 2
     assert "bogus" in r.stderr and f"valid choices: {', '.join(scheme_names())}" in r.stderr
+
+
+@pytest.mark.parametrize("schemes, message", [
+    ("", "--schemes '' names no scheme; valid choices: ecmp"),
+    ("ecmp,,drill", "--schemes 'ecmp,,drill': an empty item between commas"),
+    ("ecmp,ecmp", "--schemes 'ecmp,ecmp': ecmp named twice"),
+])
+def test_spin_lb_refuses_an_empty_or_repeated_scheme_list(schemes, message):
+    """Each once ran something other than what was asked: an empty table, a row dropped, the
+    same scheme twice (an htsim run took '' for its default set)."""
+    from spin.loadbalancing.schemes import scheme_list
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        scheme_list(schemes, ["ecmp"])
+    assert scheme_list(None, ["ecmp", "spray"]) == ["ecmp", "spray"]
+    r = spin("lb", "--preset", "htsim", "--topo-file", "examples/htsim/fat_tree_16.topo",
+             "--cm", "examples/htsim/chains_8.cm", "--schemes", schemes)
+    assert r.returncode == 2 and message in r.stderr
 
 
 def test_plots_are_written(collisions, tmp_path):

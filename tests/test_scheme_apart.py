@@ -7,6 +7,9 @@ The schemes live in a package this test writes to a temporary folder, as a user'
 """
 from __future__ import annotations
 
+import argparse
+import shutil
+
 import sys
 import textwrap
 from dataclasses import replace
@@ -167,6 +170,43 @@ def test_a_name_that_is_no_scheme_is_one_line(user_package, name, message):
     with pytest.raises(ConfigError) as err:
         SwitchConfig.make(load_balancing=name)
     assert message in str(err.value) and "load_balancing" in str(err.value)
+
+
+@pytest.mark.parametrize("declaration, what", [
+    ("SCHEME = PortScheme(name='l', select=lambda view: view.ports[0], summary='l')", "<lambda>"),
+    ("def outer():\n    def inner(view):\n        return view.ports[0]\n    return inner\n"
+     "SCHEME = PortScheme(name='n', select=outer(), summary='n')", "outer.<locals>.inner"),
+])
+def test_a_select_its_module_does_not_name_is_one_line(user_package, declaration, what):
+    """spin compiles select apart by module and name: a lambda or a nested function cannot be
+    found that way (it once ended in an AttributeError traceback from the generated entry)."""
+    ref = _write(user_package, f"unnamed_{abs(hash(what))}",
+                 "from spin.port_selection import PortScheme\n" + declaration + "\n")
+    with pytest.raises(ConfigError) as err:
+        SwitchConfig.make(load_balancing=ref)
+    assert f"select is {what} (" in str(err.value)
+    assert "defined at the top level of its module" in str(err.value)
+
+
+def test_an_entry_point_named_like_a_shipped_scheme_is_shadowed_and_says_so(user_package,
+                                                                           capsys):
+    from spin.loadbalancing.compare import run_lb_cli
+    from switch_emulator.lb import registry
+    dist = user_package / "userlb_clash-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: userlb-clash\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[spin.schemes]\necmp = userlb.clones:SPRAY\n")
+    registry._warn_if_shadowed.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="entry point 'ecmp' .* is shadowed by the "
+                                                 "shipped scheme 'ecmp'.*'userlb.clones:SPRAY'"):
+            assert registry.find_scheme("ecmp") is registry.find_scheme("ecmp")
+        assert run_lb_cli(argparse.Namespace(list=True)) == 0
+        assert ("ecmp           (shadowed by the shipped scheme 'ecmp': run it as --schemes "
+                "userlb.clones:SPRAY)") in capsys.readouterr().out
+    finally:
+        shutil.rmtree(dist)
+        registry._warn_if_shadowed.cache_clear()
 
 
 def test_a_module_that_fails_on_import_is_named(user_package):

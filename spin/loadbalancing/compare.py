@@ -28,7 +28,8 @@ from ..workloads import build_workload
 from ..workloads.metrics import flow_messages, workload_report
 from .metrics import FabricFigures, fabric_figures, tier_loads
 from .plots import DEFAULT_SAMPLE_NS, require_matplotlib, write_plots
-from .schemes import get_scheme, published_schemes, scheme_names, schemes, with_scheme
+from .schemes import (get_scheme, published_schemes, scheme_list, scheme_names, schemes,
+                      with_scheme)
 
 
 @dataclass
@@ -178,19 +179,19 @@ def run_lb_cli(args) -> int:
     if args.list:
         for s in schemes():
             print(f"{s.name:<14} {s.summary}")
+        shipped = set(scheme_names())
         for name, where in published_schemes().items():    # installed packages' own schemes
+            if name in shipped:
+                print(f"{name:<14} (shadowed by the shipped scheme {name!r}: run it as "
+                      f"--schemes {where}) [{where}]")
+                continue
             try:
                 summary = get_scheme(name, "entry point").summary
             except ConfigError as exc:
                 summary = f"(does not load: {exc})"
             print(f"{name:<14} {summary} [{where}]")
         return 0
-    if args.schemes is None:
-        names = scheme_names()
-    else:
-        names = [s.strip() for s in args.schemes.split(",") if s.strip()]
-    for s in names:
-        get_scheme(s, "--schemes")
+    names = scheme_list(args.schemes, scheme_names())
     if args.plots:
         require_matplotlib()                                    # fail before running, not after
         check_writable(args.plots, "--plots", directory=True)

@@ -31,7 +31,7 @@ from ..workloads import load_htsim_topo
 from ..workloads.metrics import FctStats, flow_messages
 from .compare import add_workload
 from .htsim_preset import FCT_DEFINITION, HtsimPreset, engine_for, htsim_preset
-from .schemes import get_scheme, with_scheme
+from .schemes import get_scheme, scheme_list, with_scheme
 
 PRESETS = ("htsim",)
 
@@ -235,7 +235,7 @@ def run_preset_cli(args) -> int:
     if not (args.topo_file and args.cm):
         raise ConfigError("--preset htsim runs an htsim scenario: give --topo-file T.topo and "
                           "--cm C.cm")
-    names = [s.strip() for s in (args.schemes or "ecmp,spray,reps").split(",") if s.strip()]
+    names = scheme_list(args.schemes, ["ecmp", "spray", "reps"])
     if args.json:
         from ..describe.limits import check_writable
         check_writable(args.json, "--json", directory=False)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config import NicConfig, SwitchConfig, port_schemes
+from ..errors import ConfigError
 from ..registry import Registry
 
 
@@ -100,3 +101,24 @@ def with_scheme(scenario, name: str):
     ``name``."""
     switch, nic = scheme_configs(name, scenario.switch, scenario.nic)
     return replace(scenario, switch=switch, nic=nic)
+
+
+def scheme_list(text: str | None, default: list[str]) -> list[str]:
+    """The schemes ``--schemes`` names (comma-separated; ``default`` when the option is not
+    given). An empty list, an empty item or a scheme named twice is refused: each would run
+    something other than what was asked (nothing, or a row twice)."""
+    if text is None:
+        return list(default)
+    names = [s.strip() for s in text.split(",")]
+    if not any(names):
+        raise ConfigError(f"--schemes {text!r} names no scheme; valid choices: "
+                          f"{', '.join(scheme_names())}, or a scheme of your own by import path")
+    if "" in names:
+        raise ConfigError(f"--schemes {text!r}: an empty item between commas")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"--schemes {text!r}: {', '.join(twice)} named twice")
+    for name in names:
+        get_scheme(name, "--schemes")
+    return names
+

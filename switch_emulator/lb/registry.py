@@ -11,6 +11,7 @@ that ``ecmp``, the default, is always code 0.
 from __future__ import annotations
 
 import functools
+import sys
 import importlib
 import pkgutil
 from spin.errors import ConfigError
@@ -87,8 +88,21 @@ def find_scheme(name: str) -> PortScheme:
         raise UnknownScheme(f"a scheme is named by a string; valid choices: "
                             f"{', '.join(shipped)}")
     if name in shipped:
+        _warn_if_shadowed(name)
         return shipped[name]
     return _outside_scheme(name)
+
+
+@functools.lru_cache(maxsize=64)
+def _warn_if_shadowed(name: str) -> None:
+    """An installed package publishing a scheme under a shipped scheme's name does not replace
+    it (a name always means the same scheme); say so once, with the path that reaches it."""
+    point = published_schemes().get(name)
+    if point is not None:
+        import warnings
+        warnings.warn(f"spin: the entry point {name!r} of group {ENTRY_POINT_GROUP!r} "
+                      f"({point.value}) is shadowed by the shipped scheme {name!r}; name it by "
+                      f"its import path {point.value!r} to use it", RuntimeWarning, stacklevel=3)
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,6 +155,17 @@ def _checked(scheme, where: str) -> PortScheme:
     if not callable(select) or not hasattr(select, "__code__"):
         raise UnknownScheme(f"{where}.select is {type(scheme.select).__name__}; a scheme's "
                             f"select is a Python function select(view) -> local port")
+    module = sys.modules.get(getattr(select, "__module__", None) or "")
+    found = module
+    for part in select.__qualname__.split("."):
+        found = getattr(found, part, None)
+    if getattr(found, "py_func", found) is not select:
+        code = select.__code__
+        raise UnknownScheme(f"{where}.select is {select.__qualname__} "
+                            f"({code.co_filename}:{code.co_firstlineno}), which its module does "
+                            f"not name: a scheme's select is a function defined at the top level "
+                            f"of its module (spin compiles it apart by module and name), not a "
+                            f"lambda, a nested function or a partial")
     return scheme
 
 
