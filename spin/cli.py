@@ -619,8 +619,10 @@ def _allreduce_options(a: argparse.ArgumentParser) -> None:
                    help="element type (default float32; bfloat16 is stored as uint16)")
     a.add_argument("--host-preset", default="cpu", choices=tuple(HOST_PRESETS),
                    help="host model: cpu (an MPI rank on a server core: 5 GB/s reduction, one "
-                   "message per ring step; the default) or gpu (reduction at HBM bandwidth, "
-                   "ring steps pipelined in 512 KiB chunks as NCCL does)")
+                   "message per ring step; the default), gpu (reduction at HBM bandwidth, "
+                   "ring steps pipelined in 512 KiB chunks as NCCL does) or network (gpu "
+                   "without per-message host overheads: only the algorithm and the fabric set "
+                   "the time)")
     a.add_argument("--workers", type=int, default=1, metavar="N",
                    help="worker processes (default 1; results are identical for any N)")
     a.add_argument("--json", metavar="FILE", help="write the rows as JSON")

@@ -179,6 +179,8 @@ def test_cli_prints_the_table_and_refuses_bad_sizes(capsys):
     assert main(["allreduce", "--algo", "tree"]) == 2      # unknown names are skipped: none left
     err = capsys.readouterr().err
     assert "skipping 'tree'" in err and "registered: ring, rd, rabenseifner" in err
+    assert main(["allreduce", "--algo", ""]) == 2          # not the default set, silently
+    assert "--algo '' names no algorithm; valid: ring, rd" in capsys.readouterr().err
 
 
 def test_cli_runs_on_another_topology_and_under_loss(capsys):

@@ -21,8 +21,8 @@ MIB = 1 << 20
 
 
 @pytest.mark.parametrize("flags, line", [
-    ([], "host preset: gpu (default for an accelerator trace; --host-preset cpu|gpu to "
-         "change)"),
+    ([], "host preset: gpu (default for an accelerator trace; --host-preset cpu|gpu|network "
+         "to change)"),
     (["--host-preset", "gpu"], "host preset: gpu (--host-preset)")])
 def test_gpu_trace_matches_spin_allreduce_gpu_exactly(tmp_path, capsys, flags, line):
     """ASTRA-sim's 8-NPU 1 MB all-reduce: ``spin train`` picks the gpu host (by default or

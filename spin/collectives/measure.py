@@ -142,9 +142,10 @@ def evaluate(result, plan, inputs) -> AllreduceMeasurement:
 
 
 def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, workers: int = 1,
-            seed: int = 0, topology=None, recover_loss: bool = False,
+            seed: int = 0, topology=None, recover_loss: bool = False, quiet: bool = True,
             **configs) -> AllreduceMeasurement:
-    """Run allreduce ``name`` of ``nbytes`` per rank on ``n_hosts`` and evaluate it."""
+    """Run allreduce ``name`` of ``nbytes`` per rank on ``n_hosts`` and evaluate it
+    (``quiet=False``: compile lines and a progress bar for long runs, on stderr)."""
     w = itemsize(dtype)
     if nbytes < w or nbytes % w:
         raise ConfigError(f"allreduce size={nbytes} B: must be a positive multiple of the "
@@ -152,7 +153,7 @@ def measure(name: str, n_hosts: int, nbytes: int, dtype: str = "float32", *, wor
     sc, plan, inputs = allreduce_scenario(name, n_hosts, nbytes // w, dtype, seed=seed,
                                           topology=topology, recover_loss=recover_loss,
                                           **configs)
-    result = run(sc, workers, read=plan.reads())
+    result = run(sc, workers, read=plan.reads(), quiet=quiet)
     return evaluate(result, plan, inputs)
 
 

@@ -117,6 +117,10 @@ def run_allreduce_cli(args) -> int:
         raise ConfigError(f"--hosts {hosts}: an allreduce needs 2..{len(topo.hosts)} hosts on "
                           f"{where}")
     check_worker_count(args.workers, len(topo.device_names()), "--workers")
+    if args.algo is not None and not args.algo.replace(",", "").strip():
+        raise ConfigError(f"--algo {args.algo!r} names no algorithm; valid: "
+                          f"{', '.join(ALGORITHMS.names())} (default: "
+                          f"{default_algorithms(topo, args.dtype)})")
     algs = selected_algorithms(args.algo or default_algorithms(topo, args.dtype), args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)
@@ -131,7 +135,7 @@ def run_allreduce_cli(args) -> int:
             host = HostConfig.preset(getattr(args, "host_preset", "cpu"))
             results.append(measure(alg.name, hosts, nbytes, args.dtype, workers=args.workers,
                                    topology=topo, recover_loss=args.loss > 0, host=host,
-                                   **extra))
+                                   quiet=False, **extra))   # compile lines and long-run bars
     rows = with_speedup(results)
     print(allreduce_table(rows, hosts, where))
     if plot:

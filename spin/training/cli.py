@@ -53,7 +53,8 @@ def add_options(t: argparse.ArgumentParser) -> None:
     t.add_argument("--host-preset", choices=tuple(HOST_PRESETS), default=None,
                    help="host model, as spin allreduce --host-preset: gpu (reduction at HBM "
                    "bandwidth, ring steps pipelined in 512 KiB chunks as NCCL does) or cpu (an "
-                   "MPI rank on a server core: 5 GB/s reduction); default: gpu for accelerator "
+                   "MPI rank on a server core: 5 GB/s reduction) or network (gpu without "
+                   "per-message host overheads); default: gpu for accelerator "
                    "traces (Chakra, PyTorch with NCCL kernels), cpu for GOAL and CPU-only "
                    "PyTorch traces")
     t.add_argument("--payload", choices=PAYLOAD_MODES, default=None,
@@ -113,7 +114,7 @@ def host_line(trace, chosen: str | None) -> str:
     if chosen:
         return f"host preset: {chosen} (--host-preset)"
     why = "an accelerator trace" if trace.device == "gpu" else "a CPU trace"
-    return f"host preset: {trace.device} (default for {why}; --host-preset cpu|gpu to change)"
+    return f"host preset: {trace.device} (default for {why}; --host-preset cpu|gpu|network to change)"
 
 
 def cmd_train(args: argparse.Namespace) -> int:
