@@ -4,6 +4,8 @@ print per rank step, compute and exposed communication, and per collective its t
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
 from ..config import HOST_PRESETS
 from ..describe.payload_mode import PAYLOAD_MODES
@@ -119,7 +121,11 @@ def host_line(trace, chosen: str | None) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
+    started = time.perf_counter()
     trace = read_trace(args.trace, args.groups, args.strict, args.kineto)
+    if not args.quiet and time.perf_counter() - started > 1.0:
+        print(f"spin train: read {trace.name}: {trace.n_ranks:,} ranks in "
+              f"{time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     name, params = parse_spec(args.topology)
     if name == "star":
         params.setdefault("hosts", max(trace.n_ranks, 2))
@@ -133,9 +139,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
     config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
                           args.workers, args.host_preset, args.payload)
+    print(f"topology: {label(name, params)}")      # the run's basis first, then the run
+    print(host_line(trace, args.host_preset), flush=True)
     report = replay(trace, topo, config, quiet=args.quiet)
-    print(f"topology: {label(name, params)}")
-    print(host_line(trace, args.host_preset))
     if trace.skipped:
         print(f"skipped {len(trace.skipped)} CPU-side c10d launch(es), replayed as CPU ops "
               f"(their NCCL kernels are the collectives and transfers; --strict refuses), "

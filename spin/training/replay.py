@@ -7,6 +7,7 @@ Rank i runs on host i of the topology. Each node is bracketed by two marks, from
 report reads every node's start and end."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -115,6 +116,10 @@ def replay(trace: StepTrace, topology: Topology | None = None,
     sc.engine = _room_for_sends(sc)
     check = _AllreduceCheck.of(inputs, plan, built)
     clock.append(time.perf_counter())
+    if not quiet and clock[-1] - clock[0] > 1.0:   # the run's own bar follows if it is long
+        ops = sum(len(p.ops) for p in sc.host_programs.values())
+        print(f"spin train: planned and built {ops:,} host operations of {trace.n_ranks:,} "
+              f"ranks in {clock[-1] - clock[0]:.1f} s; running", file=sys.stderr, flush=True)
     result = run(sc, config.workers, read=check.reads() if check else (), quiet=quiet)
     stuck = [h for h in result.unfinished_hosts() if h.node < trace.n_ranks]
     if stuck:
