@@ -7,7 +7,11 @@ out of that sandbox, so they are refused here, naming the handler and the line:
 - ``numba.objmode`` blocks run arbitrary Python (``os.system``) in the middle of a handler;
 - C functions reached through ``ctypes`` or ``cffi`` run arbitrary native code;
 - recursion (a function of the handler reaching itself again) overflows the native stack
-  of the engine on deep inputs, which ends the process with a segfault instead of an error.
+  of the engine on deep inputs, which ends the process with a segfault instead of an error;
+- the engine's own internals (``spin.engine``, ``nic_emulator``, ``switch_emulator``): their
+  raw-pointer helpers (``array_at``) read and write any address of the process, another
+  device's state included. Handlers reach the engine through ``spin.api``, schemes through
+  ``spin.port_selection``'s view and accessors.
 
 The walk follows every Python function the handler calls through module globals (also in
 other modules, also through ``numba.njit`` wrappers); spin's own and Numba's and NumPy's
@@ -24,6 +28,9 @@ from typing import Callable
 from .errors import HandlerCompileError
 
 _TRUSTED_PACKAGES = ("spin", "numba", "numpy", "nic_emulator", "switch_emulator", "llvmlite")
+# trusted when spin's public API calls them, out of bounds when a handler or scheme does
+_INTERNAL_PREFIXES = ("spin.engine", "nic_emulator", "switch_emulator")
+_RAW_MEMORY_NAMES = frozenset({"array_at", "readonly_array_at"})
 
 
 def check_sandbox(fn: Callable, kind: str, program: str) -> None:
@@ -54,9 +61,19 @@ def _walk(fn: types.FunctionType, path: list[types.FunctionType]):
             if name == "objmode":
                 return _where(code, ins), ("uses numba.objmode: a handler runs on a NIC or "
                                            "switch core and may not run Python object code")
+            if name in _RAW_MEMORY_NAMES:
+                return _where(code, ins), (f"uses {name}, the engine's raw-memory helper (any "
+                                           f"address of the process): compiled user code reaches "
+                                           f"the engine through spin.api or spin.port_selection "
+                                           f"only")
             if ins.opname == "LOAD_ATTR" or name not in fn.__globals__:
                 continue
             value = fn.__globals__[name]
+            internal = _internal_module(value)
+            if internal is not None:
+                return _where(code, ins), (f"uses {name} of {internal}, an internal of the "
+                                           f"engine: compiled user code reaches the engine "
+                                           f"through spin.api or spin.port_selection only")
             if "objmode" in type(value).__name__.lower():     # from numba import objmode as om
                 return _where(code, ins), (f"uses numba.objmode (as {name}): a handler runs on "
                                            f"a NIC or switch core and may not run Python "
@@ -84,6 +101,19 @@ def _codes(code: types.CodeType):
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             yield from _codes(const)
+
+
+def _internal_module(value) -> str | None:
+    """The engine-internal module a callable ``value`` (function, dispatcher or intrinsic)
+    comes from, else None. Modules and constants are not refused: a handler may read the
+    engine's constants (``state.OP_*``); its raw-memory helpers are refused by name."""
+    if isinstance(value, types.ModuleType) or not callable(value):
+        return None
+    target = getattr(value, "py_func", None) or getattr(value, "_defn", None) or value
+    module = getattr(target, "__module__", None)
+    if not isinstance(module, str):
+        return None
+    return module if module.startswith(_INTERNAL_PREFIXES) else None
 
 
 def _trusted(fn: types.FunctionType) -> bool:

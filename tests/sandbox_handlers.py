@@ -6,7 +6,12 @@ import os
 import numba
 from numba import objmode as quiet_mode
 
+import numpy as np
+
 from spin.api import SUCCESS
+from spin.engine import handler_abi
+from spin.engine.handler_abi import array_at
+from spin.engine.heap import push_event
 
 _system = ctypes.CDLL(None).system
 _system.argtypes = [ctypes.c_char_p]
@@ -68,4 +73,19 @@ def _double(x):
 
 def fine_payload(ctx, pkt, mem):
     mem[0] = _double(_double(pkt.shape[0]))     # a helper called twice is no recursion
+    return SUCCESS
+
+
+def raw_memory_payload(ctx, pkt, mem):
+    mem[0] = array_at(8, 1, np.int64)[0]
+    return SUCCESS
+
+
+def engine_internal_payload(ctx, pkt, mem):
+    mem[0] = handler_abi.array_at(8, 1, np.int64)[0]
+    return SUCCESS
+
+
+def engine_function_payload(ctx, pkt, mem):
+    push_event(mem, 0, 0, 0, 0, 0, 0)
     return SUCCESS

@@ -19,6 +19,12 @@ from tests import sandbox_handlers as H
     (H.deep_helper_payload, "return 1 + _depth(n - 1)",
      "recursion (_depth -> _depth)"),
     (H.mutual_payload, "return _ping(n - 1)", "recursion (_ping -> _pong -> _ping)"),
+    (H.raw_memory_payload, "mem[0] = array_at(8, 1, np.int64)[0]",
+     "uses array_at, the engine's raw-memory helper"),
+    (H.engine_internal_payload, "mem[0] = handler_abi.array_at(8, 1, np.int64)[0]",
+     "uses array_at, the engine's raw-memory helper"),
+    (H.engine_function_payload, "push_event(mem, 0, 0, 0, 0, 0, 0)",
+     "uses push_event of spin.engine.heap, an internal of the engine"),
 ])
 def test_a_handler_leaving_the_sandbox_is_refused_with_its_line(fn, line, reason) -> None:
     with pytest.raises(HandlerCompileError) as exc:
