@@ -131,6 +131,9 @@ def _run(args: argparse.Namespace, cluster) -> int:
     from .describe.checks import parse_dump
     dumps = tuple(parse_dump(d, scenario.topology.hosts, scenario.host.memory_bytes)
                   for d in args.dump or ())
+    for d in dumps:   # written after the run: fail now, not then
+        from .describe.limits import check_writable
+        check_writable(str(d.path), "--dump", directory=False)
     run = run_loaded(scenario, options, pcap_dir=args.pcap, quiet=args.quiet, dumps=dumps,
                      **transport)
     if not args.quiet:
@@ -208,7 +211,10 @@ def _write_run_plots(result, scenario, options, directory: str, quiet: bool) -> 
 
 
 def _write_trace(trace, path: str, quiet: bool) -> None:
-    trace.write(path)
+    try:
+        trace.write(path)
+    except OSError as exc:   # a full disk: one line, not a traceback
+        raise SpinError(f"--trace {path}: cannot write there: {exc.strerror or exc}") from None
     if trace.lost:
         print(f"spin: warning: {trace.lost} trace records were lost (the engine's trace table "
               f"was full); the trace in {path} is incomplete", file=sys.stderr)
@@ -825,6 +831,12 @@ def _run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("spin: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:   # an output that could not be written (a full disk, a lost folder)
+        if exc.filename is None:
+            raise
+        print(f"spin: error: cannot write {exc.filename}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -74,3 +74,40 @@ def test_switch_seed_counts_outside_the_range(seeds):
     with pytest.raises(ConfigError, match=rf"--switch-seeds {seeds}: must be 1..1,000"):
         check_seed_count(seeds)
     check_seed_count(1000)
+
+
+GOAL = str(Path(__file__).resolve().parents[1] / "examples" / "training" / "pipeline_4stages.goal")
+PINGPONG = str(Path(__file__).resolve().parents[1] / "examples" / "pingpong.toml")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["lb", "--topology", "fat_tree:k=4", "--size", "64KB", "--schemes", "ecmp", "--json"],
+     "--json"),
+    (["allreduce", "--size", "4KiB", "--algo", "ring", "--json"], "--json"),
+    (["train", GOAL, "--json"], "--json"),
+    (["train", GOAL, "--trace"], "--trace"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(capsys, tmp_path, argv,
+                                                                    flag):
+    """Each was written after the run and ended in a traceback, losing the run's results."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    line = _one_error_line(capsys, *argv, str(blocker / "out.json"))
+    assert line.startswith(f"spin: error: {flag} {blocker / 'out.json'}: ")
+    assert "is a file, not a folder" in line
+
+
+def test_a_dump_that_cannot_be_written_is_refused_before_the_run(capsys, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    line = _one_error_line(capsys, "run", PINGPONG, "--dump",
+                           f"h0:0:10:uint8={blocker / 'x.npy'}")
+    assert f"--dump {blocker / 'x.npy'}: {blocker} is a file, not a folder" in line
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("argv", [["run", PINGPONG, "--trace", "/dev/full"],
+                                  ["train", GOAL, "--trace", "/dev/full"]])
+def test_a_full_disk_at_the_end_is_one_line(capsys, argv):
+    line = _one_error_line(capsys, *argv)
+    assert "--trace /dev/full: cannot write there: No space left on device" in line

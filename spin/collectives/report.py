@@ -124,6 +124,8 @@ def run_allreduce_cli(args) -> int:
     algs = selected_algorithms(args.algo or default_algorithms(topo, args.dtype), args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
     plot = getattr(args, "plot", None)
+    if args.json:   # written after the runs: fail now, not then
+        check_writable(args.json, "--json", directory=False)
     if plot:
         require_matplotlib()
         check_writable(plot, "--plot", directory=False)

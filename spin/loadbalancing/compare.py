@@ -192,6 +192,8 @@ def run_lb_cli(args) -> int:
             print(f"{name:<14} {summary} [{where}]")
         return 0
     names = scheme_list(args.schemes, scheme_names())
+    if args.json:
+        check_writable(args.json, "--json", directory=False)   # before running, not after
     if args.plots:
         require_matplotlib()                                    # fail before running, not after
         check_writable(args.plots, "--plots", directory=True)

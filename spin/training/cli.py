@@ -121,6 +121,10 @@ def host_line(trace, chosen: str | None) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
+    from ..describe.limits import check_writable
+    for path, flag in ((args.json, "--json"), (args.trace_out, "--trace")):
+        if path:   # written after the replay: fail now, not then
+            check_writable(path, flag, directory=False)
     started = time.perf_counter()
     trace = read_trace(args.trace, args.groups, args.strict, args.kineto)
     if not args.quiet and time.perf_counter() - started > 1.0:
@@ -147,8 +151,12 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"(their NCCL kernels are the collectives and transfers; --strict refuses), "
               f"first: {trace.skipped[0]}")
     print(report.text())
-    if args.json:
-        report.write_json(args.json)
-    if args.trace_out:
-        report.write_trace(args.trace_out)
+    for path, flag, write in ((args.json, "--json", report.write_json),
+                              (args.trace_out, "--trace", report.write_trace)):
+        if path:
+            try:
+                write(path)
+            except OSError as exc:   # a full disk: one line, not a traceback
+                raise ConfigError(f"{flag} {path}: cannot write there: "
+                                  f"{exc.strerror or exc}") from None
     return 1 if report.allreduce_correct is False else 0
