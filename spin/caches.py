@@ -29,13 +29,14 @@ enough.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, SpinError
 
 NUMBA_SUBDIR = "numba"
 _SET_BY_SPIN = "SPIN_NUMBA_CACHE_DIR_SET"  # marks a NUMBA_CACHE_DIR spin chose, not the user
@@ -208,3 +209,34 @@ def heal_numba_cache() -> None:
 
     load_overload.__spin_heals__ = True
     caching.Cache.load_overload = load_overload
+
+
+LOCK_WAIT_S = 1800.0   # longest wait for another process's compile (a cold one is minutes)
+
+
+@contextlib.contextmanager
+def compile_lock(path: str | Path, what: str, quiet: bool = False):
+    """Hold the lock processes take to compile ``what`` once (the others wait, then load the
+    cache). A wait over a second says whom it waits for (unless ``quiet``); one longer than
+    ``SPIN_LOCK_WAIT_S`` (default ``LOCK_WAIT_S``) is an error naming the lock file, which a
+    killed process on a network file system may leave behind."""
+    from filelock import FileLock, Timeout
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=1.0)
+    except Timeout:
+        limit = float(os.environ.get("SPIN_LOCK_WAIT_S", LOCK_WAIT_S))
+        if not quiet:
+            print(f"spin: waiting for another process compiling {what} (lock {path}) ...",
+                  file=sys.stderr, flush=True)
+        try:
+            lock.acquire(timeout=limit)
+        except Timeout:
+            raise SpinError(f"waited {limit:.0f} s for {path}, the lock of another process "
+                            f"compiling {what}; if no spin process is running, remove that "
+                            f"file (SPIN_LOCK_WAIT_S sets the wait)") from None
+    try:
+        yield
+    finally:
+        lock.release()
+

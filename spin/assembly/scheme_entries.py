@@ -102,10 +102,9 @@ def entry_source(name: str, scheme: PortScheme, debug: bool = False) -> tuple[st
 def load_entry(name: str, debug: bool = False) -> ModuleType:
     """Import (generating and compiling if needed) the entry module of scheme ``name``, after
     checking that it stays in the switch's sandbox; one process compiles, others wait."""
-    from filelock import FileLock
     from numba.core.errors import NumbaError
 
-    from spin.caches import heal_numba_cache
+    from spin.caches import compile_lock, heal_numba_cache
     # at run time only: importing spin loads no device package
     from switch_emulator.lb.registry import find_scheme
     scheme = find_scheme(name)
@@ -121,7 +120,8 @@ def load_entry(name: str, debug: bool = False) -> ModuleType:
     if module_name in sys.modules:
         return sys.modules[module_name]
     try:
-        with FileLock(str(entries_dir() / f"{module_name}.lock")):
+        with compile_lock(entries_dir() / f"{module_name}.lock",
+                          f"port-selection scheme {name!r}"):
             return import_generated(entries_dir(), module_name, text)
     except NumbaError as exc:
         raise scheme_compile_error(name, py, exc) from None

@@ -171,12 +171,12 @@ def entries_dir() -> Path:
 def load_entry(fn: Callable, memory: np.ndarray, debug: bool = False) -> ModuleType:
     """Import (generating and compiling if needed) the entry module of one handler. Processes
     that need the same entry at once compile it once: the others wait, then load the cache."""
-    from filelock import FileLock
+    from ..caches import compile_lock
     heal_numba_cache()
     name, text = entry_source(fn, memory, debug)
     if name in sys.modules:
         return sys.modules[name]
-    with FileLock(str(entries_dir() / f"{name}.lock")):
+    with compile_lock(entries_dir() / f"{name}.lock", f"handler {fn.__qualname__!r}"):
         return import_generated(entries_dir(), name, text)
 
 

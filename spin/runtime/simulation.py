@@ -238,11 +238,12 @@ class Simulation:
         if self._compiled:
             return
         import numba
-        from filelock import FileLock
+        from ..caches import compile_lock
         i64 = numba.types.int64
         signature = (numba.typeof(self.st), numba.typeof(self.hmem), i64, i64)
         try:
-            with FileLock(str(engine_lock_path(self.scenario.engine.boundscheck))), \
+            with compile_lock(engine_lock_path(self.scenario.engine.boundscheck), "the engine",
+                              self._quiet), \
                     compile_progress("the engine (once per spin version)", self._quiet):
                 self.engine.run_until.compile(signature)
         except SpinError:
