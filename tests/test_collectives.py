@@ -183,6 +183,16 @@ def test_cli_prints_the_table_and_refuses_bad_sizes(capsys):
     assert "--algo '' names no algorithm; valid: ring, rd" in capsys.readouterr().err
 
 
+def test_cli_refuses_inputs_beyond_the_memory_limit_before_drawing_them(capsys, monkeypatch):
+    """--size 4GiB once drew 32 GiB of inputs and ended in numpy's MemoryError traceback."""
+    from spin.cli import main
+    monkeypatch.setenv("SPIN_MEMORY_LIMIT", "1GiB")
+    assert main(["allreduce", "--size", "64MiB", "--algo", "ring"]) == 2
+    assert ("the inputs of an allreduce of 16,777,216 float32 elements per rank on 8 ranks need "
+            "about 1.5 GiB; the memory limit is 1.0 GiB (SPIN_MEMORY_LIMIT)"
+            in capsys.readouterr().err)
+
+
 def test_cli_runs_on_another_topology_and_under_loss(capsys):
     """--topology picks the fabric (ranks: the first --hosts hosts) and --loss drops frames on
     every link; the host algorithms then ride the RC transport and still equal numpy's sum."""

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..config import HostConfig, SwitchConfig
+from ..describe.limits import check_bytes_fit
 from ..errors import ConfigError
 from ..runs import run
 from ..describe.scenario import Scenario
@@ -53,6 +54,9 @@ def make_inputs(n: int, count: int, dtype: str, seed: int = 0,
     element is non-zero with that probability (sparse gradients), independently per rank."""
     if not 0 < density <= 1:
         raise ConfigError(f"allreduce input density={density}: must be in (0, 1]")
+    # the float32 draw, the vectors in their dtype, and their copy in the hosts' memory
+    check_bytes_fit(3 * n * count * 4, f"the inputs of an allreduce of {count:,} {dtype} "
+                                       f"elements per rank on {n} ranks")
     rng = np.random.default_rng(seed)
     keep = rng.random((n, count)) < density if density < 1 else None
     if dtype == "int32":

@@ -205,6 +205,15 @@ def _too_large(sc, why: str, slot_bytes: int | None = None) -> ConfigError:
                        f"largest parts: {_parts_text(parts)}")
 
 
+def check_bytes_fit(need: int, what: str) -> None:
+    """Refuse, before allocating, work whose arrays alone (``need`` bytes, described by
+    ``what``) exceed the memory limit: one line with the estimate and the limit, not numpy's
+    MemoryError after minutes of swapping."""
+    limit = memory_limit_bytes()
+    if limit is not None and need > limit:
+        raise ConfigError(f"{what} need about {_gib(need)}; {_limit_text(limit)}")
+
+
 def check_fits_in_memory(sc, slot_bytes: int | None = None) -> None:
     """Refuse a scenario whose engine state exceeds the memory limit (``memory_limit_bytes``)."""
     limit = memory_limit_bytes()
