@@ -24,6 +24,10 @@ HANDLER_PARAMS = ("ctx", "pkt", "mem")
 DEFAULT_HANDLER_CYCLES = 40
 
 
+MAX_HANDLER_CYCLES = 60_000_000_000        # cycles of one invocation; the engine keeps ps in int64
+MAX_HANDLER_CYCLES_PER_BYTE = 1_000_000
+
+
 @dataclass(frozen=True)
 class HandlerCost:
     """Cycles an HPU spends on one invocation: ``cycles + cycles_per_byte * payload bytes``."""
@@ -32,9 +36,19 @@ class HandlerCost:
     cycles_per_byte: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.cycles < 0 or self.cycles_per_byte < 0:
-            raise ConfigError(f"HandlerCost(cycles={self.cycles}, cycles_per_byte="
-                              f"{self.cycles_per_byte}): both must be >= 0")
+        import math
+        where = f"HandlerCost(cycles={self.cycles!r}, cycles_per_byte={self.cycles_per_byte!r})"
+        import numbers
+        if isinstance(self.cycles, bool) or not isinstance(self.cycles, numbers.Integral) \
+                or not 0 <= self.cycles <= MAX_HANDLER_CYCLES:
+            raise ConfigError(f"{where}: cycles must be an integer 0..{MAX_HANDLER_CYCLES:,} "
+                              f"(about a minute of a 1 GHz core)")
+        if isinstance(self.cycles_per_byte, bool) \
+                or not isinstance(self.cycles_per_byte, numbers.Real) \
+                or not math.isfinite(self.cycles_per_byte) \
+                or not 0 <= self.cycles_per_byte <= MAX_HANDLER_CYCLES_PER_BYTE:
+            raise ConfigError(f"{where}: cycles_per_byte must be a number "
+                              f"0..{MAX_HANDLER_CYCLES_PER_BYTE:,}")
 
     @property
     def millicycles_per_byte(self) -> int:

@@ -38,3 +38,19 @@ def test_a_handler_leaving_the_sandbox_is_refused_with_its_line(fn, line, reason
 def test_helpers_called_twice_are_not_recursion() -> None:
     program = HandlerProgram("p", payload=H.fine_payload)
     assert program.payload is H.fine_payload
+
+
+@pytest.mark.parametrize("cycles, per_byte, message", [
+    (10**30, 0.0, "cycles must be an integer 0..60,000,000,000"),
+    (-5, 0.0, "cycles must be an integer 0..60,000,000,000"),
+    (True, 0.0, "cycles must be an integer"),
+    (40, float("inf"), "cycles_per_byte must be a number 0..1,000,000"),
+    (40, -0.5, "cycles_per_byte must be a number 0..1,000,000"),
+])
+def test_a_handler_cost_out_of_range_is_refused_at_the_decorator(cycles, per_byte, message):
+    """cycles=10**30 once passed here and ended in an OverflowError while the state was built,
+    after the handler had compiled."""
+    from spin.errors import ConfigError
+    from spin.handler import handler
+    with pytest.raises(ConfigError, match=message):
+        handler(cycles, per_byte)
