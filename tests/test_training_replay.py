@@ -285,3 +285,17 @@ def test_algorithm_per_collective_call():
     with pytest.raises(ConfigError, match="algorithm for node 4: no collective has that node "
                                           "id on its group's first rank; collectives: 2, 5, 7"):
         replay(trace, config=ReplayConfig(per_node={4: "switch"}))
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"slowdown": {0: float("inf")}}, r"slowdown of rank 0 \(--slow\): factor=inf must be a "
+                                      r"number in \(0, 1,000,000\]"),
+    ({"slowdown": {0: float("nan")}}, r"factor=nan must be a number"),
+    ({"delay_us": {0: 1e30}}, r"delay of rank 0 \(--delay\): 1e\+30 us must be in "
+                              r"0\.\.1,000,000,000 us"),
+    ({"rank_tflops": {1: float("inf")}}, r"peak of rank 1 \(--rank-tflops\): inf TFLOP/s"),
+])
+def test_straggler_values_out_of_range_name_the_option(fields, message):
+    """An infinite factor or a 1e30 us delay was blamed on a host op's compute time."""
+    with pytest.raises(ConfigError, match=message):
+        ComputeModel(**fields)

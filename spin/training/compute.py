@@ -3,12 +3,15 @@ operation count and tensor bytes at the rank's rate; per-rank speed factors and 
 model stragglers (astra-sim#292, #73 ask for both)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..traces.model import TraceOp
 
 CPU_OP_POLICIES = ("skip", "serial")
+MAX_SLOWDOWN = 1_000_000.0     # a straggler this slow already takes the whole step
+MAX_DELAY_US = 1e9             # 1,000 s, the engine's longest compute time
 
 
 @dataclass(frozen=True)
@@ -33,18 +36,23 @@ class ComputeModel:
     cpu_ops: str = "skip"
 
     def __post_init__(self) -> None:
-        if not self.peak_tflops > 0 or not self.memory_gbytes_per_s > 0:
+        # finite and bounded: an infinite factor or a 1e30 us delay reached the host program
+        # as a compute time out of range, blamed on an op instead of on the option
+        if not 0 < self.peak_tflops < math.inf or not 0 < self.memory_gbytes_per_s < math.inf:
             raise ConfigError(f"compute peak_tflops={self.peak_tflops}, memory_gbytes_per_s="
-                              f"{self.memory_gbytes_per_s}: both must be > 0")
+                              f"{self.memory_gbytes_per_s}: both must be finite numbers > 0")
         for rank, peak in self.rank_tflops.items():
-            if not peak > 0:
-                raise ConfigError(f"peak of rank {rank}: {peak} TFLOP/s must be > 0")
+            if not 0 < peak < math.inf:
+                raise ConfigError(f"peak of rank {rank} (--rank-tflops): {peak} TFLOP/s must be "
+                                  f"a finite number > 0")
         for rank, factor in self.slowdown.items():
-            if not factor > 0:
-                raise ConfigError(f"slowdown of rank {rank}: factor={factor} must be > 0")
+            if not 0 < factor <= MAX_SLOWDOWN:
+                raise ConfigError(f"slowdown of rank {rank} (--slow): factor={factor} must be "
+                                  f"a number in (0, {MAX_SLOWDOWN:,.0f}]")
         for rank, delay in self.delay_us.items():
-            if not delay >= 0:
-                raise ConfigError(f"delay of rank {rank}: {delay} us must be >= 0")
+            if not 0 <= delay <= MAX_DELAY_US:
+                raise ConfigError(f"delay of rank {rank} (--delay): {delay} us must be in "
+                                  f"0..{MAX_DELAY_US:,.0f} us (1,000 s)")
         if self.cpu_ops not in CPU_OP_POLICIES:
             raise ConfigError(f"cpu_ops={self.cpu_ops!r}; valid choices: "
                               f"{', '.join(CPU_OP_POLICIES)}")
