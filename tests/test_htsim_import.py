@@ -104,6 +104,10 @@ def test_matrix_errors_against_the_scenario(tmp_path):
                  "trigger id 1 oneshot\ntrigger id 2 oneshot\n")
     with pytest.raises(ConfigError, match=r"big.cm: triggers \[1, 2\] depend on each other"):
         load_htsim_cm(f).apply(Scenario(build_topology("star", hosts=4)))
+    f.write_text("Nodes 99999999999\nConnections 1\n0->1 id 1 start 0 size 100\n")
+    with pytest.raises(ConfigError, match=r"big.cm: Nodes 99,999,999,999 but the topology has "
+                                          r"16 hosts"):
+        load_htsim_cm(f).apply(Scenario(build_topology("fat_tree", k=4)))
     f.write_text("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 8\nConnections 3\n")
     with pytest.raises(ConfigError, match=r"header says Connections 3, the file has 1"):
         parse_htsim_cm(f)

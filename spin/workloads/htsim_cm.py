@@ -252,4 +252,9 @@ from .htsim_plan import plan as _plan  # noqa: E402  (the scheduling half lives 
 
 
 def _apply(m: HtsimMatrix, sc) -> Workload:
-    return _plan(m, sc)
+    workload = _plan(m, sc)   # names a connection to a host the topology lacks, first
+    hosts = len(sc.topology.hosts)
+    if m.nodes > hosts:       # its connections fit, but the file is for another topology
+        raise ConfigError(f"{m.path}: Nodes {m.nodes:,} but the topology has {hosts:,} hosts: "
+                          f"the connection matrix was written for another topology")
+    return workload
