@@ -228,3 +228,21 @@ def test_topo_compare_sensitivity_and_the_4096_set(capsys):
     assert "no_such_kind" in lacking and ("hamming_mesh", COMPARE_4096[2][1]) in have
     assert all(name == "hamming_mesh" or name in lacking or name in {n for n, _ in have}
                for name, _ in COMPARE_4096)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("nic_port_usd = inf", "--cost {}: nic_port_usd = inf: expected a finite figure"),
+    ("nic_port_usd = nan", "--cost {}: nic_port_usd = nan: expected a finite figure"),
+    ("dac_usd = 1e308", "--cost {}: dac_usd = 1e+308: expected a finite figure of at most 1e+12"),
+    ("nic_port_usd = -1.0", "--cost {}: CostModel.nic_port_usd = -1.0: Input should be greater"),
+])
+def test_cost_figures_that_are_not_finite_prices_are_refused(tmp_path, line, message):
+    """inf printed '$infM' in the table; 1e308 overflowed the sums."""
+    from spin.topologies.cost import load_cost_model
+    path = tmp_path / "cost.toml"
+    path.write_text(line + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_cost_model(str(path))
+    assert str(err.value).startswith(message.format(path))
+    with pytest.raises(ConfigError):
+        CostModel.make(**{line.split(" = ")[0]: float(line.split(" = ")[1])})

@@ -54,6 +54,9 @@ DEFAULT_LINK_CLASSES: dict[str, str] = {
 }
 
 
+MAX_PART_FIGURE = 1e12   # USD or W of one part: far above any, and sums of millions stay finite
+
+
 class CostModel(_Frozen):
     """Prices (USD) and powers (W) of the parts a fabric is built from."""
 
@@ -73,6 +76,22 @@ class CostModel(_Frozen):
     pcb_link_usd: float = Field(0.0, ge=0)               # board traces come with the board
     link_classes: dict[str, LinkClass] = Field(default_factory=dict)
     default_link_class: LinkClass = "aoc"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite(cls, data):
+        """Prices and powers are finite and at most MAX_PART_FIGURE: ``inf`` printed "$infM",
+        and ``1e308`` overflowed the sums to inf."""
+        if isinstance(data, dict):
+            for name, value in data.items():
+                values = value.values() if name == "switch_usd_by_radix" and \
+                    isinstance(value, dict) else [value]
+                for v in values:
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) \
+                            and not -MAX_PART_FIGURE <= v <= MAX_PART_FIGURE:
+                        raise ValueError(f"{name} = {v}: expected a finite figure of at most "
+                                         f"{MAX_PART_FIGURE:.0e} (USD or W per part)")
+        return data
 
     @model_validator(mode="after")
     def _radices(self) -> CostModel:
@@ -203,7 +222,14 @@ def load_cost_model(path: str | None) -> CostModel:
             if kind not in DEFAULT_LINK_CLASSES and match is not None:
                 raise ConfigError(f"--cost {path}: link_classes key {kind!r} is no link kind "
                                   f"of the built-in topologies (did you mean {match!r}?)")
+    for name, value in data.items():   # the model's own check, with the file's words
+        values = value.values() if isinstance(value, dict) else [value]
+        for v in values:
+            if isinstance(v, float) and not -MAX_PART_FIGURE <= v <= MAX_PART_FIGURE:
+                raise ConfigError(f"--cost {path}: {name} = {v}: expected a finite figure of "
+                                  f"at most {MAX_PART_FIGURE:.0e} (USD or W per part)")
     try:
         return CostModel.make(**data)
     except ConfigError as exc:
-        raise ConfigError(f"--cost {path}: {exc}") from None
+        text = " ".join(str(exc).removeprefix("invalid configuration:").lstrip(";").split())
+        raise ConfigError(f"--cost {path}: {text}") from None
