@@ -93,6 +93,18 @@ class PortScheme:
     table_entries: Callable[[int], int] = no_table
     per_packet: bool = False
 
+    def __post_init__(self) -> None:
+        """Declared types held: ``per_packet="no"`` is truthy and declared the opposite."""
+        from .errors import ConfigError
+        for field, want in (("name", str), ("summary", str), ("per_packet", bool)):
+            value = getattr(self, field)
+            if not isinstance(value, want):
+                raise ConfigError(f"PortScheme({field}={value!r}): expected "
+                                  f"{'True or False' if want is bool else 'a string'}")
+        if not callable(self.table_entries):
+            raise ConfigError(f"PortScheme(table_entries={self.table_entries!r}): expected a "
+                              f"function of the switch's port count")
+
 
 class SchemeView(NamedTuple):
     """What a scheme compiled apart sees of one forwarding decision (all integers int64

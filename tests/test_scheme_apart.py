@@ -8,6 +8,7 @@ The schemes live in a package this test writes to a temporary folder, as a user'
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 
 import sys
@@ -349,3 +350,18 @@ def test_a_scheme_that_never_answers_stops_the_run_naming_it(user_package, tmp_p
     assert r.returncode == EXIT_HANDLER_TIMEOUT, r.stderr[-2000:]
     assert "port-selection scheme 'userlb.forever' on switch" in r.stderr
     assert "did not return within EngineConfig.handler_timeout_s = 1 s" in r.stderr
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"per_packet": "no"}, "PortScheme(per_packet='no'): expected True or False"),
+    ({"summary": 5}, "PortScheme(summary=5): expected a string"),
+    ({"table_entries": 64}, "PortScheme(table_entries=64): expected a function"),
+])
+def test_a_scheme_declared_with_wrong_types_is_refused(fields, message):
+    from spin.port_selection import PortScheme
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        PortScheme(**{"name": "x", "select": _first_port, "summary": "x", **fields})
+
+
+def _first_port(view):
+    return view.ports[0]
