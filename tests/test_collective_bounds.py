@@ -1,9 +1,9 @@
 """Every collective at its link bound in the network-bound configuration (network-preset
 hosts on a star of 8, lossless): all-gather, reduce-scatter, all-to-all and all-reduce
-within 10 % at 1 MiB and 64 MiB per rank, the broadcast at 64 MiB (at 1 MiB its data crosses
-four ranks in turn, the depth of its double binary tree, where the bound counts one hop of
-latency). The bound is one packet's latency plus the busiest link's bytes at the payload
-rate."""
+within 10 % at 1 MiB and 64 MiB per rank, the broadcast at 64 MiB, and at 1 MiB within 11 %:
+its data crosses two hops (the root's, then a relay's), where the bound counts one, and a
+relay's hop (about 2.2 us) is 9 % of the 1 MiB bound. The bound is one packet's latency plus
+the busiest link's bytes at the payload rate."""
 from __future__ import annotations
 
 import pytest
@@ -19,7 +19,7 @@ def test_collective_within_ten_percent_of_its_link_bound(kind, nbytes):
     row = measure_bound(kind, 8, nbytes)
     assert row.time_us >= row.bound_us * 0.999          # a bound is never beaten
     if kind == "broadcast" and nbytes == MIB:
-        assert row.algorithm == "double_tree" and row.ratio < 1.25     # measured 1.20
+        assert row.algorithm == "scatter_direct" and row.ratio < 1.11     # measured 1.107
     else:
         assert row.ratio <= 1.10, row
 

@@ -85,11 +85,13 @@ def _costs(preset: str) -> PathCosts:
     ("all_gather", 64, 1 << 20, "network", "direct"),
     ("reduce_scatter", 6, 1 << 16, "network", "direct"),
     ("broadcast", 8, 8 << 10, "gpu", "binomial"),
-    ("broadcast", 8, 64 << 20, "network", "double_tree"),
-    ("broadcast", 4, 64 << 20, "network", "chain"),
-    ("broadcast", 512, 1 << 20, "network", "double_tree"),
+    ("broadcast", 8, 64 << 20, "network", "scatter_direct"),
+    ("broadcast", 64, 64 << 20, "network", "double_tree"),
+    ("broadcast", 4, 64 << 20, "network", "scatter_direct"),
+    ("broadcast", 512, 1 << 20, "network", "scatter_direct"),
+    ("broadcast", 8, 1 << 20, "gpu", "double_tree"),
     ("broadcast", 512, 1 << 20, "cpu", "scatter_rd"),
-    ("broadcast", 9, 64 << 20, "cpu", "scatter_ring"),
+    ("broadcast", 9, 64 << 20, "cpu", "scatter_direct"),
     ("broadcast", 4, 1 << 20, "cpu", "binomial")])
 def test_auto_picks_by_size_ranks_and_pipelining(kind, n, nbytes, preset, want):
     assert resolve(kind, "auto", n, nbytes, _costs(preset)) == want
@@ -100,7 +102,8 @@ def test_auto_broadcast_is_the_fastest_of_its_choices():
     where latency counts and at one where it does not."""
     for nbytes in (256 << 10, 16 << 20):
         times = {a: _broadcast_time(16, nbytes, a)
-                 for a in ("binomial", "chain", "double_tree", "scatter_ring", "scatter_rd")}
+                 for a in ("binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
+                           "scatter_direct")}
         picked = resolve("broadcast", "auto", 16, nbytes, _costs("network"))
         assert times[picked] == min(times.values()), (nbytes, picked, times)
 
@@ -148,7 +151,8 @@ def test_a_recursive_algorithm_on_a_group_of_six_is_refused_by_name():
     with pytest.raises(ConfigError, match="all_gather algorithm='rd' needs a power-of-two "
                                           "group; this one has 6 ranks"):
         resolve("all_gather", "rd", 6, 1 << 10, _costs("cpu"))
-    with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, double_tree, scatter_ring, scatter_rd"):
+    with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, double_tree, scatter_ring, "
+                                          "scatter_rd, scatter_direct"):
         resolve("broadcast", "pipeline", 6, 1 << 10, _costs("cpu"))
 
 
@@ -169,7 +173,7 @@ def test_all_to_all_delivers_block_p_of_rank_r_to_rank_p(n):
 
 @pytest.mark.parametrize("n,algo,preset", [
     (n, a, p) for n in (4, 5, 8, 9) for a in ("binomial", "chain", "double_tree", "scatter_ring",
-                                                "scatter_rd")
+                                                "scatter_rd", "scatter_direct")
     for p in PRESETS if a != "scatter_rd" or not n & (n - 1)])
 def test_broadcast_copies_the_roots_buffer_everywhere(n, algo, preset):
     x = _inputs(n, 200_000)           # gpu hosts: the chain moves it in chunks

@@ -22,7 +22,7 @@ from ..runs import run
 from ..describe.scenario import Scenario
 from ..topology import Topology
 from . import collectives as other
-from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES, PathCosts
+from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES, PathCosts, resolve
 
 KINDS = ("all_gather", "reduce_scatter", "all_to_all", "broadcast", "all_reduce")
 PRESET = "network"
@@ -94,11 +94,14 @@ def allreduce_algorithm(n: int, nbytes: int) -> str:
 
 
 def _engine(n: int, messages: int) -> EngineConfig:
-    """Tables sized for ``n`` hosts and ``messages`` posted at once."""
+    """Tables sized for ``n`` hosts and ``messages`` posted at once (in all): a message in
+    flight may hold an event and a frame slot."""
     engine = EngineConfig.for_fabric(n)
     return engine.model_copy(update={
         "max_tx_messages": max(engine.max_tx_messages, messages),
-        "max_rx_messages": max(engine.max_rx_messages, messages)})
+        "max_rx_messages": max(engine.max_rx_messages, messages),
+        "max_events_pending": max(engine.max_events_pending, 2 * messages),
+        "buffer_slots": max(engine.buffer_slots, 2 * messages)})
 
 
 def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
@@ -113,11 +116,14 @@ def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
         return BoundRow(kind, name, n, nbytes, m.time_ps / 1e6, bound_us(sc, kind, n, nbytes),
                         m.packet_events)
     memory = host_memory_bytes(kind, n, nbytes)
+    sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
+                  switch=lossless())
     # all posted at once: all-to-all, and the direct all-gather and reduce-scatter
     messages = n * (n - 1) if kind in ("all_to_all", "all_gather", "reduce_scatter") else 0
-    engine = _engine(n, messages)
-    sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
-                  switch=lossless(), engine=engine)
+    if kind == "broadcast" and resolve(kind, "auto", n, nbytes,
+                                       PathCosts.of_scenario(sc)) == "scatter_direct":
+        messages = n * other.scatter_direct_messages(sc, n, nbytes)
+    sc.engine = _engine(n, messages)
     if not stored(kind):
         sc.payload = "generated"           # timing only: nothing reads the bytes
     hosts = tuple(range(n))

@@ -11,7 +11,7 @@ the all-gather's output, the reduce-scatter's and all-to-all's input, the broadc
 * broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
   chain in chunks (NCCL's ring broadcast), two binary trees in chunks (NCCL's double binary
   tree), or van de Geijn's scatter + all-gather, by a ring or by recursive doubling (MPICH's
-  for long buffers).
+  for long buffers), or by direct sends pipelined chunk by chunk (two hops of latency).
 * barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
 
 ``spin.training.collective_choice`` picks among them by size when a trace does not name one.
@@ -51,7 +51,8 @@ def qps_needed(kind: str, n: int, algo: str = "") -> int:
     rounds = max(1, (n - 1).bit_length())
     if kind == "barrier" or algo in ("rd", "rh"):
         return rounds
-    return {"scatter_ring": 2, "double_tree": 2, "scatter_rd": rounds + 1}.get(algo, 1)
+    return {"scatter_ring": 2, "double_tree": 2, "scatter_direct": 2,
+            "scatter_rd": rounds + 1}.get(algo, 1)
 
 
 def memory_needed(kind: str, n: int, nbytes: int) -> int:
@@ -322,6 +323,61 @@ def _broadcast_scatter_ring(b: Builder, n: int, count: int) -> None:
             b.recv(q + 1, 0, counts[in_blk])
 
 
+def scatter_direct_chunk_bytes(scenario, n: int, nbytes: int) -> int:
+    """Chunk size of the pipelined scatter + direct broadcast of ``nbytes`` on ``n`` ranks (0:
+    pieces go whole, where hosts do not pipeline; ``PathCosts.scatter_chunk_bytes``). A relay
+    starts forwarding once its first chunk came, and the root hands out the first chunk of
+    each of the n-1 pieces in turn, so the last relay starts n-1 chunk times late: chunks of
+    1/SCATTER_CHUNKS_PER_PIECE of a piece keep that ramp short. Whole frames, at least one
+    (smaller chunks add headers), and not so small that the hosts' per-message overheads
+    exceed OVERHEAD_SHARE of a chunk's wire time; never above a quarter of a switch port's PFC
+    pause threshold, so the few relays that happen to send to one rank at once do not pause
+    their ports (and everything else they send): on 16 ranks at 16 MiB, 16 KiB chunks took
+    1.139x the bound, 8 KiB chunks 1.015x.
+    """
+    return PathCosts.of_scenario(scenario).scatter_chunk_bytes(n, nbytes)
+
+
+def scatter_direct_messages(scenario, n: int, nbytes: int) -> int:
+    """Messages a host of the scatter + direct broadcast may have posted at once: the root's
+    every chunk, or a relay's chunks to every other relay."""
+    chunk = scatter_direct_chunk_bytes(scenario, n, nbytes) or nbytes
+    piece = -(-nbytes // max(1, n - 1))
+    return max(-(-piece // chunk) * (n - 1), (n - 2) * -(-piece // chunk))
+
+
+def _broadcast_scatter_direct(b: Builder, n: int, count: int) -> None:
+    """Scatter + direct all-gather, pipelined by chunk: the root cuts the buffer into m = n-1
+    pieces and sends piece q to rank q+1 (QP +1), chunk 0 of every piece, then chunk 1, ...,
+    so the root's link carries S once; each rank sends every chunk of its piece to the other
+    m-1 ranks as soon as it arrived (QP +0). Relay q gets its chunks one chunk time after
+    relay q-1, so it sends to q-1, q-2, ... in turn: at any moment relay q is one send behind
+    relay q-1 and aims at q - s, two ranks from where relay q-1 aims (in the order q+1, q+2,
+    ... every relay would aim at the same rank at once, and its port would pause them all). Every receiver's link carries S, its sends about S, and a byte
+    crosses two hops whatever n is, where the double binary tree's cross log2 n."""
+    m = n - 1
+    counts = block_counts(count, m)
+    off = offsets(counts)
+    per = chunk_ranges(max(counts), WIDTH,
+                       scatter_direct_chunk_bytes(b.sc, n, count * WIDTH))
+    pieces = [_fit(per, c) for c in counts]
+    for j in range(len(per)):                     # the root: chunk j of every piece in turn
+        for q in range(m):
+            if j < len(pieces[q]):
+                lo, c = pieces[q][j]
+                at = (off[q] + lo) * WIDTH
+                b.send(0, q + 1, 1, at, at, c)
+    for q in range(m):                            # relay q is rank q + 1
+        for lo, c in pieces[q]:
+            b.recv(q + 1, 1, c)
+            at = (off[q] + lo) * WIDTH
+            for s in range(1, m):
+                b.send(q + 1, (q - s) % m + 1, 0, at, at, c)
+        for s in range(1, m):
+            for _, c in pieces[(q - s) % m]:
+                b.recv(q + 1, 0, c)
+
+
 def _broadcast_scatter_rd(b: Builder, n: int, count: int) -> None:
     """Scatter + recursive doubling (power-of-two n): the root sends block q to rank q (QP
     +log2 n), then all n ranks gather the blocks as ``_all_gather_rd`` does (QPs +0..)."""
@@ -363,5 +419,6 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
             ("broadcast", "scatter_ring"): _broadcast_scatter_ring,
             ("broadcast", "scatter_rd"): _broadcast_scatter_rd,
+            ("broadcast", "scatter_direct"): _broadcast_scatter_direct,
             ("broadcast", "double_tree"): _broadcast_double_tree,
             ("barrier", "dissemination"): _barrier}
