@@ -10,6 +10,9 @@ all-gather, reduce-scatter and all-to-all move (n-1)/n S through each rank's lin
 2(n-1)/n S, and a broadcast S through every receiver's link.
 
 Times are from the ranks' marks (first start to last end), not from the run's last event.
+Payload is generated (no host memory) unless the hosts add it (reduce-scatter, all-reduce);
+those too run with generated payload when asked (``payload``), their reductions then timed but
+not computed (``spin.collectives.common``), for sizes whose bytes this machine cannot hold.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from dataclasses import asdict, dataclass
 from ..collectives.measure import lossless, measure
 from ..collectives.theory import streaming_ring_bound
 from ..config import EngineConfig, HostConfig, NicConfig, SwitchConfig
+from ..errors import ConfigError
 from ..runs import run
 from ..describe.scenario import Scenario
 from ..topology import Topology
@@ -40,6 +44,7 @@ class BoundRow:
     time_us: float
     bound_us: float
     packet_events: int
+    payload: str = "generated"     # "stored": the hosts kept (and added) the bytes
 
     @property
     def ratio(self) -> float:
@@ -104,17 +109,22 @@ def _engine(n: int, messages: int) -> EngineConfig:
         "buffer_slots": max(engine.buffer_slots, 2 * messages)})
 
 
-def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
-    """Run ``kind`` of ``nbytes`` per rank on a star of ``n`` network-preset hosts."""
+def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None) -> BoundRow:
+    """Run ``kind`` of ``nbytes`` per rank on a star of ``n`` network-preset hosts, with
+    ``payload`` stored or generated (None: stored where the hosts add the bytes, as
+    ``stored`` says; a stored all-reduce's sums are checked)."""
     host = HostConfig.preset(PRESET)
-    if kind == "all_reduce":
+    payload = payload or ("stored" if stored(kind) else "generated")
+    if payload not in ("stored", "generated"):
+        raise ConfigError(f"payload={payload!r}; valid choices: stored, generated")
+    if kind == "all_reduce" and payload == "stored":
         name = allreduce_algorithm(n, nbytes)
         m = measure(name, n, nbytes, host=host, engine=_engine(n, 2 * n * (n - 1)))
         if not m.correct:
             raise AssertionError(f"{name} all-reduce on {n} ranks gave a wrong sum")
         sc = Scenario(Topology.star(n), host=host)
         return BoundRow(kind, name, n, nbytes, m.time_ps / 1e6, bound_us(sc, kind, n, nbytes),
-                        m.packet_events)
+                        m.packet_events, payload)
     memory = host_memory_bytes(kind, n, nbytes)
     sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
                   switch=lossless())
@@ -124,15 +134,20 @@ def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
                                        PathCosts.of_scenario(sc)) == "scatter_direct":
         messages = n * other.scatter_direct_messages(sc, n, nbytes)
     sc.engine = _engine(n, messages)
-    if not stored(kind):
-        sc.payload = "generated"           # timing only: nothing reads the bytes
+    sc.payload = payload           # generated: timing only, nothing reads the bytes
     hosts = tuple(range(n))
-    for r in hosts:
-        sc.host_program(r).mark("start")
-    name = other.build(kind, sc, hosts, nbytes, qp=0)
-    for r in hosts:
-        sc.host_program(r).mark("end")
+    if kind == "all_reduce":       # generated: built directly, its sums left unchecked
+        from ..collectives import algorithm
+        name = allreduce_algorithm(n, nbytes)
+        sc.engine = _engine(n, 2 * n * (n - 1))
+        algorithm(name).build(sc, nbytes // 4, "float32", hosts=hosts)
+    else:
+        for r in hosts:
+            sc.host_program(r).mark("start")
+        name = other.build(kind, sc, hosts, nbytes, qp=0)
+        for r in hosts:
+            sc.host_program(r).mark("end")
     result = run(sc).require_finished()
     t = max(result.mark("end", r) for r in hosts) - min(result.mark("start", r) for r in hosts)
     return BoundRow(kind, name, n, nbytes, t / 1e6, bound_us(sc, kind, n, nbytes),
-                    result.packet_events)
+                    result.packet_events, payload)
