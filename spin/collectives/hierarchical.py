@@ -1,0 +1,123 @@
+"""Hierarchical all-reduce, as NCCL runs it across multi-GPU servers: a reduce-scatter within
+each local group (the GPUs of one server, over NVLink), an all-reduce of each GPU's block
+among the GPUs of the same index in every group (its rail: one leaf switch away on a
+rail-optimised fabric), then an all-gather within the group. Every phase is a ring, pipelined
+in chunks as ``ring`` is.
+
+Why: a flat ring over all n ranks carries 2(n-1)/n S through every link of the ring, the slow
+network links between servers included; here a NIC carries only 2(M-1)/M S/g (g ranks per
+group, M groups), the rest crosses the fast local links. The groups come from the topology
+(``spin.collectives.locality``); ranks without such groups (a star) are refused by name.
+
+Layout (every rank alike): the data, g-1 scratch regions of a block for the group's
+reduce-scatter, M-1 of a sub-block for the rail's. Group position p ends the reduce-scatter
+with the group's sum of block (p+1) mod g (the ring's order), the rail all-reduces that block
+in place, and the all-gather passes the finished blocks on. QP +0 carries the group's
+phases, QP +1 the rail's: each hears one sender (its ring's left neighbour), in order.
+
+Why nothing is overwritten while needed: each phase is a ring (``ring``'s argument), its
+receive scratch regions are its own, and the rail phase touches only the block the group
+phase left to this rank, which no group-phase send of this rank reads (the reduce-scatter
+sends every block but that one, the all-gather receives every block but that one).
+"""
+from __future__ import annotations
+
+from .common import (ALIGN_BYTES, AllreducePlan, Builder, align, block_counts, check_args,
+                     check_memory, itemsize, offsets, write_inputs)
+from .locality import require_groups
+from .ring import chunk_bytes, chunk_ranges
+
+NAME = "hierarchical"
+GROUP_QP, RAIL_QP = 0, 1
+
+
+def plan_memory(n: int, count: int, dtype: str) -> int:
+    """At most what any grouping of ``n`` ranks lays out: the data, (g-1)/g of it for the
+    group's scratch and 1/g for the rail's, at most S(1 + 1/2) beyond the data, plus one
+    alignment and an element per region."""
+    w = itemsize(dtype)
+    return 2 * align(count * w) + align(count * w // 2) + n * 2 * (ALIGN_BYTES + w)
+
+
+def ring_reduce_scatter(b: Builder, ring: tuple[int, ...], base: int, counts: list[int],
+                        offs: list[int], scratch: int, region: int, qp: int, chunk: int) -> None:
+    """Ring reduce-scatter of the blocks at ``base`` (block k: ``counts[k]`` elements from
+    element ``offs[k]``) over ``ring`` (rank indices in ring order): position p ends with the
+    sum of block (p + 1) mod k; step s's incoming chunks land in scratch region s."""
+    k, w = len(ring), b.width
+    for p, r in enumerate(ring):
+        right = ring[(p + 1) % k]
+
+        def send(blk: int, step: int, lo: int, c: int, r=r, right=right) -> None:
+            b.send(r, right, qp, base + (offs[blk] + lo) * w, scratch + step * region + lo * w,
+                   c)
+
+        for lo, c in chunk_ranges(counts[p], w, chunk):
+            send(p, 0, lo, c)
+        for s in range(k - 1):
+            blk = (p - s - 1) % k
+            for lo, c in chunk_ranges(counts[blk], w, chunk):
+                b.recv(r, qp, c)
+                b.reduce(r, base + (offs[blk] + lo) * w, scratch + s * region + lo * w, c)
+                if s < k - 2:
+                    send(blk, s + 1, lo, c)
+
+
+def ring_all_gather(b: Builder, ring: tuple[int, ...], base: int, counts: list[int],
+                    offs: list[int], qp: int, chunk: int) -> None:
+    """Ring all-gather in place: position p starts with block (p + 1) mod k (where
+    ``ring_reduce_scatter`` leaves it) and ends with every block."""
+    k, w = len(ring), b.width
+    for p, r in enumerate(ring):
+        right = ring[(p + 1) % k]
+
+        def send(blk: int, lo: int, c: int, r=r, right=right) -> None:
+            at = base + (offs[blk] + lo) * w
+            b.send(r, right, qp, at, at, c)
+
+        own = (p + 1) % k
+        for lo, c in chunk_ranges(counts[own], w, chunk):
+            send(own, lo, c)
+        for s in range(k - 1):
+            blk = (p - s) % k
+            for lo, c in chunk_ranges(counts[blk], w, chunk):
+                b.recv(r, qp, c)
+                if s < k - 2:
+                    send(blk, lo, c)
+
+
+def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None,
+          qp: int = 0) -> AllreducePlan:
+    """Add a hierarchical all-reduce of ``count`` elements per rank to ``scenario``."""
+    hosts = check_args(scenario, count, dtype, hosts)
+    loc = require_groups(scenario.topology, hosts, "allreduce")
+    g, m, w = loc.size, len(loc.groups), itemsize(dtype)
+    counts = block_counts(count, g)
+    off = offsets(counts)
+    subs = [block_counts(c, m) for c in counts]
+    data, scratch = 0, align(count * w)
+    region = align(max(counts) * w)
+    rail_scratch = scratch + (g - 1) * region
+    rail_region = align(max(max(s) for s in subs) * w)
+    plan = AllreducePlan(NAME, hosts, count, dtype, data, data, scratch,
+                         rail_scratch + (m - 1) * rail_region, (qp + GROUP_QP, qp + RAIL_QP))
+    check_memory(scenario, plan)
+    b = Builder(scenario, hosts, dtype, qp, 2)
+    group_chunk = chunk_bytes(scenario, max(counts) * w)
+    b.mark_all(plan.start_mark)
+    for group in loc.groups:
+        ring_reduce_scatter(b, group, data, counts, off, scratch, region, GROUP_QP, group_chunk)
+    for i, rail in enumerate(loc.rails):
+        blk = (i + 1) % g                  # what group position i holds summed
+        sub_off = offsets(subs[blk])
+        rail_chunk = chunk_bytes(scenario, max(subs[blk]) * w)
+        base = data + off[blk] * w
+        ring_reduce_scatter(b, rail, base, subs[blk], sub_off, rail_scratch, rail_region,
+                            RAIL_QP, rail_chunk)
+        ring_all_gather(b, rail, base, subs[blk], sub_off, RAIL_QP, rail_chunk)
+    for group in loc.groups:
+        ring_all_gather(b, group, data, counts, off, GROUP_QP, group_chunk)
+    b.mark_all(plan.end_mark)
+    if inputs is not None:
+        write_inputs(scenario, plan, inputs)
+    return plan
