@@ -7,7 +7,7 @@ in chunks as ``ring`` is.
 Why: a flat ring over all n ranks carries 2(n-1)/n S through every link of the ring, the slow
 network links between servers included; here a NIC carries only 2(M-1)/M S/g (g ranks per
 group, M groups), the rest crosses the fast local links. The groups come from the topology
-(``spin.collectives.locality``); ranks without such groups (a star) are refused by name.
+(``spin.collectives.locality``); ranks without them (a star) are one group: the flat ring.
 
 Layout (every rank alike): the data, g-1 scratch regions of a block for the group's
 reduce-scatter, M-1 of a sub-block for the rail's. Group position p ends the reduce-scatter
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .common import (ALIGN_BYTES, AllreducePlan, Builder, align, block_counts, check_args,
                      check_memory, itemsize, offsets, write_inputs)
-from .locality import require_groups
+from .locality import groups_or_whole
 from .ring import chunk_bytes, chunk_ranges
 
 NAME = "hierarchical"
@@ -63,34 +63,40 @@ def ring_reduce_scatter(b: Builder, ring: tuple[int, ...], base: int, counts: li
                     send(blk, s + 1, lo, c)
 
 
-def ring_all_gather(b: Builder, ring: tuple[int, ...], base: int, counts: list[int],
-                    offs: list[int], qp: int, chunk: int) -> None:
-    """Ring all-gather in place: position p starts with block (p + 1) mod k (where
-    ``ring_reduce_scatter`` leaves it) and ends with every block."""
+def ring_all_gather(b: Builder, ring: tuple[int, ...], base: int,
+                    sets: list[list[tuple[int, int]]], qp: int, chunk: int) -> None:
+    """Ring all-gather in place: position p starts with set (p + 1) mod k (where
+    ``ring_reduce_scatter`` leaves its block) and ends with every set; a set is the
+    (first element, elements) of its pieces, each moved in chunks, so a set may gather
+    blocks that are not contiguous (``spin.training.collectives``' hierarchical all-gather)."""
     k, w = len(ring), b.width
     for p, r in enumerate(ring):
         right = ring[(p + 1) % k]
 
-        def send(blk: int, lo: int, c: int, r=r, right=right) -> None:
-            at = base + (offs[blk] + lo) * w
-            b.send(r, right, qp, at, at, c)
-
-        own = (p + 1) % k
-        for lo, c in chunk_ranges(counts[own], w, chunk):
-            send(own, lo, c)
+        for first, count in sets[(p + 1) % k]:
+            for lo, c in chunk_ranges(count, w, chunk):
+                at = base + (first + lo) * w
+                b.send(r, right, qp, at, at, c)
         for s in range(k - 1):
             blk = (p - s) % k
-            for lo, c in chunk_ranges(counts[blk], w, chunk):
-                b.recv(r, qp, c)
-                if s < k - 2:
-                    send(blk, lo, c)
+            for first, count in sets[blk]:
+                for lo, c in chunk_ranges(count, w, chunk):
+                    b.recv(r, qp, c)
+                    if s < k - 2:
+                        at = base + (first + lo) * w
+                        b.send(r, right, qp, at, at, c)
+
+
+def blocks(counts: list[int], offs: list[int]) -> list[list[tuple[int, int]]]:
+    """Each block as a set of one piece, for ``ring_all_gather``."""
+    return [[(o, c)] for o, c in zip(offs, counts)]
 
 
 def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=None,
           qp: int = 0) -> AllreducePlan:
     """Add a hierarchical all-reduce of ``count`` elements per rank to ``scenario``."""
     hosts = check_args(scenario, count, dtype, hosts)
-    loc = require_groups(scenario.topology, hosts, "allreduce")
+    loc = groups_or_whole(scenario.topology, hosts)
     g, m, w = loc.size, len(loc.groups), itemsize(dtype)
     counts = block_counts(count, g)
     off = offsets(counts)
@@ -107,16 +113,16 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     b.mark_all(plan.start_mark)
     for group in loc.groups:
         ring_reduce_scatter(b, group, data, counts, off, scratch, region, GROUP_QP, group_chunk)
-    for i, rail in enumerate(loc.rails):
+    for i, rail in enumerate(loc.rails if m > 1 else ()):
         blk = (i + 1) % g                  # what group position i holds summed
         sub_off = offsets(subs[blk])
         rail_chunk = chunk_bytes(scenario, max(subs[blk]) * w)
         base = data + off[blk] * w
         ring_reduce_scatter(b, rail, base, subs[blk], sub_off, rail_scratch, rail_region,
                             RAIL_QP, rail_chunk)
-        ring_all_gather(b, rail, base, subs[blk], sub_off, RAIL_QP, rail_chunk)
+        ring_all_gather(b, rail, base, blocks(subs[blk], sub_off), RAIL_QP, rail_chunk)
     for group in loc.groups:
-        ring_all_gather(b, group, data, counts, off, GROUP_QP, group_chunk)
+        ring_all_gather(b, group, data, blocks(counts, off), GROUP_QP, group_chunk)
     b.mark_all(plan.end_mark)
     if inputs is not None:
         write_inputs(scenario, plan, inputs)

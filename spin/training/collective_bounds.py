@@ -26,7 +26,7 @@ from ..runs import run
 from ..describe.scenario import Scenario
 from ..topology import Topology
 from . import collectives as other
-from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES, PathCosts, resolve
+from .collective_choice import PathCosts, resolve, resolve_allreduce
 
 KINDS = ("all_gather", "reduce_scatter", "all_to_all", "broadcast", "all_reduce")
 PRESET = "network"
@@ -85,17 +85,12 @@ def stored(kind: str) -> bool:
 
 
 def allreduce_algorithm(n: int, nbytes: int) -> str:
-    """The ring for large blocks; for small blocks the cheapest of the ring, direct sends and
-    (power-of-two groups) Rabenseifner, as the other collectives choose: an all-reduce is a
-    reduce-scatter and an all-gather, each estimated by ``PathCosts.small_blocks_ns``."""
-    if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
-        return "ring"
+    """What "auto" picks on the star (``resolve_allreduce``): the ring for large blocks; for
+    small blocks the cheapest of the ring, direct sends and (power-of-two groups)
+    Rabenseifner, as the other collectives choose."""
     costs = PathCosts.of(Topology.star(n), HostConfig.preset(PRESET), NicConfig(),
                          SwitchConfig())
-    steps = {"ring": "ring", "direct": "direct"}
-    if not n & (n - 1):
-        steps["rabenseifner"] = "rd"
-    return min(steps, key=lambda a: costs.small_blocks_ns(steps[a], n, nbytes))
+    return resolve_allreduce(n, nbytes, costs, tuple(range(n)))
 
 
 def _engine(n: int, messages: int) -> EngineConfig:

@@ -7,7 +7,13 @@ in kind (the broadcasts).
   power-of-two groups (log2 n steps where a step's latency outweighs its block on the wire), or
   direct sends (every rank sends each block straight to its owner: one step of latency, n-1
   messages per rank) where the hosts' per-message overheads are cheaper than those steps; the
-  ring (bandwidth-optimal, every link busy) for large blocks.
+  ring (bandwidth-optimal, every link busy) for large blocks, or for an all-gather whose ranks
+  sit in local groups (servers on a rail-optimised fabric, ``spin.collectives.locality``) the
+  hierarchical rings, which put only 1/g of the ring's bytes on the links between groups.
+* all-reduce ("auto" where a trace or ``--algo`` asks for it): for large blocks the
+  hierarchical rings where the ranks sit in local groups with faster links inside, else the
+  ring; for small ones the cheapest of the ring, direct sends and Rabenseifner
+  (``resolve_allreduce``).
 * broadcast: a binomial tree below 12 KiB, as MPICH; above it the cheapest of the tree, a chain
   and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), van de
   Geijn's scatter + all-gather by recursive doubling or by a ring, and the scatter + direct
@@ -16,13 +22,14 @@ in kind (the broadcasts).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..collectives.locality import local_groups
 from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "all_gather": ("auto", "ring", "rd", "direct"),
+    "all_gather": ("auto", "ring", "rd", "direct", "hierarchical"),
     "reduce_scatter": ("auto", "ring", "rh", "direct"),
     "all_to_all": ("pairwise",),
     "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
@@ -53,6 +60,7 @@ class PathCosts:
     frame_bytes: int = 1024      # payload bytes per frame (EngineConfig.mtu_bytes)
     pause_bytes: int = 32 * 1024     # a switch port's PFC pause threshold (pfc_xoff_bytes)
     chunk_cap_bytes: int = 0     # HostConfig.pipeline_chunk_bytes
+    topology: object = field(default=None, compare=False, repr=False)   # for local groups
 
     @classmethod
     def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig,
@@ -65,7 +73,7 @@ class PathCosts:
                  + 2 * link_ns + switch.latency_ns)
         return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0,
                    host.send_overhead_ns + host.recv_overhead_ns, mtu_bytes,
-                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes)
+                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology)
 
     @classmethod
     def of_scenario(cls, scenario) -> PathCosts:
@@ -114,9 +122,11 @@ class PathCosts:
         return log_n * (t + a)                                  # binomial
 
 
-def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
-    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``algo``
-    itself (checked), or for "auto" the choice above."""
+def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
+            hosts: tuple[int, ...] | None = None) -> str:
+    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks (on
+    ``hosts`` of ``costs.topology``, where known): ``algo`` itself (checked), or for "auto"
+    the choice above."""
     if algo == "auto" and ALGORITHMS[kind][0] != "auto":
         return ALGORITHMS[kind][0]      # one algorithm only
     if algo not in ALGORITHMS[kind]:
@@ -131,6 +141,10 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
         return algo
     if kind in ("all_gather", "reduce_scatter"):
         if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
+            if kind == "all_gather" and hosts is not None and costs.topology is not None:
+                groups = local_groups(costs.topology, tuple(hosts))
+                if groups is not None and groups.faster_inside:
+                    return "hierarchical"
             return "ring"
         log = "rd" if kind == "all_gather" else "rh"
         candidates = ["ring", "direct"] + ([log] if power_of_two else [])
@@ -140,3 +154,22 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
     candidates = ["binomial", "chain", "double_tree", "scatter_ring", "scatter_direct"] + (
         ["scatter_rd"] if power_of_two else [])
     return min(candidates, key=lambda a: costs.broadcast_ns(a, n, nbytes))
+
+
+def resolve_allreduce(n: int, nbytes: int, costs: PathCosts,
+                      hosts: tuple[int, ...] | None = None) -> str:
+    """The all-reduce "auto" runs: for large blocks the hierarchical rings where ``hosts`` of
+    ``costs.topology`` sit in local groups with faster links inside (a NIC then carries 1/g
+    of the ring's bytes), else the ring; for small blocks the cheapest of the ring, direct sends and
+    (power-of-two groups) Rabenseifner, each a reduce-scatter and an all-gather as
+    ``PathCosts.small_blocks_ns`` estimates them."""
+    if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
+        if hosts is not None and costs.topology is not None and n > 2:
+            groups = local_groups(costs.topology, tuple(hosts))
+            if groups is not None and groups.faster_inside:
+                return "hierarchical"
+        return "ring"
+    steps = {"ring": "ring", "direct": "direct"}
+    if not n & (n - 1):
+        steps["rabenseifner"] = "rd"
+    return min(steps, key=lambda a: costs.small_blocks_ns(steps[a], n, nbytes))

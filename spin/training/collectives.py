@@ -3,7 +3,9 @@
 the all-gather's output, the reduce-scatter's and all-to-all's input, the broadcast's buffer.
 
 * all-gather: the ring's second half (Patarasuk & Yuan, 2009): n-1 steps, S/n per step; or
-  recursive doubling; or direct sends of each block to every rank.
+  recursive doubling; or direct sends of each block to every rank; or hierarchical rings (each
+  block around its rail, then every rail's blocks around each local group: a NIC carries
+  (M-1)/n S instead of the ring's (n-1)/n S, ``spin.collectives.hierarchical``).
 * reduce-scatter: the ring's first half, each received block reduced into the data; or
   recursive halving; or direct sends of each block to its owner.
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
@@ -31,6 +33,8 @@ only start at a rank once every rank has finished the call before the previous o
 from __future__ import annotations
 
 from ..collectives.common import Builder, align, block_counts, offsets
+from ..collectives.hierarchical import ring_all_gather
+from ..collectives.locality import groups_or_whole
 from ..collectives.ring import chunk_bytes, chunk_ranges
 from .collective_choice import PathCosts, resolve
 
@@ -51,7 +55,7 @@ def qps_needed(kind: str, n: int, algo: str = "") -> int:
     rounds = max(1, (n - 1).bit_length())
     if kind == "barrier" or algo in ("rd", "rh"):
         return rounds
-    return {"scatter_ring": 2, "double_tree": 2, "scatter_direct": 2,
+    return {"scatter_ring": 2, "double_tree": 2, "scatter_direct": 2, "hierarchical": 2,
             "scatter_rd": rounds + 1}.get(algo, 1)
 
 
@@ -71,7 +75,7 @@ def build(kind: str, scenario, hosts: tuple[int, ...], nbytes: int, qp: int,
     """Append collective ``kind`` of ``nbytes`` over ``hosts`` (rank order) to their programs
     with ``algo`` (see ``resolve``); returns the algorithm that was built."""
     n = len(hosts)
-    name = resolve(kind, algo, n, nbytes, PathCosts.of_scenario(scenario))
+    name = resolve(kind, algo, n, nbytes, PathCosts.of_scenario(scenario), hosts)
     b = Builder(scenario, hosts, DTYPE, qp, qps_needed(kind, n, name))
     BUILDERS[(kind, name)](b, n, elements(nbytes))
     return name
@@ -101,6 +105,27 @@ def _all_gather(b: Builder, n: int, count: int) -> None:
                 b.recv(r, 0, c)
                 if s < n - 2:
                     send(r, in_blk, lo, c)
+
+
+def _all_gather_hierarchical(b: Builder, n: int, count: int) -> None:
+    """Each rank's block goes around its rail first (QP +1: the i-th ranks of every local
+    group; ring position q starts with set (q + 1) mod k, rank rail[q]'s block), then each
+    rank passes its rail's blocks around its group (QP +0), in place. Ranks without local
+    groups are one group: the ring."""
+    loc = groups_or_whole(b.sc.topology, b.hosts)
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    rails = loc.rails
+    block_chunk = chunk_bytes(b.sc, max(counts) * WIDTH)
+    for rail in rails if len(loc.groups) > 1 else ():
+        k = len(rail)
+        ring_all_gather(b, rail, 0, [[(off[rail[(q - 1) % k]], counts[rail[(q - 1) % k]])]
+                                     for q in range(k)], 1, block_chunk)
+    rail_chunk = chunk_bytes(b.sc, len(rails[0]) * max(counts) * WIDTH)
+    for group in loc.groups:   # group position p holds rail p's blocks
+        g = len(group)
+        ring_all_gather(b, group, 0, [[(off[x], counts[x]) for x in rails[(q - 1) % g]]
+                                      for q in range(g)], 0, rail_chunk)
 
 
 def _reduce_scatter(b: Builder, n: int, count: int) -> None:
@@ -414,6 +439,7 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("reduce_scatter", "ring"): _reduce_scatter,
             ("reduce_scatter", "rh"): _reduce_scatter_rh,
             ("all_gather", "direct"): _all_gather_direct,
+            ("all_gather", "hierarchical"): _all_gather_hierarchical,
             ("reduce_scatter", "direct"): _reduce_scatter_direct,
             ("all_to_all", "pairwise"): _all_to_all,
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
