@@ -190,19 +190,23 @@ def test_barrier_releases_no_rank_before_the_last_arrives():
     assert min(ends) > 20_000_000 and late.collectives[0].algo == "dissemination"
 
 
-@pytest.mark.parametrize("kind", ("all_gather", "all_to_all"))
+@pytest.mark.parametrize("kind", ("all_gather", "all_to_all", "broadcast"))
 def test_consecutive_calls_with_many_senders_per_qp_alternate_qp_blocks(kind):
-    """Where a rank hears every sender on one QP (direct, pairwise), a fast rank's next call
-    could be counted as the slow one's current call: consecutive calls take alternate QP
-    blocks, and the step still replays, with rank 3 late to each call."""
+    """Where a rank hears every sender on one QP (direct, pairwise, scatter_direct's relays),
+    a fast rank's next call could be counted as the slow one's current call: consecutive
+    calls take alternate QP
+    blocks, and the step still replays, with rank 3 late to each call (a broadcast's root
+    waits for no one)."""
     n = 4
     ops = tuple(TraceOp(i + 1, COLLECTIVE, collective=kind, nbytes=4096,
                         deps=(i,) if i else ()) for i in range(3))
     trace = StepTrace(kind, "test", tuple(RankTrace(r, f"r{r}", ops) for r in range(n)))
-    per_kind = {kind: "direct"} if kind == "all_gather" else {}
+    per_kind = {"all_gather": {kind: "direct"}, "broadcast": {kind: "scatter_direct"}
+                }.get(kind, {})
     plan = plan_replay(trace, "ring", per_kind, 1 << 30)
     qps = [c.qp for c in plan.calls]
     assert qps[0] != qps[1] and qps[2] == qps[0]
     rep = replay(trace, config=ReplayConfig(per_kind=per_kind,
                                             compute=ComputeModel(delay_us={3: 5.0})))
-    assert len(rep.collectives) == 3 and all(s.end_ps > 5_000_000 for s in rep.spans)
+    waiting = [s for s in rep.spans if kind != "broadcast" or s.rank != 0]
+    assert len(rep.collectives) == 3 and waiting and all(s.end_ps > 5_000_000 for s in waiting)

@@ -160,8 +160,8 @@ def resolve_allreduce(n: int, nbytes: int, costs: PathCosts,
                       hosts: tuple[int, ...] | None = None) -> str:
     """The all-reduce "auto" runs: for large blocks the hierarchical rings where ``hosts`` of
     ``costs.topology`` sit in local groups with faster links inside (a NIC then carries 1/g
-    of the ring's bytes), else the ring; for small blocks the cheapest of the ring, direct sends and
-    (power-of-two groups) Rabenseifner, each a reduce-scatter and an all-gather as
+    of the ring's bytes), else the ring; for small blocks the cheapest of the ring, direct
+    sends and (power-of-two groups) Rabenseifner, each a reduce-scatter and an all-gather as
     ``PathCosts.small_blocks_ns`` estimates them."""
     if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
         if hosts is not None and costs.topology is not None and n > 2:

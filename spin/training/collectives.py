@@ -378,8 +378,9 @@ def _broadcast_scatter_direct(b: Builder, n: int, count: int) -> None:
     m-1 ranks as soon as it arrived (QP +0). Relay q gets its chunks one chunk time after
     relay q-1, so it sends to q-1, q-2, ... in turn: at any moment relay q is one send behind
     relay q-1 and aims at q - s, two ranks from where relay q-1 aims (in the order q+1, q+2,
-    ... every relay would aim at the same rank at once, and its port would pause them all). Every receiver's link carries S, its sends about S, and a byte
-    crosses two hops whatever n is, where the double binary tree's cross log2 n."""
+    ... every relay would aim at the same rank at once, and its port would pause them all).
+    Every receiver's link carries S, its sends about S, and a byte crosses two hops whatever
+    n is, where the double binary tree's cross log2 n."""
     m = n - 1
     counts = block_counts(count, m)
     off = offsets(counts)

@@ -23,7 +23,7 @@ ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "direct", "hierarchical", "ni
                      "auto")
 MAX_QPS = 4096
 # algorithms of other collectives in which a rank receives from several senders on one QP
-MANY_SENDERS_PER_QP = ("pairwise", "direct")
+MANY_SENDERS_PER_QP = ("pairwise", "direct", "scatter_direct")
 P2P_QP_BUDGET = 256
 
 
