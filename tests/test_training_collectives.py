@@ -48,9 +48,12 @@ def _inputs(n: int, nbytes: int = NBYTES) -> np.ndarray:
 
 ALL_GATHER_CASES = [(n, a, p) for n in (4, 5, 8) for a in ("ring", "rd", "direct")
                     for p in PRESETS if a != "rd" or not n & (n - 1)]
+# on a star the hierarchy has one group: the flat ring (tests/test_hierarchical_collectives.py
+# runs it on a rail-optimised fabric)
+ALL_GATHER_ONLY = [(n, "hierarchical", p) for n in (4, 5) for p in PRESETS]
 
 
-@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES)
+@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES + ALL_GATHER_ONLY)
 def test_all_gather_gives_every_rank_every_block(n, algo, preset):
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
