@@ -1,6 +1,6 @@
 """Hierarchical collectives on a rail-optimised fabric: local groups come from the topology
-(a server's GPUs behind NVLink), the hierarchical all-reduce and all-gather give exactly the
-flat ones' results (int32 sums equal numpy's, every block everywhere), take less virtual time
+(a server's GPUs behind NVLink), the hierarchical all-reduce, all-gather and reduce-scatter
+give exactly the flat ones' results (int32 sums equal numpy's, every block everywhere), take less virtual time
 than the flat ring where a NIC then carries 1/g of the ring's bytes, and are what "auto" picks
 there, and only there."""
 from __future__ import annotations
@@ -66,15 +66,17 @@ def test_hierarchical_all_reduce_on_a_star_is_the_ring():
     assert hier.correct and hier.time_ps == ring.time_ps
 
 
-def _all_gather(topology, n: int, algo: str, nbytes: int = 40_000):
+def _collective(kind: str, topology, n: int, algo: str, nbytes: int = 40_000):
+    """Run ``kind`` on small integers in float32 (exact sums); (algorithm built, inputs, each
+    rank's data after the run, the last rank's end in ps)."""
     x = np.random.default_rng(3).integers(-100, 100, (n, other.elements(nbytes))
                                           ).astype(np.float32)
-    memory = -(-other.memory_needed("all_gather", n, nbytes) // 4096) * 4096
+    memory = -(-other.memory_needed(kind, n, nbytes) // 4096) * 4096
     sc = Scenario(topology, host=HostConfig.preset("gpu").model_copy(
         update={"memory_bytes": memory}), switch=lossless())
     for r in range(n):
         sc.write_host_memory(r, 0, x[r])
-    built = other.build("all_gather", sc, tuple(range(n)), nbytes, qp=0, algo=algo)
+    built = other.build(kind, sc, tuple(range(n)), nbytes, qp=0, algo=algo)
     for r in range(n):
         sc.host_program(r).mark("end")
     count = x.shape[1]
@@ -85,23 +87,39 @@ def _all_gather(topology, n: int, algo: str, nbytes: int = 40_000):
 
 def test_hierarchical_all_gather_gives_every_rank_every_block_sooner_than_the_ring():
     topo = _rail()
-    _, x, got, hier_ps = _all_gather(topo, 16, "hierarchical")
+    _, x, got, hier_ps = _collective("all_gather", topo, 16, "hierarchical")
     counts = block_counts(x.shape[1], 16)
     off = offsets(counts)
     want = np.concatenate([x[r, off[r]:off[r + 1]] for r in range(16)])
     for mem in got:
         assert np.array_equal(mem, want)
-    _, _, flat, ring_ps = _all_gather(topo, 16, "ring")
+    _, _, flat, ring_ps = _collective("all_gather", topo, 16, "ring")
     assert all(np.array_equal(m, want) for m in flat)
+    assert hier_ps < ring_ps, (hier_ps, ring_ps)
+
+
+def test_hierarchical_reduce_scatter_leaves_each_rank_its_summed_block_sooner():
+    """Each group sums its rails' blocks, each rail its ranks' blocks: rank r ends with the
+    sum of block r (the flat ring's rank r ends with block r + 1)."""
+    topo = _rail()
+    _, x, got, hier_ps = _collective("reduce_scatter", topo, 16, "hierarchical")
+    counts = block_counts(x.shape[1], 16)
+    off = offsets(counts)
+    total = x.sum(axis=0)
+    for r, mem in enumerate(got):
+        assert np.array_equal(mem[off[r]:off[r + 1]], total[off[r]:off[r + 1]])
+    _, _, _, ring_ps = _collective("reduce_scatter", topo, 16, "ring")
     assert hier_ps < ring_ps, (hier_ps, ring_ps)
 
 
 def test_auto_picks_the_hierarchy_only_where_its_groups_are_faster_inside():
     ranks, big = tuple(range(16)), 16 << 20
-    assert resolve("all_gather", "auto", 16, big, _costs(_rail()), ranks) == "hierarchical"
+    for kind in ("all_gather", "reduce_scatter"):
+        assert resolve(kind, "auto", 16, big, _costs(_rail()), ranks) == "hierarchical"
     assert resolve_allreduce(16, big, _costs(_rail()), ranks) == "hierarchical"
     for topo in (Topology.star(16), _rail(scale_up=False), build_topology("fat_tree", k=4)):
-        assert resolve("all_gather", "auto", 16, big, _costs(topo), ranks) == "ring"
+        for kind in ("all_gather", "reduce_scatter"):
+            assert resolve(kind, "auto", 16, big, _costs(topo), ranks) == "ring"
         assert resolve_allreduce(16, big, _costs(topo), ranks) == "ring"
     # without the hosts (a caller that does not know them) auto stays flat
     assert resolve("all_gather", "auto", 16, big, _costs(_rail())) == "ring"

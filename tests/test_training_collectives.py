@@ -49,11 +49,11 @@ def _inputs(n: int, nbytes: int = NBYTES) -> np.ndarray:
 ALL_GATHER_CASES = [(n, a, p) for n in (4, 5, 8) for a in ("ring", "rd", "direct")
                     for p in PRESETS if a != "rd" or not n & (n - 1)]
 # on a star the hierarchy has one group: the flat ring (tests/test_hierarchical_collectives.py
-# runs it on a rail-optimised fabric)
-ALL_GATHER_ONLY = [(n, "hierarchical", p) for n in (4, 5) for p in PRESETS]
+# runs it on a rail-optimised fabric); for reduce-scatter too
+HIERARCHY_ON_A_STAR = [(n, "hierarchical", p) for n in (4, 5) for p in PRESETS]
 
 
-@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES + ALL_GATHER_ONLY)
+@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES + HIERARCHY_ON_A_STAR)
 def test_all_gather_gives_every_rank_every_block(n, algo, preset):
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
@@ -64,16 +64,16 @@ def test_all_gather_gives_every_rank_every_block(n, algo, preset):
 
 
 @pytest.mark.parametrize("n,algo,preset", [(n, a.replace("rd", "rh"), p)
-                                           for n, a, p in ALL_GATHER_CASES])
+                                           for n, a, p in ALL_GATHER_CASES + HIERARCHY_ON_A_STAR])
 def test_reduce_scatter_leaves_each_rank_one_summed_block(n, algo, preset):
     """Ring order: rank r ends with the sum of block (r + 1) mod n (``spin.collectives.ring``);
-    recursive halving: with block r."""
+    recursive halving, direct and hierarchical: with block r."""
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
     off = offsets(counts)
     total = x.sum(axis=0)
     for r, mem in enumerate(_run("reduce_scatter", n, x, algo=algo, preset=preset)):
-        b = (r + 1) % n if algo == "ring" else r          # rh and direct: block r
+        b = (r + 1) % n if algo == "ring" else r          # the others: block r
         assert np.array_equal(mem[off[b]:off[b + 1]], total[off[b]:off[b + 1]])
 
 

@@ -39,28 +39,31 @@ def plan_memory(n: int, count: int, dtype: str) -> int:
     return 2 * align(count * w) + align(count * w // 2) + n * 2 * (ALIGN_BYTES + w)
 
 
-def ring_reduce_scatter(b: Builder, ring: tuple[int, ...], base: int, counts: list[int],
-                        offs: list[int], scratch: int, region: int, qp: int, chunk: int) -> None:
-    """Ring reduce-scatter of the blocks at ``base`` (block k: ``counts[k]`` elements from
-    element ``offs[k]``) over ``ring`` (rank indices in ring order): position p ends with the
-    sum of block (p + 1) mod k; step s's incoming chunks land in scratch region s."""
+def ring_reduce_scatter(b: Builder, ring: tuple[int, ...], base: int,
+                        sets: list[list[tuple[int, int]]], scratch: int, region: int, qp: int,
+                        chunk: int) -> None:
+    """Ring reduce-scatter of the sets at ``base`` over ``ring`` (rank indices in ring order):
+    position p ends with the sum of set (p + 1) mod k. A set is the (first element, elements)
+    of its pieces, each moved in chunks; step s's incoming set lands in scratch region s, its
+    pieces one after another."""
     k, w = len(ring), b.width
+    at_in_region = [offsets([c for _, c in pieces]) for pieces in sets]
     for p, r in enumerate(ring):
         right = ring[(p + 1) % k]
-
-        def send(blk: int, step: int, lo: int, c: int, r=r, right=right) -> None:
-            b.send(r, right, qp, base + (offs[blk] + lo) * w, scratch + step * region + lo * w,
-                   c)
-
-        for lo, c in chunk_ranges(counts[p], w, chunk):
-            send(p, 0, lo, c)
+        for piece, (first, count) in enumerate(sets[p]):    # step 0: our own set p
+            pos = at_in_region[p][piece]
+            for lo, c in chunk_ranges(count, w, chunk):
+                b.send(r, right, qp, base + (first + lo) * w, scratch + (pos + lo) * w, c)
         for s in range(k - 1):
             blk = (p - s - 1) % k
-            for lo, c in chunk_ranges(counts[blk], w, chunk):
-                b.recv(r, qp, c)
-                b.reduce(r, base + (offs[blk] + lo) * w, scratch + s * region + lo * w, c)
-                if s < k - 2:
-                    send(blk, s + 1, lo, c)
+            for piece, (first, count) in enumerate(sets[blk]):
+                pos = at_in_region[blk][piece]
+                for lo, c in chunk_ranges(count, w, chunk):
+                    into = scratch + s * region + (pos + lo) * w
+                    b.recv(r, qp, c)
+                    b.reduce(r, base + (first + lo) * w, into, c)
+                    if s < k - 2:       # the sum, on into the right neighbour's region s+1
+                        b.send(r, right, qp, base + (first + lo) * w, into + region, c)
 
 
 def ring_all_gather(b: Builder, ring: tuple[int, ...], base: int,
@@ -112,14 +115,15 @@ def build(scenario, count: int, dtype: str = "float32", *, hosts=None, inputs=No
     group_chunk = chunk_bytes(scenario, max(counts) * w)
     b.mark_all(plan.start_mark)
     for group in loc.groups:
-        ring_reduce_scatter(b, group, data, counts, off, scratch, region, GROUP_QP, group_chunk)
+        ring_reduce_scatter(b, group, data, blocks(counts, off), scratch, region, GROUP_QP,
+                            group_chunk)
     for i, rail in enumerate(loc.rails if m > 1 else ()):
         blk = (i + 1) % g                  # what group position i holds summed
         sub_off = offsets(subs[blk])
         rail_chunk = chunk_bytes(scenario, max(subs[blk]) * w)
         base = data + off[blk] * w
-        ring_reduce_scatter(b, rail, base, subs[blk], sub_off, rail_scratch, rail_region,
-                            RAIL_QP, rail_chunk)
+        ring_reduce_scatter(b, rail, base, blocks(subs[blk], sub_off), rail_scratch,
+                            rail_region, RAIL_QP, rail_chunk)
         ring_all_gather(b, rail, base, blocks(subs[blk], sub_off), RAIL_QP, rail_chunk)
     for group in loc.groups:
         ring_all_gather(b, group, data, blocks(counts, off), GROUP_QP, group_chunk)

@@ -7,9 +7,10 @@ in kind (the broadcasts).
   power-of-two groups (log2 n steps where a step's latency outweighs its block on the wire), or
   direct sends (every rank sends each block straight to its owner: one step of latency, n-1
   messages per rank) where the hosts' per-message overheads are cheaper than those steps; the
-  ring (bandwidth-optimal, every link busy) for large blocks, or for an all-gather whose ranks
-  sit in local groups (servers on a rail-optimised fabric, ``spin.collectives.locality``) the
-  hierarchical rings, which put only 1/g of the ring's bytes on the links between groups.
+  ring (bandwidth-optimal, every link busy) for large blocks, or where the ranks sit in local
+  groups with faster links inside (servers on a rail-optimised fabric,
+  ``spin.collectives.locality``) the hierarchical rings, which put only 1/g of the ring's
+  bytes on the links between groups.
 * all-reduce ("auto" where a trace or ``--algo`` asks for it): for large blocks the
   hierarchical rings where the ranks sit in local groups with faster links inside, else the
   ring; for small ones the cheapest of the ring, direct sends and Rabenseifner
@@ -30,7 +31,7 @@ from ..errors import ConfigError
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_gather": ("auto", "ring", "rd", "direct", "hierarchical"),
-    "reduce_scatter": ("auto", "ring", "rh", "direct"),
+    "reduce_scatter": ("auto", "ring", "rh", "direct", "hierarchical"),
     "all_to_all": ("pairwise",),
     "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
                   "scatter_direct"),
@@ -141,7 +142,7 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
         return algo
     if kind in ("all_gather", "reduce_scatter"):
         if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
-            if kind == "all_gather" and hosts is not None and costs.topology is not None:
+            if hosts is not None and costs.topology is not None:
                 groups = local_groups(costs.topology, tuple(hosts))
                 if groups is not None and groups.faster_inside:
                     return "hierarchical"

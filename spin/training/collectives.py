@@ -7,7 +7,8 @@ the all-gather's output, the reduce-scatter's and all-to-all's input, the broadc
   block around its rail, then every rail's blocks around each local group: a NIC carries
   (M-1)/n S instead of the ring's (n-1)/n S, ``spin.collectives.hierarchical``).
 * reduce-scatter: the ring's first half, each received block reduced into the data; or
-  recursive halving; or direct sends of each block to its owner.
+  recursive halving; or direct sends of each block to its owner; or hierarchical rings (each
+  group sums its rails' blocks, then each rail sums its ranks' blocks).
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
   as NCCL posts them) and waits for the n-1 it is owed.
 * broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
@@ -32,8 +33,8 @@ consecutive calls of theirs alternate QP blocks (``spin.training.plan``), since 
 only start at a rank once every rank has finished the call before the previous one."""
 from __future__ import annotations
 
-from ..collectives.common import Builder, align, block_counts, offsets
-from ..collectives.hierarchical import ring_all_gather
+from ..collectives.common import ALIGN_BYTES, Builder, align, block_counts, offsets
+from ..collectives.hierarchical import ring_all_gather, ring_reduce_scatter
 from ..collectives.locality import groups_or_whole
 from ..collectives.ring import chunk_bytes, chunk_ranges
 from .collective_choice import PathCosts, resolve
@@ -63,8 +64,9 @@ def memory_needed(kind: str, n: int, nbytes: int) -> int:
     """Host bytes per rank its layout needs (data, and scratch or output regions)."""
     count = elements(nbytes)
     blk = align(max(block_counts(count, n)) * WIDTH)
+    # the hierarchy's g-1 regions of M blocks and M-1 of one may each round up once more
     return {"all_gather": align(count * WIDTH),
-            "reduce_scatter": align(count * WIDTH) + (n - 1) * blk,
+            "reduce_scatter": align(count * WIDTH) + (n - 1) * blk + n * ALIGN_BYTES,
             "all_to_all": 2 * align(count * WIDTH),
             "broadcast": align(count * WIDTH),
             "barrier": align(BARRIER_BYTES)}[kind]
@@ -126,6 +128,32 @@ def _all_gather_hierarchical(b: Builder, n: int, count: int) -> None:
         g = len(group)
         ring_all_gather(b, group, 0, [[(off[x], counts[x]) for x in rails[(q - 1) % g]]
                                       for q in range(g)], 0, rail_chunk)
+
+
+def _reduce_scatter_hierarchical(b: Builder, n: int, count: int) -> None:
+    """Rank r ends with the sum of block r (as recursive halving leaves it): a ring
+    reduce-scatter in each local group (QP +0) leaves group position p with the group's sum
+    of rail p's blocks, then a ring reduce-scatter along each rail (QP +1) leaves each rank
+    its own. A NIC carries (M-1)/n S, the ring's (n-1)/n S crossing the fast group links.
+    Scratch: g-1 regions of a rail's blocks, then M-1 of a block (n-1 blocks in all, as the
+    ring's)."""
+    loc = groups_or_whole(b.sc.topology, b.hosts)
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    g, m = loc.size, len(loc.groups)
+    rails, blk = loc.rails, align(max(counts) * WIDTH)
+    scratch = align(count * WIDTH)
+    group_region = align(m * max(counts) * WIDTH)
+    set_chunk = chunk_bytes(b.sc, m * max(counts) * WIDTH)
+    for group in loc.groups:      # set q: rail (q - 1) mod g, left at group position q - 1
+        ring_reduce_scatter(b, group, 0, [[(off[x], counts[x]) for x in rails[(q - 1) % g]]
+                                          for q in range(g)], scratch, group_region, 0,
+                            set_chunk)
+    rail_scratch = scratch + (g - 1) * group_region
+    for rail in rails if m > 1 else ():      # set q: rank rail[q - 1]'s block
+        ring_reduce_scatter(b, rail, 0, [[(off[rail[(q - 1) % m]], counts[rail[(q - 1) % m]])]
+                                         for q in range(m)], rail_scratch, blk, 1,
+                            chunk_bytes(b.sc, max(counts) * WIDTH))
 
 
 def _reduce_scatter(b: Builder, n: int, count: int) -> None:
@@ -442,6 +470,7 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("all_gather", "direct"): _all_gather_direct,
             ("all_gather", "hierarchical"): _all_gather_hierarchical,
             ("reduce_scatter", "direct"): _reduce_scatter_direct,
+            ("reduce_scatter", "hierarchical"): _reduce_scatter_hierarchical,
             ("all_to_all", "pairwise"): _all_to_all,
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
             ("broadcast", "scatter_ring"): _broadcast_scatter_ring,
