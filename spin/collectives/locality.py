@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 
-
 @dataclass(frozen=True)
 class Locality:
     """Ranks (indices into the collective's hosts) in local groups, each in rank order, and
