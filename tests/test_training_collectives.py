@@ -48,9 +48,12 @@ def _inputs(n: int, nbytes: int = NBYTES) -> np.ndarray:
 
 ALL_GATHER_CASES = [(n, a, p) for n in (4, 5, 8) for a in ("ring", "rd", "direct")
                     for p in PRESETS if a != "rd" or not n & (n - 1)]
+# on a star the hierarchy has one group: the flat ring (tests/test_hierarchical_collectives.py
+# runs it on a rail-optimised fabric); for reduce-scatter too
+HIERARCHY_ON_A_STAR = [(n, "hierarchical", p) for n in (4, 5) for p in PRESETS]
 
 
-@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES)
+@pytest.mark.parametrize("n,algo,preset", ALL_GATHER_CASES + HIERARCHY_ON_A_STAR)
 def test_all_gather_gives_every_rank_every_block(n, algo, preset):
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
@@ -61,16 +64,16 @@ def test_all_gather_gives_every_rank_every_block(n, algo, preset):
 
 
 @pytest.mark.parametrize("n,algo,preset", [(n, a.replace("rd", "rh"), p)
-                                           for n, a, p in ALL_GATHER_CASES])
+                                           for n, a, p in ALL_GATHER_CASES + HIERARCHY_ON_A_STAR])
 def test_reduce_scatter_leaves_each_rank_one_summed_block(n, algo, preset):
     """Ring order: rank r ends with the sum of block (r + 1) mod n (``spin.collectives.ring``);
-    recursive halving: with block r."""
+    recursive halving, direct and hierarchical: with block r."""
     x = _inputs(n)
     counts = block_counts(x.shape[1], n)
     off = offsets(counts)
     total = x.sum(axis=0)
     for r, mem in enumerate(_run("reduce_scatter", n, x, algo=algo, preset=preset)):
-        b = (r + 1) % n if algo == "ring" else r          # rh and direct: block r
+        b = (r + 1) % n if algo == "ring" else r          # the others: block r
         assert np.array_equal(mem[off[b]:off[b + 1]], total[off[b]:off[b + 1]])
 
 
@@ -85,11 +88,13 @@ def _costs(preset: str) -> PathCosts:
     ("all_gather", 64, 1 << 20, "network", "direct"),
     ("reduce_scatter", 6, 1 << 16, "network", "direct"),
     ("broadcast", 8, 8 << 10, "gpu", "binomial"),
-    ("broadcast", 8, 64 << 20, "network", "double_tree"),
-    ("broadcast", 4, 64 << 20, "network", "chain"),
-    ("broadcast", 512, 1 << 20, "network", "double_tree"),
+    ("broadcast", 8, 64 << 20, "network", "scatter_direct"),
+    ("broadcast", 64, 64 << 20, "network", "double_tree"),
+    ("broadcast", 4, 64 << 20, "network", "scatter_direct"),
+    ("broadcast", 512, 1 << 20, "network", "scatter_direct"),
+    ("broadcast", 8, 1 << 20, "gpu", "double_tree"),
     ("broadcast", 512, 1 << 20, "cpu", "scatter_rd"),
-    ("broadcast", 9, 64 << 20, "cpu", "scatter_ring"),
+    ("broadcast", 9, 64 << 20, "cpu", "scatter_direct"),
     ("broadcast", 4, 1 << 20, "cpu", "binomial")])
 def test_auto_picks_by_size_ranks_and_pipelining(kind, n, nbytes, preset, want):
     assert resolve(kind, "auto", n, nbytes, _costs(preset)) == want
@@ -100,7 +105,8 @@ def test_auto_broadcast_is_the_fastest_of_its_choices():
     where latency counts and at one where it does not."""
     for nbytes in (256 << 10, 16 << 20):
         times = {a: _broadcast_time(16, nbytes, a)
-                 for a in ("binomial", "chain", "double_tree", "scatter_ring", "scatter_rd")}
+                 for a in ("binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
+                           "scatter_direct")}
         picked = resolve("broadcast", "auto", 16, nbytes, _costs("network"))
         assert times[picked] == min(times.values()), (nbytes, picked, times)
 
@@ -148,7 +154,8 @@ def test_a_recursive_algorithm_on_a_group_of_six_is_refused_by_name():
     with pytest.raises(ConfigError, match="all_gather algorithm='rd' needs a power-of-two "
                                           "group; this one has 6 ranks"):
         resolve("all_gather", "rd", 6, 1 << 10, _costs("cpu"))
-    with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, double_tree, scatter_ring, scatter_rd"):
+    with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, double_tree, scatter_ring, "
+                                          "scatter_rd, scatter_direct"):
         resolve("broadcast", "pipeline", 6, 1 << 10, _costs("cpu"))
 
 
@@ -169,7 +176,7 @@ def test_all_to_all_delivers_block_p_of_rank_r_to_rank_p(n):
 
 @pytest.mark.parametrize("n,algo,preset", [
     (n, a, p) for n in (4, 5, 8, 9) for a in ("binomial", "chain", "double_tree", "scatter_ring",
-                                                "scatter_rd")
+                                                "scatter_rd", "scatter_direct")
     for p in PRESETS if a != "scatter_rd" or not n & (n - 1)])
 def test_broadcast_copies_the_roots_buffer_everywhere(n, algo, preset):
     x = _inputs(n, 200_000)           # gpu hosts: the chain moves it in chunks
@@ -186,19 +193,23 @@ def test_barrier_releases_no_rank_before_the_last_arrives():
     assert min(ends) > 20_000_000 and late.collectives[0].algo == "dissemination"
 
 
-@pytest.mark.parametrize("kind", ("all_gather", "all_to_all"))
+@pytest.mark.parametrize("kind", ("all_gather", "all_to_all", "broadcast"))
 def test_consecutive_calls_with_many_senders_per_qp_alternate_qp_blocks(kind):
-    """Where a rank hears every sender on one QP (direct, pairwise), a fast rank's next call
-    could be counted as the slow one's current call: consecutive calls take alternate QP
-    blocks, and the step still replays, with rank 3 late to each call."""
+    """Where a rank hears every sender on one QP (direct, pairwise, scatter_direct's relays),
+    a fast rank's next call could be counted as the slow one's current call: consecutive
+    calls take alternate QP
+    blocks, and the step still replays, with rank 3 late to each call (a broadcast's root
+    waits for no one)."""
     n = 4
     ops = tuple(TraceOp(i + 1, COLLECTIVE, collective=kind, nbytes=4096,
                         deps=(i,) if i else ()) for i in range(3))
     trace = StepTrace(kind, "test", tuple(RankTrace(r, f"r{r}", ops) for r in range(n)))
-    per_kind = {kind: "direct"} if kind == "all_gather" else {}
+    per_kind = {"all_gather": {kind: "direct"}, "broadcast": {kind: "scatter_direct"}
+                }.get(kind, {})
     plan = plan_replay(trace, "ring", per_kind, 1 << 30)
     qps = [c.qp for c in plan.calls]
     assert qps[0] != qps[1] and qps[2] == qps[0]
     rep = replay(trace, config=ReplayConfig(per_kind=per_kind,
                                             compute=ComputeModel(delay_us={3: 5.0})))
-    assert len(rep.collectives) == 3 and all(s.end_ps > 5_000_000 for s in rep.spans)
+    waiting = [s for s in rep.spans if kind != "broadcast" or s.rank != 0]
+    assert len(rep.collectives) == 3 and waiting and all(s.end_ps > 5_000_000 for s in waiting)

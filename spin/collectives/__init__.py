@@ -4,7 +4,8 @@ one on a topology and reports time, algbw/busbw, host CPU, bytes on the wire and
 
 Host baselines: ``ring``, ``ring2d`` (two-dimensional rings over every port of a HammingMesh
 accelerator), ``rd`` (recursive doubling), ``rabenseifner``, ``direct`` (every block straight
-to its owner: two steps of latency). NIC-offloaded (sPIN
+to its owner: two steps of latency), ``hierarchical`` (rings within each server, across the
+rails, within each server again: ``spin.collectives.hierarchical``). NIC-offloaded (sPIN
 handlers, ``spin.collectives.nic``): ``nic``, ``nic-int8``, ``nic-sparse``, ``nic-sparse-hash``;
 ``nic-ring2d`` (``spin.collectives.nic_ring2d``).
 In the switches: ``switch`` (SwitchML-style aggregation, ``spin.collectives.switch``; floats
@@ -21,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..registry import Registry
-from . import direct, nic, nic_ring2d, rabenseifner, recursive_doubling, ring, ring2d, switch
+from . import (direct, hierarchical, nic, nic_ring2d, rabenseifner, recursive_doubling, ring,
+               ring2d, switch)
 from .common import DTYPES, AllreducePlan, reliable_transport
 
 __all__ = ["ALGORITHMS", "DTYPES", "Algorithm", "AllreducePlan", "algorithm"]
@@ -64,6 +66,8 @@ ALGORITHMS: Registry[Algorithm] = Registry("allreduce algorithm", (
               rabenseifner.plan_memory, recovery=reliable_transport),
     Algorithm("direct", "direct (every block straight to its owner, both phases)",
               direct.build, direct.plan_memory, recovery=reliable_transport),
+    Algorithm("hierarchical", "hierarchical rings (within servers, across rails, within servers)",
+              hierarchical.build, hierarchical.plan_memory, recovery=reliable_transport),
     Algorithm("ring2d", "two-dimensional rings (HammingMesh; streams over every port)",
               ring2d.build, ring2d.plan_memory, recovery=reliable_transport),
     *(_nic_variant(name, mode) for name, mode in nic.VARIANTS.items()),

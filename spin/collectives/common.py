@@ -12,6 +12,10 @@ receiver still reads (argued per algorithm), so no message overwrites data still
 Reductions are ``HostProgram.reduce`` ops: int32/float32 run the engine's operators; the 16-bit
 types run a numpy operator through the function path, charged the same
 ``HostConfig.reduce_ps_per_byte`` per input byte, so every baseline pays the host cost model.
+With ``Scenario.payload = "generated"`` no host keeps the bytes, so a reduction is its time
+alone: a ``compute`` of exactly what the reduce op is charged (the virtual times match a stored
+run's to the picosecond), and the run allocates no host memory: a collective too large to
+store (512 ranks of 64 MiB need 32 GiB of inputs alone) can still be timed.
 """
 from __future__ import annotations
 
@@ -131,6 +135,12 @@ class AllreducePlan:
         return [(h, self.result_addr, self.count, self.storage_dtype) for h in self.hosts]
 
 
+def reduce_ps(nbytes: int, ps_per_byte: float) -> int:
+    """What a host reduce of ``nbytes`` of input is charged (ps), rounded as the engine rounds
+    it (``nic_emulator.host``: milli-picoseconds per byte, rounded up)."""
+    return (nbytes * int(round(ps_per_byte * 1000)) + 999) // 1000
+
+
 class Builder:
     """Emits one rank's ops with the plan's element type: ``reduce`` picks the engine operator or
     the 16-bit function, zero-length transfers are skipped on both sides (both know the sizes),
@@ -160,11 +170,17 @@ class Builder:
             self.progs[rank].wait_recv(qp=self.qp_base + step)
 
     def reduce(self, rank: int, dst: int, src: int, count: int) -> None:
-        """dst += src over ``count`` elements (byte addresses)."""
+        """dst += src over ``count`` elements (byte addresses); with generated payload, the
+        reduction's time only (see the module's docstring)."""
         if count <= 0:
             return
         prog = self.progs[rank]
-        if self.dtype in _SUM16:
+        if self.sc.payload == "generated":
+            nbytes, rate = count * self.width, self.sc.host.reduce_ps_per_byte
+            # the function path charges its compute unrounded, the engine's op rounded up
+            prog.compute(nbytes * rate / 1000 if self.dtype in _SUM16
+                         else reduce_ps(nbytes, rate) / 1000)
+        elif self.dtype in _SUM16:
             prog.reduce(dst, src, count, DTYPES[self.dtype], op=_SUM16[self.dtype],
                         ps_per_byte=self.sc.host.reduce_ps_per_byte)
         else:

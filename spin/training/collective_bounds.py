@@ -10,6 +10,9 @@ all-gather, reduce-scatter and all-to-all move (n-1)/n S through each rank's lin
 2(n-1)/n S, and a broadcast S through every receiver's link.
 
 Times are from the ranks' marks (first start to last end), not from the run's last event.
+Payload is generated (no host memory) unless the hosts add it (reduce-scatter, all-reduce);
+those too run with generated payload when asked (``payload``), their reductions then timed but
+not computed (``spin.collectives.common``), for sizes whose bytes this machine cannot hold.
 """
 from __future__ import annotations
 
@@ -18,11 +21,12 @@ from dataclasses import asdict, dataclass
 from ..collectives.measure import lossless, measure
 from ..collectives.theory import streaming_ring_bound
 from ..config import EngineConfig, HostConfig, NicConfig, SwitchConfig
+from ..errors import ConfigError
 from ..runs import run
 from ..describe.scenario import Scenario
 from ..topology import Topology
 from . import collectives as other
-from .collective_choice import LOG_STEP_MAX_BLOCK_BYTES, PathCosts
+from .collective_choice import PathCosts, resolve, resolve_allreduce
 
 KINDS = ("all_gather", "reduce_scatter", "all_to_all", "broadcast", "all_reduce")
 PRESET = "network"
@@ -40,6 +44,7 @@ class BoundRow:
     time_us: float
     bound_us: float
     packet_events: int
+    payload: str = "generated"     # "stored": the hosts kept (and added) the bytes
 
     @property
     def ratio(self) -> float:
@@ -80,53 +85,64 @@ def stored(kind: str) -> bool:
 
 
 def allreduce_algorithm(n: int, nbytes: int) -> str:
-    """The ring for large blocks; for small blocks the cheapest of the ring, direct sends and
-    (power-of-two groups) Rabenseifner, as the other collectives choose: an all-reduce is a
-    reduce-scatter and an all-gather, each estimated by ``PathCosts.small_blocks_ns``."""
-    if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
-        return "ring"
+    """What "auto" picks on the star (``resolve_allreduce``): the ring for large blocks; for
+    small blocks the cheapest of the ring, direct sends and (power-of-two groups)
+    Rabenseifner, as the other collectives choose."""
     costs = PathCosts.of(Topology.star(n), HostConfig.preset(PRESET), NicConfig(),
                          SwitchConfig())
-    steps = {"ring": "ring", "direct": "direct"}
-    if not n & (n - 1):
-        steps["rabenseifner"] = "rd"
-    return min(steps, key=lambda a: costs.small_blocks_ns(steps[a], n, nbytes))
+    return resolve_allreduce(n, nbytes, costs, tuple(range(n)))
 
 
 def _engine(n: int, messages: int) -> EngineConfig:
-    """Tables sized for ``n`` hosts and ``messages`` posted at once."""
+    """Tables sized for ``n`` hosts and ``messages`` posted at once (in all): a message in
+    flight may hold an event and a frame slot."""
     engine = EngineConfig.for_fabric(n)
     return engine.model_copy(update={
         "max_tx_messages": max(engine.max_tx_messages, messages),
-        "max_rx_messages": max(engine.max_rx_messages, messages)})
+        "max_rx_messages": max(engine.max_rx_messages, messages),
+        "max_events_pending": max(engine.max_events_pending, 2 * messages),
+        "buffer_slots": max(engine.buffer_slots, 2 * messages)})
 
 
-def measure_bound(kind: str, n: int, nbytes: int) -> BoundRow:
-    """Run ``kind`` of ``nbytes`` per rank on a star of ``n`` network-preset hosts."""
+def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None) -> BoundRow:
+    """Run ``kind`` of ``nbytes`` per rank on a star of ``n`` network-preset hosts, with
+    ``payload`` stored or generated (None: stored where the hosts add the bytes, as
+    ``stored`` says; a stored all-reduce's sums are checked)."""
     host = HostConfig.preset(PRESET)
-    if kind == "all_reduce":
+    payload = payload or ("stored" if stored(kind) else "generated")
+    if payload not in ("stored", "generated"):
+        raise ConfigError(f"payload={payload!r}; valid choices: stored, generated")
+    if kind == "all_reduce" and payload == "stored":
         name = allreduce_algorithm(n, nbytes)
         m = measure(name, n, nbytes, host=host, engine=_engine(n, 2 * n * (n - 1)))
         if not m.correct:
             raise AssertionError(f"{name} all-reduce on {n} ranks gave a wrong sum")
         sc = Scenario(Topology.star(n), host=host)
         return BoundRow(kind, name, n, nbytes, m.time_ps / 1e6, bound_us(sc, kind, n, nbytes),
-                        m.packet_events)
+                        m.packet_events, payload)
     memory = host_memory_bytes(kind, n, nbytes)
+    sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
+                  switch=lossless())
     # all posted at once: all-to-all, and the direct all-gather and reduce-scatter
     messages = n * (n - 1) if kind in ("all_to_all", "all_gather", "reduce_scatter") else 0
-    engine = _engine(n, messages)
-    sc = Scenario(Topology.star(n), host=host.model_copy(update={"memory_bytes": memory}),
-                  switch=lossless(), engine=engine)
-    if not stored(kind):
-        sc.payload = "generated"           # timing only: nothing reads the bytes
+    if kind == "broadcast" and resolve(kind, "auto", n, nbytes,
+                                       PathCosts.of_scenario(sc)) == "scatter_direct":
+        messages = n * other.scatter_direct_messages(sc, n, nbytes)
+    sc.engine = _engine(n, messages)
+    sc.payload = payload           # generated: timing only, nothing reads the bytes
     hosts = tuple(range(n))
-    for r in hosts:
-        sc.host_program(r).mark("start")
-    name = other.build(kind, sc, hosts, nbytes, qp=0)
-    for r in hosts:
-        sc.host_program(r).mark("end")
+    if kind == "all_reduce":       # generated: built directly, its sums left unchecked
+        from ..collectives import algorithm
+        name = allreduce_algorithm(n, nbytes)
+        sc.engine = _engine(n, 2 * n * (n - 1))
+        algorithm(name).build(sc, nbytes // 4, "float32", hosts=hosts)
+    else:
+        for r in hosts:
+            sc.host_program(r).mark("start")
+        name = other.build(kind, sc, hosts, nbytes, qp=0)
+        for r in hosts:
+            sc.host_program(r).mark("end")
     result = run(sc).require_finished()
     t = max(result.mark("end", r) for r in hosts) - min(result.mark("start", r) for r in hosts)
     return BoundRow(kind, name, n, nbytes, t / 1e6, bound_us(sc, kind, n, nbytes),
-                    result.packet_events)
+                    result.packet_events, payload)

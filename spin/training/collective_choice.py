@@ -7,23 +7,34 @@ in kind (the broadcasts).
   power-of-two groups (log2 n steps where a step's latency outweighs its block on the wire), or
   direct sends (every rank sends each block straight to its owner: one step of latency, n-1
   messages per rank) where the hosts' per-message overheads are cheaper than those steps; the
-  ring (bandwidth-optimal, every link busy) for large blocks.
+  ring (bandwidth-optimal, every link busy) for large blocks, or where the ranks sit in local
+  groups with faster links inside (servers on a rail-optimised fabric,
+  ``spin.collectives.locality``) the hierarchical rings, which put only 1/g of the ring's
+  bytes on the links between groups.
+* all-reduce ("auto" where a trace or ``--algo`` asks for it): for large blocks the
+  hierarchical rings where the ranks sit in local groups with faster links inside, else the
+  ring; for small ones the cheapest of the ring, direct sends and Rabenseifner
+  (``resolve_allreduce``).
 * broadcast: a binomial tree below 12 KiB, as MPICH; above it the cheapest of the tree, a chain
-  and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), and van de
-  Geijn's scatter + all-gather by recursive doubling or by a ring.
+  and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), van de
+  Geijn's scatter + all-gather by recursive doubling or by a ring, and the scatter + direct
+  all-gather pipelined by chunk (two hops of latency whatever n, but the last relay starts
+  n-1 chunks late: it wins while that ramp is shorter than the tree's extra hops).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..collectives.locality import local_groups
 from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "all_gather": ("auto", "ring", "rd", "direct"),
-    "reduce_scatter": ("auto", "ring", "rh", "direct"),
+    "all_gather": ("auto", "ring", "rd", "direct", "hierarchical"),
+    "reduce_scatter": ("auto", "ring", "rh", "direct", "hierarchical"),
     "all_to_all": ("pairwise",),
-    "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd"),
+    "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
+                  "scatter_direct"),
     "barrier": ("dissemination",),
 }
 POWER_OF_TWO_ONLY = ("rd", "rh", "scatter_rd")
@@ -33,6 +44,8 @@ POWER_OF_TWO_ONLY = ("rd", "rh", "scatter_rd")
 # (MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE, REDSCAT_COMMUTATIVE_LONG_MSG_SIZE): the same point on 8 ranks.
 LOG_STEP_MAX_BLOCK_BYTES = 64 * 1024
 BCAST_SHORT_BYTES = 12 * 1024    # MPICH's MPIR_CVAR_BCAST_SHORT_MSG_SIZE: a tree below it
+SCATTER_CHUNKS_PER_PIECE = 64    # scatter + direct broadcast: chunks per relay's piece
+OVERHEAD_SHARE = 0.1    # per-message host overheads: at most this share of a chunk's wire time
 
 
 @dataclass(frozen=True)
@@ -45,21 +58,39 @@ class PathCosts:
     bytes_per_ns: float
     pipelined: bool
     overhead_ns: float = 0.0     # host time per message (send and receive overheads)
+    frame_bytes: int = 1024      # payload bytes per frame (EngineConfig.mtu_bytes)
+    pause_bytes: int = 32 * 1024     # a switch port's PFC pause threshold (pfc_xoff_bytes)
+    chunk_cap_bytes: int = 0     # HostConfig.pipeline_chunk_bytes
+    topology: object = field(default=None, compare=False, repr=False)   # for local groups
 
     @classmethod
-    def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig) -> PathCosts:
-        """The costs of ``topology`` with these configs."""
+    def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig,
+           mtu_bytes: int = 1024) -> PathCosts:
+        """The costs of ``topology`` with these configs (``mtu_bytes``: the engine's)."""
         links = [link.config for link in topology.links]
         link_ns = max((c.latency_ns for c in links), default=0.0)
         rate_gbps = min((c.rate_gbps for c in links), default=1)
         alpha = (host.send_overhead_ns + host.recv_overhead_ns + 3 * nic.pcie_latency_ns
                  + 2 * link_ns + switch.latency_ns)
         return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0,
-                   host.send_overhead_ns + host.recv_overhead_ns)
+                   host.send_overhead_ns + host.recv_overhead_ns, mtu_bytes,
+                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology)
 
     @classmethod
     def of_scenario(cls, scenario) -> PathCosts:
-        return cls.of(scenario.topology, scenario.host, scenario.nic, scenario.switch)
+        return cls.of(scenario.topology, scenario.host, scenario.nic, scenario.switch,
+                      scenario.engine.mtu_bytes)
+
+    def scatter_chunk_bytes(self, n: int, nbytes: int) -> int:
+        """Chunk of the scatter + direct broadcast (0: pieces whole), as
+        ``spin.training.collectives.scatter_direct_chunk_bytes`` cuts it."""
+        if not self.pipelined:
+            return 0
+        floor = max(self.frame_bytes, int(self.overhead_ns * self.bytes_per_ns / OVERHEAD_SHARE))
+        cap = min(self.chunk_cap_bytes, max(floor, self.pause_bytes // 4))
+        piece = -(-nbytes // max(1, n - 1))
+        chunk = min(cap, max(floor, -(-piece // SCATTER_CHUNKS_PER_PIECE)))
+        return max(self.frame_bytes, chunk // self.frame_bytes * self.frame_bytes)
 
     def small_blocks_ns(self, algo: str, n: int, nbytes: int) -> float:
         """Estimated time of an all-gather or reduce-scatter of small blocks: log2 n steps
@@ -84,12 +115,19 @@ class PathCosts:
             return 2 * t + n * a
         if algo == "scatter_rd":
             return 2 * t + (log_n + 1) * a
+        if algo == "scatter_direct":       # two hops; relay q starts q chunks late
+            piece = nbytes / max(1, n - 1)
+            chunk = self.scatter_chunk_bytes(n, nbytes) or piece
+            sends = (n - 2) * -(-piece // chunk)          # messages per relay
+            return max(t, sends * self.overhead_ns) + (n - 1) * chunk / self.bytes_per_ns + 2 * a
         return log_n * (t + a)                                  # binomial
 
 
-def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
-    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``algo``
-    itself (checked), or for "auto" the choice above."""
+def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
+            hosts: tuple[int, ...] | None = None) -> str:
+    """The algorithm that runs a ``kind`` collective of ``nbytes`` on ``n`` ranks (on
+    ``hosts`` of ``costs.topology``, where known): ``algo`` itself (checked), or for "auto"
+    the choice above."""
     if algo == "auto" and ALGORITHMS[kind][0] != "auto":
         return ALGORITHMS[kind][0]      # one algorithm only
     if algo not in ALGORITHMS[kind]:
@@ -104,12 +142,35 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts) -> str:
         return algo
     if kind in ("all_gather", "reduce_scatter"):
         if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
+            if hosts is not None and costs.topology is not None:
+                groups = local_groups(costs.topology, tuple(hosts))
+                if groups is not None and groups.faster_inside:
+                    return "hierarchical"
             return "ring"
         log = "rd" if kind == "all_gather" else "rh"
         candidates = ["ring", "direct"] + ([log] if power_of_two else [])
         return min(candidates, key=lambda a: costs.small_blocks_ns(a, n, nbytes))
     if nbytes < BCAST_SHORT_BYTES or n < 3:
         return "binomial"
-    candidates = ["binomial", "chain", "double_tree", "scatter_ring"] + (
+    candidates = ["binomial", "chain", "double_tree", "scatter_ring", "scatter_direct"] + (
         ["scatter_rd"] if power_of_two else [])
     return min(candidates, key=lambda a: costs.broadcast_ns(a, n, nbytes))
+
+
+def resolve_allreduce(n: int, nbytes: int, costs: PathCosts,
+                      hosts: tuple[int, ...] | None = None) -> str:
+    """The all-reduce "auto" runs: for large blocks the hierarchical rings where ``hosts`` of
+    ``costs.topology`` sit in local groups with faster links inside (a NIC then carries 1/g
+    of the ring's bytes), else the ring; for small blocks the cheapest of the ring, direct
+    sends and (power-of-two groups) Rabenseifner, each a reduce-scatter and an all-gather as
+    ``PathCosts.small_blocks_ns`` estimates them."""
+    if n <= 2 or -(-nbytes // n) > LOG_STEP_MAX_BLOCK_BYTES:
+        if hosts is not None and costs.topology is not None and n > 2:
+            groups = local_groups(costs.topology, tuple(hosts))
+            if groups is not None and groups.faster_inside:
+                return "hierarchical"
+        return "ring"
+    steps = {"ring": "ring", "direct": "direct"}
+    if not n & (n - 1):
+        steps["rabenseifner"] = "rd"
+    return min(steps, key=lambda a: costs.small_blocks_ns(steps[a], n, nbytes))

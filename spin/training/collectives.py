@@ -3,15 +3,18 @@
 the all-gather's output, the reduce-scatter's and all-to-all's input, the broadcast's buffer.
 
 * all-gather: the ring's second half (Patarasuk & Yuan, 2009): n-1 steps, S/n per step; or
-  recursive doubling; or direct sends of each block to every rank.
+  recursive doubling; or direct sends of each block to every rank; or hierarchical rings (each
+  block around its rail, then every rail's blocks around each local group: a NIC carries
+  (M-1)/n S instead of the ring's (n-1)/n S, ``spin.collectives.hierarchical``).
 * reduce-scatter: the ring's first half, each received block reduced into the data; or
-  recursive halving; or direct sends of each block to its owner.
+  recursive halving; or direct sends of each block to its owner; or hierarchical rings (each
+  group sums its rails' blocks, then each rail sums its ranks' blocks).
 * all-to-all: every rank posts its n-1 blocks of S/n at once (pairwise order r+1, r+2, ...,
   as NCCL posts them) and waits for the n-1 it is owed.
 * broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
   chain in chunks (NCCL's ring broadcast), two binary trees in chunks (NCCL's double binary
   tree), or van de Geijn's scatter + all-gather, by a ring or by recursive doubling (MPICH's
-  for long buffers).
+  for long buffers), or by direct sends pipelined chunk by chunk (two hops of latency).
 * barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
 
 ``spin.training.collective_choice`` picks among them by size when a trace does not name one.
@@ -30,7 +33,9 @@ consecutive calls of theirs alternate QP blocks (``spin.training.plan``), since 
 only start at a rank once every rank has finished the call before the previous one."""
 from __future__ import annotations
 
-from ..collectives.common import Builder, align, block_counts, offsets
+from ..collectives.common import ALIGN_BYTES, Builder, align, block_counts, offsets
+from ..collectives.hierarchical import ring_all_gather, ring_reduce_scatter
+from ..collectives.locality import groups_or_whole
 from ..collectives.ring import chunk_bytes, chunk_ranges
 from .collective_choice import PathCosts, resolve
 
@@ -51,15 +56,17 @@ def qps_needed(kind: str, n: int, algo: str = "") -> int:
     rounds = max(1, (n - 1).bit_length())
     if kind == "barrier" or algo in ("rd", "rh"):
         return rounds
-    return {"scatter_ring": 2, "double_tree": 2, "scatter_rd": rounds + 1}.get(algo, 1)
+    return {"scatter_ring": 2, "double_tree": 2, "scatter_direct": 2, "hierarchical": 2,
+            "scatter_rd": rounds + 1}.get(algo, 1)
 
 
 def memory_needed(kind: str, n: int, nbytes: int) -> int:
     """Host bytes per rank its layout needs (data, and scratch or output regions)."""
     count = elements(nbytes)
     blk = align(max(block_counts(count, n)) * WIDTH)
+    # the hierarchy's g-1 regions of M blocks and M-1 of one may each round up once more
     return {"all_gather": align(count * WIDTH),
-            "reduce_scatter": align(count * WIDTH) + (n - 1) * blk,
+            "reduce_scatter": align(count * WIDTH) + (n - 1) * blk + n * ALIGN_BYTES,
             "all_to_all": 2 * align(count * WIDTH),
             "broadcast": align(count * WIDTH),
             "barrier": align(BARRIER_BYTES)}[kind]
@@ -70,7 +77,7 @@ def build(kind: str, scenario, hosts: tuple[int, ...], nbytes: int, qp: int,
     """Append collective ``kind`` of ``nbytes`` over ``hosts`` (rank order) to their programs
     with ``algo`` (see ``resolve``); returns the algorithm that was built."""
     n = len(hosts)
-    name = resolve(kind, algo, n, nbytes, PathCosts.of_scenario(scenario))
+    name = resolve(kind, algo, n, nbytes, PathCosts.of_scenario(scenario), hosts)
     b = Builder(scenario, hosts, DTYPE, qp, qps_needed(kind, n, name))
     BUILDERS[(kind, name)](b, n, elements(nbytes))
     return name
@@ -100,6 +107,53 @@ def _all_gather(b: Builder, n: int, count: int) -> None:
                 b.recv(r, 0, c)
                 if s < n - 2:
                     send(r, in_blk, lo, c)
+
+
+def _all_gather_hierarchical(b: Builder, n: int, count: int) -> None:
+    """Each rank's block goes around its rail first (QP +1: the i-th ranks of every local
+    group; ring position q starts with set (q + 1) mod k, rank rail[q]'s block), then each
+    rank passes its rail's blocks around its group (QP +0), in place. Ranks without local
+    groups are one group: the ring."""
+    loc = groups_or_whole(b.sc.topology, b.hosts)
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    rails = loc.rails
+    block_chunk = chunk_bytes(b.sc, max(counts) * WIDTH)
+    for rail in rails if len(loc.groups) > 1 else ():
+        k = len(rail)
+        ring_all_gather(b, rail, 0, [[(off[rail[(q - 1) % k]], counts[rail[(q - 1) % k]])]
+                                     for q in range(k)], 1, block_chunk)
+    rail_chunk = chunk_bytes(b.sc, len(rails[0]) * max(counts) * WIDTH)
+    for group in loc.groups:   # group position p holds rail p's blocks
+        g = len(group)
+        ring_all_gather(b, group, 0, [[(off[x], counts[x]) for x in rails[(q - 1) % g]]
+                                      for q in range(g)], 0, rail_chunk)
+
+
+def _reduce_scatter_hierarchical(b: Builder, n: int, count: int) -> None:
+    """Rank r ends with the sum of block r (as recursive halving leaves it): a ring
+    reduce-scatter in each local group (QP +0) leaves group position p with the group's sum
+    of rail p's blocks, then a ring reduce-scatter along each rail (QP +1) leaves each rank
+    its own. A NIC carries (M-1)/n S, the ring's (n-1)/n S crossing the fast group links.
+    Scratch: g-1 regions of a rail's blocks, then M-1 of a block (n-1 blocks in all, as the
+    ring's)."""
+    loc = groups_or_whole(b.sc.topology, b.hosts)
+    counts = block_counts(count, n)
+    off = offsets(counts)
+    g, m = loc.size, len(loc.groups)
+    rails, blk = loc.rails, align(max(counts) * WIDTH)
+    scratch = align(count * WIDTH)
+    group_region = align(m * max(counts) * WIDTH)
+    set_chunk = chunk_bytes(b.sc, m * max(counts) * WIDTH)
+    for group in loc.groups:      # set q: rail (q - 1) mod g, left at group position q - 1
+        ring_reduce_scatter(b, group, 0, [[(off[x], counts[x]) for x in rails[(q - 1) % g]]
+                                          for q in range(g)], scratch, group_region, 0,
+                            set_chunk)
+    rail_scratch = scratch + (g - 1) * group_region
+    for rail in rails if m > 1 else ():      # set q: rank rail[q - 1]'s block
+        ring_reduce_scatter(b, rail, 0, [[(off[rail[(q - 1) % m]], counts[rail[(q - 1) % m]])]
+                                         for q in range(m)], rail_scratch, blk, 1,
+                            chunk_bytes(b.sc, max(counts) * WIDTH))
 
 
 def _reduce_scatter(b: Builder, n: int, count: int) -> None:
@@ -322,6 +376,62 @@ def _broadcast_scatter_ring(b: Builder, n: int, count: int) -> None:
             b.recv(q + 1, 0, counts[in_blk])
 
 
+def scatter_direct_chunk_bytes(scenario, n: int, nbytes: int) -> int:
+    """Chunk size of the pipelined scatter + direct broadcast of ``nbytes`` on ``n`` ranks (0:
+    pieces go whole, where hosts do not pipeline; ``PathCosts.scatter_chunk_bytes``). A relay
+    starts forwarding once its first chunk came, and the root hands out the first chunk of
+    each of the n-1 pieces in turn, so the last relay starts n-1 chunk times late: chunks of
+    1/SCATTER_CHUNKS_PER_PIECE of a piece keep that ramp short. Whole frames, at least one
+    (smaller chunks add headers), and not so small that the hosts' per-message overheads
+    exceed OVERHEAD_SHARE of a chunk's wire time; never above a quarter of a switch port's PFC
+    pause threshold, so the few relays that happen to send to one rank at once do not pause
+    their ports (and everything else they send): on 16 ranks at 16 MiB, 16 KiB chunks took
+    1.139x the bound, 8 KiB chunks 1.015x.
+    """
+    return PathCosts.of_scenario(scenario).scatter_chunk_bytes(n, nbytes)
+
+
+def scatter_direct_messages(scenario, n: int, nbytes: int) -> int:
+    """Messages a host of the scatter + direct broadcast may have posted at once: the root's
+    every chunk, or a relay's chunks to every other relay."""
+    chunk = scatter_direct_chunk_bytes(scenario, n, nbytes) or nbytes
+    piece = -(-nbytes // max(1, n - 1))
+    return max(-(-piece // chunk) * (n - 1), (n - 2) * -(-piece // chunk))
+
+
+def _broadcast_scatter_direct(b: Builder, n: int, count: int) -> None:
+    """Scatter + direct all-gather, pipelined by chunk: the root cuts the buffer into m = n-1
+    pieces and sends piece q to rank q+1 (QP +1), chunk 0 of every piece, then chunk 1, ...,
+    so the root's link carries S once; each rank sends every chunk of its piece to the other
+    m-1 ranks as soon as it arrived (QP +0). Relay q gets its chunks one chunk time after
+    relay q-1, so it sends to q-1, q-2, ... in turn: at any moment relay q is one send behind
+    relay q-1 and aims at q - s, two ranks from where relay q-1 aims (in the order q+1, q+2,
+    ... every relay would aim at the same rank at once, and its port would pause them all).
+    Every receiver's link carries S, its sends about S, and a byte crosses two hops whatever
+    n is, where the double binary tree's cross log2 n."""
+    m = n - 1
+    counts = block_counts(count, m)
+    off = offsets(counts)
+    per = chunk_ranges(max(counts), WIDTH,
+                       scatter_direct_chunk_bytes(b.sc, n, count * WIDTH))
+    pieces = [_fit(per, c) for c in counts]
+    for j in range(len(per)):                     # the root: chunk j of every piece in turn
+        for q in range(m):
+            if j < len(pieces[q]):
+                lo, c = pieces[q][j]
+                at = (off[q] + lo) * WIDTH
+                b.send(0, q + 1, 1, at, at, c)
+    for q in range(m):                            # relay q is rank q + 1
+        for lo, c in pieces[q]:
+            b.recv(q + 1, 1, c)
+            at = (off[q] + lo) * WIDTH
+            for s in range(1, m):
+                b.send(q + 1, (q - s) % m + 1, 0, at, at, c)
+        for s in range(1, m):
+            for _, c in pieces[(q - s) % m]:
+                b.recv(q + 1, 0, c)
+
+
 def _broadcast_scatter_rd(b: Builder, n: int, count: int) -> None:
     """Scatter + recursive doubling (power-of-two n): the root sends block q to rank q (QP
     +log2 n), then all n ranks gather the blocks as ``_all_gather_rd`` does (QPs +0..)."""
@@ -358,10 +468,13 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("reduce_scatter", "ring"): _reduce_scatter,
             ("reduce_scatter", "rh"): _reduce_scatter_rh,
             ("all_gather", "direct"): _all_gather_direct,
+            ("all_gather", "hierarchical"): _all_gather_hierarchical,
             ("reduce_scatter", "direct"): _reduce_scatter_direct,
+            ("reduce_scatter", "hierarchical"): _reduce_scatter_hierarchical,
             ("all_to_all", "pairwise"): _all_to_all,
             ("broadcast", "binomial"): _broadcast_tree, ("broadcast", "chain"): _broadcast_chain,
             ("broadcast", "scatter_ring"): _broadcast_scatter_ring,
             ("broadcast", "scatter_rd"): _broadcast_scatter_rd,
+            ("broadcast", "scatter_direct"): _broadcast_scatter_direct,
             ("broadcast", "double_tree"): _broadcast_double_tree,
             ("barrier", "dissemination"): _barrier}

@@ -12,17 +12,18 @@ from ..errors import ConfigError, TraceError
 from ..topology import Topology
 from ..traces.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
 from . import collectives as other
-from .collective_choice import ALGORITHMS, PathCosts, resolve
+from .collective_choice import ALGORITHMS, PathCosts, resolve, resolve_allreduce
 
 # the one algorithm each non-all-reduce collective has
 # the other collectives' algorithms, as "choice/choice/..." for help texts (the first is the
 # default; "auto" picks by size, spin.training.collectives.resolve)
 FIXED_ALGORITHMS = {kind: "/".join(names) for kind, names in ALGORITHMS.items()}
 # all-reduce algorithms a trace may choose: exact ones (lossy variants change the values)
-ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "direct", "nic", "switch")
+ALLREDUCE_CHOICES = ("ring", "rd", "rabenseifner", "direct", "hierarchical", "nic", "switch",
+                     "auto")
 MAX_QPS = 4096
 # algorithms of other collectives in which a rank receives from several senders on one QP
-MANY_SENDERS_PER_QP = ("pairwise", "direct")
+MANY_SENDERS_PER_QP = ("pairwise", "direct", "scatter_direct")
 P2P_QP_BUDGET = 256
 
 
@@ -68,18 +69,20 @@ class ReplayPlan:
 
 
 def choose(kind: str, algo: str, per_kind: dict[str, str], n: int, nbytes: int,
-           costs: PathCosts) -> str:
+           costs: PathCosts, hosts: tuple[int, ...] | None = None) -> str:
     """The algorithm of a ``kind`` collective of ``nbytes`` on ``n`` ranks: ``per_kind``
     first, else ``algo`` for all-reduce, else the kind's default ("auto" resolved by size
     and the fabric's ``costs``)."""
     chosen = per_kind.get(kind)
     if kind == "all_reduce":
+        if (chosen or algo) == "auto":
+            return resolve_allreduce(n, nbytes, costs, hosts)
         name = algorithm(chosen or algo, "all_reduce algorithm").name
         if name not in ALLREDUCE_CHOICES:
             raise ConfigError(f"all_reduce algorithm={name!r} (lossy or quantized); valid "
                               f"choices: {', '.join(ALLREDUCE_CHOICES)}")
         return name
-    return resolve(kind, chosen or ALGORITHMS[kind][0], n, nbytes, costs)
+    return resolve(kind, chosen or ALGORITHMS[kind][0], n, nbytes, costs, hosts)
 
 
 def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
@@ -120,7 +123,7 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
             chosen = per_node.pop(ref.node_id, None)
             name = choose(ref.collective, algo,
                           {**per_kind, ref.collective: chosen} if chosen else per_kind,
-                          len(members), ref.nbytes, costs)
+                          len(members), ref.nbytes, costs, members)
             # each switch job installs its own programs on its QP (install_jobs)
             key = (ref.collective, name, members) + ((group, i) if name == "switch" else ())
             if name in MANY_SENDERS_PER_QP and ref.collective != "all_reduce":
