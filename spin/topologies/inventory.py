@@ -17,6 +17,9 @@ from .catalog import formula_bisection_gbps
 
 INTERNAL = "internal"
 ACCELERATOR = "accelerator"
+# Above this many hosts the max-flow (networkx, pure Python) takes minutes to hours (65,536
+# hosts: ~30 s; 262,144: not done in 400 s); where the builder has a formula, it stands in.
+MAX_FLOW_HOSTS = 65_536
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class Inventory:
     capacity_gbps: float                # sum of link rates (one direction), internal excluded
     bisection_gbps: float               # max-flow between the two host halves
     bisection_formula_gbps: float | None   # the builder's analytic figure, where it has one
+    bisection_method: str = "max-flow"  # or "formula": max-flow skipped (MAX_FLOW_HOSTS)
 
     @property
     def switches(self) -> int:
@@ -102,10 +106,15 @@ def topology_inventory(topo: Topology) -> Inventory:
             switch_ports += n
     by = Counter((l.config.rate_gbps, l.kind) for l in topo.links)
     capacity = sum(float(l.config.rate_gbps) for l in topo.links if l.kind != INTERNAL)
+    formula = formula_bisection_gbps(topo)
+    if len(topo.hosts) > MAX_FLOW_HOSTS and formula is not None:
+        bisection, method = formula, "formula"
+    else:
+        bisection, method = bisection_gbps(topo), "max-flow"
     return Inventory(
         kind=topo.kind, hosts=len(topo.hosts),
         switches_by_role=tuple(sorted(roles.items())), switch_ports=switch_ports,
         accelerator_ports=accel_ports,
         links_by_rate_kind=tuple((r, k, n) for (r, k), n in sorted(by.items())),
-        capacity_gbps=capacity, bisection_gbps=bisection_gbps(topo),
-        bisection_formula_gbps=formula_bisection_gbps(topo))
+        capacity_gbps=capacity, bisection_gbps=bisection,
+        bisection_formula_gbps=formula, bisection_method=method)

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import ConfigError
 from .catalog import TOPOLOGIES
 from .cost import Cost
-from .inventory import Inventory
+from .inventory import MAX_FLOW_HOSTS, Inventory
 from .registry import valid_range
 
 # A side-by-side set of about 128 endpoints each, 400 Gb/s links (``spin topo --compare``).
@@ -111,7 +111,8 @@ def _figures(inv: Inventory) -> list[tuple[str, str]]:
         ("accel. ports", f"{inv.accelerator_ports:,}"),
         ("cables", f"{inv.cables:,}"),
         ("capacity", _tb(inv.capacity_gbps)),
-        ("bisection", _tb(inv.bisection_gbps)),
+        ("bisection", _tb(inv.bisection_gbps) + ("*" if inv.bisection_method == "formula"
+                                                  else "")),
         ("formula", _tb(inv.bisection_formula_gbps)),
         ("per host", f"{inv.bisection_per_host_gbps:,.1f} Gb/s"),
         ("ports per Tb/s", f"{inv.ports_per_tbps:,.1f}"),
@@ -136,7 +137,8 @@ def inventory_table(named: list[tuple[str, Inventory]]) -> str:
                  for rate, kind, n in inv.links_by_rate_kind]
         w0 = max(len(k) for k, _ in rows)
         w1 = max(len(v) for _, v in rows)
-        return "\n".join(f"{k.ljust(w0)}  {v.rjust(w1)}" for k, v in rows) + "\n\n" + NOTES
+        return ("\n".join(f"{k.ljust(w0)}  {v.rjust(w1)}" for k, v in rows) + "\n\n" + NOTES
+                + _formula_note(named))
     heads = ["topology"] + [k for k, _ in _figures(named[0][1])]
     body = [[title] + [v for _, v in _figures(inv)] for title, inv in named]
     widths = [max(len(h), *(len(r[c]) for r in body)) for c, h in enumerate(heads)]
@@ -145,7 +147,14 @@ def inventory_table(named: list[tuple[str, Inventory]]) -> str:
     for r in body:
         lines.append("  ".join(v.ljust(w) if c == 0 else v.rjust(w)
                                for c, (v, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines) + "\n\n" + NOTES
+    return "\n".join(lines) + "\n\n" + NOTES + _formula_note(named)
+
+
+def _formula_note(named: list[tuple[str, Inventory]]) -> str:
+    if not any(inv.bisection_method == "formula" for _, inv in named):
+        return ""
+    return ("\n* the builder's formula: max-flow is not computed above "
+            f"{MAX_FLOW_HOSTS:,} hosts (it would take minutes to hours)")
 
 
 def _money(usd: float) -> str:
