@@ -447,6 +447,11 @@ def build_parser(complete: bool = False) -> argparse.ArgumentParser:
                    "(serialisation plus base latency) as a reference row.",
                    add_options=_lb_options)
     sub.add_parser("keys", help="create the CurveZMQ key that authenticates workers of a run",
+                   description="Write a CurveZMQ key pair (spin.key, spin.key_secret) into "
+                   "DIRECTORY. A run that listens beyond loopback (spin run --bind, spin "
+                   "worker --join) needs it on every machine: workers prove they hold the "
+                   "secret, and frames between machines are encrypted. Keep spin.key_secret "
+                   "private (it is written readable by its owner only).",
                    add_options=_keys_options)
     sub.add_parser("bench", help="engine performance figures (wall clock)",
                    description="Measure the handler call cost (ns/packet), engine speed "
@@ -722,7 +727,7 @@ def _keys_options(k: argparse.ArgumentParser) -> None:
 
 def _bench_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--quick", action="store_true",
-                   help="short measurements (~0.2 s each), skip the cold compile (~20 s)")
+                   help="short measurements (~0.2 s each), skip the cold compile (about 75 s on a 2-core VM)")
     b.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     b.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     b.set_defaults(func=cmd_bench)
