@@ -311,3 +311,16 @@ def test_spin_run_plots(tmp_path):
     for name in ("fct_cdf.png", "link_utilisation_lb-plots.png"):
         data = (tmp_path / "pics" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
+
+
+def test_a_run_of_minutes_is_announced_with_an_estimate(capsys):
+    """spin lb --size 100GB once ran for minutes without a word after its title."""
+    from types import SimpleNamespace
+
+    from spin.loadbalancing.compare import _announce_long_runs
+    flow = SimpleNamespace(nbytes=100 * 10**9)
+    _announce_long_runs(SimpleNamespace(flows=[flow] * 16), 4096, 1)
+    assert "spin lb: about 390,625,008 packets, 6,250 M packet events per scheme" in \
+        capsys.readouterr().err
+    _announce_long_runs(SimpleNamespace(flows=[SimpleNamespace(nbytes=65536)] * 16), 4096, 7)
+    assert capsys.readouterr().err == ""            # a second-long run says nothing more

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -174,6 +175,25 @@ def comparison_dict(runs: list[SchemeRun]) -> list[dict[str, Any]]:
              "packet_events_per_s": r.packet_events_per_s} for r in runs]
 
 
+# Packet events per data packet in the fabrics spin lb builds (each hop's enqueue, transmission
+# and arrival, ACKs included): 17.8 on htsim's 1,024-host fat tree, 14-18 on its others
+EVENTS_PER_PACKET = 16
+ESTIMATE_RATE_PER_S = 2e6      # packet events per second of loop at thousands of hosts here
+
+
+def _announce_long_runs(workload, mtu_bytes: int, schemes: int) -> None:
+    """Say up front (stderr) when the runs will take minutes: an estimate from the workload's
+    packets, so a 100 GB per host run is not minutes of silence."""
+    packets = sum(-(-f.nbytes // mtu_bytes) for f in workload.flows)
+    events = packets * EVENTS_PER_PACKET
+    seconds = events / ESTIMATE_RATE_PER_S
+    if seconds * schemes > 60:
+        print(f"spin lb: about {packets:,} packets, {events / 1e6:,.0f} M packet events per "
+              f"scheme: roughly {seconds / 60:,.0f} min of engine loop each at "
+              f"{ESTIMATE_RATE_PER_S / 1e6:.0f} M packet events/s (an estimate; Ctrl-C stops)",
+              file=sys.stderr, flush=True)
+
+
 def run_lb_cli(args) -> int:
     """``spin lb``: build the fabric and workload, run every scheme, print the table."""
     if args.list:
@@ -217,6 +237,7 @@ def run_lb_cli(args) -> int:
              f"{'lossless (PFC)' if lossless else 'lossy' + (' (trimming)' if sc.switch.trim else '')}"
              f", {args.workers} worker{'s' if args.workers > 1 else ''}, payload {sc.payload}")
     print(title, flush=True)
+    _announce_long_runs(workload, args.mtu, len(names))
     runs = run_schemes(sc, workload, names, args.workers, progress=print)
     print()
     print(comparison_table(runs))
