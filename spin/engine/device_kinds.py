@@ -40,16 +40,20 @@ CONTRACT = {
 
 @dataclass(frozen=True)
 class DeviceKind:
-    """A device kind: its name (the prefix of its contract functions) and the source templates,
-    relative to the project root, that join the engine module."""
+    """A device kind: its name (the prefix of its contract functions), the source templates,
+    relative to the project root, that join the engine module, and ``sources``: every file or
+    folder, relative to the project root, holding compiled code of the kind (the Numba cache is
+    keyed on them, ``spin.compiled_sources``)."""
 
     name: str
     templates: tuple[str, ...]
+    sources: tuple[str, ...] = ()
 
 
 DEVICE_KINDS: Registry[DeviceKind] = Registry("device kind", (
-    DeviceKind("nic", ("nic_emulator/receive_template.py",)),
-    DeviceKind("switch", ("switch_emulator/receive_template.py", "switch_emulator/actions.py")),
+    DeviceKind("nic", ("nic_emulator/receive_template.py",), sources=("nic_emulator",)),
+    DeviceKind("switch", ("switch_emulator/receive_template.py", "switch_emulator/actions.py"),
+               sources=("switch_emulator",)),
 ))
 
 _FUNCTION = '''
