@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..traces.model import TraceOp
+from ..trace_formats.model import TraceOp
 
 CPU_OP_POLICIES = ("skip", "serial")
 
