@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    from spin.collectives.report import parse_size
+    from spin.collectives.allreduce_table import parse_size
     from spin.training.collective_bounds import KINDS, host_memory_bytes, measure_bound, stored
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", default="8,64,512", help="rank counts, comma-separated")

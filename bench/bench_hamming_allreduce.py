@@ -45,7 +45,7 @@ def measure_schemes(topo, nbytes: int, dtype: str, configs: dict, window: int) -
 
 def main() -> None:
     from spin.collectives.measure import with_speedup
-    from spin.collectives.report import allreduce_table, parse_size
+    from spin.collectives.allreduce_table import allreduce_table, parse_size
     from spin.config import NicConfig, SwitchConfig
     from spin.topologies import build_topology
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from spin.collectives.measure import allreduce_scenario, evaluate
-from spin.collectives.report import parse_size
+from spin.collectives.allreduce_table import parse_size
 from spin.collectives.theory import streaming_ring_bound
 from spin.runs import run
 

@@ -52,7 +52,7 @@ def run_case(board: str, boards: str, nbytes: int, algo: str, streams: int) -> d
 
 
 def main() -> None:
-    from spin.collectives.report import parse_size
+    from spin.collectives.allreduce_table import parse_size
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=DEFAULT_CASES)
     ap.add_argument("--streams", default="4,1")

@@ -4,7 +4,7 @@ step written by ``tools/make_training_step.py`` (default 8 stages x 128 replicas
 every phase timed:
 
 - ``generate``: writing the GOAL schedule;
-- ``read + validate``: ``spin.traces.read_trace`` (parse, then every check of a bad trace);
+- ``read + validate``: ``spin.trace_formats.read_trace`` (parse, then every check of a bad trace);
 - ``build``: the fat tree, then the replay's plan (QPs, memory) and its host programs;
 - ``engine setup + results``: the engine state before the loop and the run's results after it
   (the cached engine's load included: run the bench twice after editing engine sources);
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 def measure(args: argparse.Namespace, workdir: Path) -> dict:
     """Generate, read, build, run and report one step; every phase timed."""
     from spin.topologies import build_topology
-    from spin.topologies.report import parse_spec
-    from spin.traces import read_trace
+    from spin.topologies.inventory_tables import parse_spec
+    from spin.trace_formats import read_trace
     from spin.training import ReplayConfig, replay
     from tools.make_training_step import TrainingStep
     step = TrainingStep(stages=args.stages, replicas=args.replicas,
@@ -90,7 +90,7 @@ CORRUPTIONS = {
 def bad_traces(step, path: Path, topology) -> list[dict]:
     """Each corruption of rank 0's block: seconds until the error, and its line."""
     from spin.errors import SpinError
-    from spin.traces import read_trace
+    from spin.trace_formats import read_trace
     from spin.training import replay
     text = path.read_text()
     end = text.index("\n}\n")                      # rank 0's block ends here

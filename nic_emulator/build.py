@@ -6,6 +6,14 @@ from spin.engine import state as S
 from spin.units import ns
 
 
+def build_nics(st, rows, build) -> None:
+    """The NIC kind's build (``spin.engine.device_kinds.NIC``): each NIC and its host from the
+    scenario's NicConfig and HostConfig; a NIC's node id is its row."""
+    sc = build.scenario
+    for d in rows.tolist():
+        configure_nic(st, d, sc.nic, sc.host, d * build.host_stride_bytes, build.generated)
+
+
 def configure_nic(st, d: int, nic, host, host_mem_offset: int, generated: bool = False) -> None:
     """``generated``: the host keeps no memory (``Scenario.payload``); its address space is
     still ``host.memory_bytes``, so the same sends and deliveries are accepted or refused."""

@@ -22,7 +22,7 @@ from spin.wire.ip_edit import dscp_of
 from spin.jit import njit
 
 from spin.engine.loop_template import message_handlers, run_handler  # SPIN-TEMPLATE
-from nic_emulator.transports.registry import (transport_accepted, transport_admit,  # SPIN-TEMPLATE
+from nic_emulator.transports.dispatch import (transport_accepted, transport_admit,  # SPIN-TEMPLATE
     transport_carries, transport_find_message, transport_on_control,  # SPIN-TEMPLATE
     transport_on_trimmed)  # SPIN-TEMPLATE
 

@@ -20,8 +20,9 @@ under ``$SPIN_CACHE_DIR`` (default ``~/.cache/spin``); see ``spin.caches``.
 from importlib import import_module
 
 from .caches import configure_numba_cache_dir
+from .compiled_sources import compiled_sources as _compiled_sources
 
-configure_numba_cache_dir()  # before any spin module decorates a function with numba
+configure_numba_cache_dir(_compiled_sources())  # before any spin module decorates a function
 
 __version__ = "0.1.0"
 

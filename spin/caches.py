@@ -63,22 +63,20 @@ def check_cache_root() -> None:
                           f"{str(existing)!r} is not writable")
 
 
-# Every source file whose code Numba compiles and caches, or whose constants compiled code reads
-# (tests/test_caches_heal.py checks that each cached jitted function of spin lives here).
-COMPILED_SOURCES = ("spin/engine", "spin/wire", "spin/jit.py", "spin/api.py", "spin/port_selection.py",
-                    "spin/assembly/scheme_entries.py",
-                    "spin/results/capture.py", "spin/runtime/endpoint_link.py", "spin/runtime/fabric_frames.py",
-                    "nic_emulator", "switch_emulator")
+# Every file or folder, relative to the project root, whose code Numba compiles and caches or
+# whose constants compiled code reads: derived from the registries (``spin.compiled_sources``)
+# and set once, when ``spin`` is imported (``configure_numba_cache_dir``).
+COMPILED_SOURCES: tuple[str, ...] = ()
 
 
 def compiled_source_files() -> list[Path]:
-    """The files of ``COMPILED_SOURCES``, in a stable order."""
+    """The files of ``COMPILED_SOURCES``, each once, in a stable order."""
     root = Path(__file__).resolve().parents[1]
     files: list[Path] = []
     for rel in COMPILED_SOURCES:
         p = root / rel
         files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
-    return files
+    return list(dict.fromkeys(files))
 
 
 def project_source_digest() -> str:
@@ -96,11 +94,14 @@ def project_source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def configure_numba_cache_dir() -> None:
-    """Point Numba's cache under the spin cache root, before any spin function is decorated
-    (Numba picks a function's cache location when it is decorated). A ``NUMBA_CACHE_DIR`` set
-    by the user wins; one set by a parent spin process (inherited through the environment) is
-    recomputed, so a child given another ``SPIN_CACHE_DIR`` stays isolated."""
+def configure_numba_cache_dir(sources: tuple[str, ...]) -> None:
+    """Record ``sources`` as ``COMPILED_SOURCES`` and point Numba's cache under the spin cache
+    root, before any spin function is decorated (Numba picks a function's cache location when
+    it is decorated). A ``NUMBA_CACHE_DIR`` set by the user wins; one set by a parent spin
+    process (inherited through the environment) is recomputed, so a child given another
+    ``SPIN_CACHE_DIR`` stays isolated."""
+    global COMPILED_SOURCES
+    COMPILED_SOURCES = tuple(sources)
     current = os.environ.get("NUMBA_CACHE_DIR")
     if current and current != os.environ.get(_SET_BY_SPIN):
         return

@@ -250,8 +250,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_topo(args: argparse.Namespace) -> int:
     from .topologies import TOPOLOGIES, build_topology, topology_inventory
     from .units import parse_size
-    from .topologies.report import (COMPARE_SETS, available, compare_table, inventory_table,
-                                    kinds_text, label, parse_params, parse_spec)
+    from .topologies.inventory_tables import (COMPARE_SETS, available, compare_table,
+                                              inventory_table, kinds_text, label, parse_params,
+                                              parse_spec)
     if args.list:
         print(kinds_text())
         return 0
@@ -305,7 +306,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
 
 
 def cmd_allreduce(args: argparse.Namespace) -> int:
-    from .collectives.report import run_allreduce_cli
+    from .collectives.allreduce_table import run_allreduce_cli
     return run_allreduce_cli(args)
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 from .config import LinkConfig
+from .engine.device_kinds import NIC, SWITCH, DeviceKind, check_kind
 from .errors import ConfigError, TopologyError
 
 HOST_LINK = "host"
@@ -61,6 +62,8 @@ class Topology:
     params: dict[str, Any] = field(default_factory=dict)
     # switches that forward only their own hosts' traffic (``add_switch(transit=False)``)
     no_transit: set[str] = field(default_factory=set)
+    # hosts whose device is not a plain NIC (``add_host(kind=...)``); the others are NICs
+    host_kinds: dict[str, DeviceKind] = field(default_factory=dict, repr=False)
     # lookup indexes, rebuilt from the lists above (large fabrics add thousands of links)
     _node_of: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     _linked: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
@@ -71,10 +74,18 @@ class Topology:
         self._node_of = {h: i for i, h in enumerate(self.hosts)}
         self._linked = {end for l in self.links for end in (l.a, l.b) if end in self._node_of}
 
-    def add_host(self, name: str | None = None) -> str:
+    def add_host(self, name: str | None = None, *, kind: DeviceKind = NIC) -> str:
+        """Add a host; ``kind``: its device's kind (``spin.engine.device_kinds``; a NIC unless
+        said), a node kind (one with a host and a node id)."""
         name = name or f"h{len(self.hosts)}"
         self._check_new(name)
         self._check_size()
+        if kind is not NIC:
+            if not isinstance(kind, DeviceKind) or not kind.node:
+                raise TopologyError(f"host {name!r}: kind = {kind!r}: must be a DeviceKind with "
+                                    f"node=True (a NIC-like endpoint)")
+            check_kind(kind)
+            self.host_kinds[name] = kind
         self._node_of[name] = len(self.hosts)
         self.hosts.append(name)
         return name
@@ -209,6 +220,12 @@ class Topology:
     def device_names(self) -> list[str]:
         """Device order used by the engine: hosts (= node ids) first, then switches."""
         return self.hosts + self.switches
+
+    def device_kinds(self) -> list[DeviceKind]:
+        """The kind of every device, in ``device_names`` order: what the state builder and the
+        results read, rather than a device's place in that order."""
+        kinds = self.host_kinds
+        return [kinds.get(h, NIC) for h in self.hosts] + [SWITCH] * len(self.switches)
 
     def ports(self) -> dict[str, list[tuple[int, str]]]:
         """For every device, its ports in link order as (link index, peer name)."""

@@ -9,21 +9,37 @@ import numpy as np
 from spin.engine import state as S
 from spin.units import ns
 
-from .lb.registry import run_scheme_codes
+from .lb.registry import run_scheme_codes, switch_schemes
 
 
-def configure_switches(st, first: int, configs: list, latencies_ns: list[float],
+def build_switches(st, rows: np.ndarray, build) -> None:
+    """The switch kind's build (``spin.engine.device_kinds.SWITCH``): ``rows`` are the
+    topology's switches in its order (the routing tables' switch numbering). Switches with as
+    many ports share one SwitchConfig (their HPUs follow their ports)."""
+    sc = build.scenario
+    topo, sw = sc.topology, sc.switch
+    nports = st.dev[rows, S.D_NPORTS].tolist()
+    by_ports = {n: sw.model_copy(update={"hpus": sw.hpus_for(n)}) for n in set(nports)}
+    latency = getattr(topo, "switch_latency_ns", None)
+    configure_switches(st, rows, [by_ports[n] for n in nports],
+                       [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
+                        for name in topo.switches],
+                       switch_schemes(sc))
+
+
+def configure_switches(st, rows: np.ndarray, configs: list, latencies_ns: list[float],
                        schemes: list[str]) -> None:
-    """Fill switches 0..n-1 (devices ``first``..) from their SwitchConfigs (few distinct
-    objects, shared), pipeline latencies and port-selection schemes, whole columns at a time:
-    a 65,536-GPU fabric has 80,000 switches."""
+    """Fill switches 0..n-1 (devices ``rows``) from their SwitchConfigs (few distinct objects,
+    shared), pipeline latencies and port-selection schemes, whole columns at a time: a
+    65,536-GPU fabric has 80,000 switches."""
     n = len(configs)
     if not n:
         return
-    dev = st.dev[first:first + n]
+    devices = np.asarray(rows, np.int64)
+    dev = st.dev[devices]      # a copy (fancy indexing): written back below
     dev[:, S.D_KIND] = S.DEV_SWITCH
     dev[:, S.D_SW] = np.arange(n)
-    dev[:, S.D_NODE] = np.arange(first, first + n)
+    dev[:, S.D_NODE] = devices
     dev[:, S.D_SW_LAT_PS] = [ns(x) for x in latencies_ns]
     codes = run_scheme_codes(schemes)
     dev[:, S.D_SW_LB] = [codes[name] for name in schemes]
@@ -45,6 +61,7 @@ def configure_switches(st, first: int, configs: list, latencies_ns: list[float],
         p0, count = dev[rows, S.D_PORT0], dev[rows, S.D_NPORTS]
         ports = np.repeat(p0 - np.cumsum(count) + count, count) + np.arange(count.sum())
         _configure_ports(st, ports, cfg)
+    st.dev[devices] = dev
 
 
 def configure_port(st, gp: int, cfg) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from spin.collectives import ALGORITHMS, algorithm
 from spin.collectives.measure import allreduce_scenario, evaluate
-from spin.collectives.report import shared_programs
+from spin.collectives.allreduce_table import shared_programs
 from spin.config import LinkConfig
 from spin.errors import ConfigError
 from spin.runs import run

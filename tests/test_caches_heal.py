@@ -172,6 +172,84 @@ def test_every_cached_jitted_module_is_a_compiled_source():
     assert not missing, missing
 
 
+def _project_imports(source: str, package: str | None = None) -> set[str]:
+    """Modules of this project a source imports (absolute or relative to ``package``)."""
+    import ast
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = (package or "").split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names |= {f"{base}.{a.name}" for a in node.names}
+    return {n for n in names if n.split(".")[0] in ("spin", "nic_emulator", "switch_emulator")}
+
+
+def _module_file(name: str) -> Path | None:
+    rel = ROOT / name.replace(".", "/")
+    return next((p for p in (rel.with_suffix(".py"), rel / "__init__.py") if p.is_file()), None)
+
+
+def test_every_module_the_engine_links_is_a_compiled_source():
+    """What the generated engine module imports, and what those modules import in turn, is
+    compiled into it (or read as constants by it): each such file of the project that uses
+    Numba must key the cache, or an edit to it would be served the old machine code. The
+    transports' and schemes' modules and the kinds' templates are checked by name too."""
+    import inspect
+    import re
+
+    from spin.caches import COMPILED_SOURCES, compiled_source_files
+    from spin.compiled_sources import module_path
+    from spin.engine.codegen import engine_module_source
+    from spin.engine.device_kinds import DEVICE_KINDS
+    from spin.transports import TRANSPORTS
+    from switch_emulator.lb import port_schemes
+    covered = set(compiled_source_files())
+    # compiled code, or Numba types and constants that compiled code reads
+    compiled = re.compile(r"\bnjit\b|\bjit\(|@(intrinsic|overload)|\b(nb|numba)\.(types|typed|"
+                          r"extending|njit|jit|int64|uint8|float64)\b")
+    _, source = engine_module_source()
+    todo, seen, linked = list(_project_imports(source)), set(), set()
+    while todo:
+        name = todo.pop()
+        path = _module_file(name)
+        if name in seen or path is None:
+            continue
+        seen.add(name)
+        text = path.read_text()
+        if compiled.search(text):
+            linked.add(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        todo += _project_imports(text, package)
+    assert len(linked) > 20, sorted(linked)   # the walk did follow the engine's imports
+    assert sorted(str(p.relative_to(ROOT)) for p in linked - covered) == []
+    named = [module_path(t.module) for t in TRANSPORTS]
+    named += [str(Path(inspect.getsourcefile(getattr(s.select, "py_func", s.select)))
+                  .relative_to(ROOT)) for s in port_schemes()]
+    named += [t for kind in DEVICE_KINDS for t in kind.templates]
+    assert [n for n in named if ROOT / n not in covered] == []
+    assert len(COMPILED_SOURCES) == len(set(COMPILED_SOURCES))
+
+
+def test_a_registered_transport_module_joins_the_compiled_sources(monkeypatch):
+    """The list is derived, not written by hand: registering a transport whose module lies
+    outside every other source adds that module's file."""
+    import dataclasses
+
+    import spin.compiled_sources as cs
+    from spin.registry import Registry
+    extra = dataclasses.replace(cs.TRANSPORTS.entries[0], name="probe",
+                                module="spin.testing")
+    monkeypatch.setattr(cs, "TRANSPORTS", Registry("transport", (*cs.TRANSPORTS.entries, extra)))
+    assert "spin/testing.py" in cs.compiled_sources()
+    monkeypatch.setattr(cs, "TRANSPORTS", Registry("transport", cs.TRANSPORTS.entries[:-1]))
+    assert "spin/testing.py" not in cs.compiled_sources()
+
+
 def test_a_cache_folder_is_proven_writable_once_and_made_again_if_gone(tmp_path, monkeypatch):
     """Numba writes a probe file in a function's cache folder each time it sets the function
     up; spin does it once per folder, and again when the folder has been removed since."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import spin.config as config
-from nic_emulator.transports import registry as transports
+from nic_emulator.transports import dispatch as transports
 from spin.config import TRANSPORTS, TransportConfig, TransportOption
 from spin.engine import device_kinds
 from spin.engine import state as S

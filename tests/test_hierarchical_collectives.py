@@ -16,7 +16,7 @@ from spin.runs import run
 from spin.simulation import Scenario
 from spin.topologies import build_topology
 from spin.topology import Topology
-from spin.traces.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
+from spin.trace_formats.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
 from spin.training import collectives as other
 from spin.training.collective_choice import PathCosts, resolve, resolve_allreduce
 from spin.training.plan import plan_replay

@@ -8,7 +8,7 @@ import pytest
 from spin.cli import main
 from spin.collectives import algorithm
 from spin.collectives.measure import allreduce_scenario, evaluate, measure
-from spin.collectives.report import shared_programs
+from spin.collectives.allreduce_table import shared_programs
 from spin.collectives.theory import switch_speedup_bound
 from spin.config import MAX_SWITCH_HPUS, HostConfig, SwitchConfig
 from spin.errors import ConfigError

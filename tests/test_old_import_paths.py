@@ -16,6 +16,12 @@ MOVED = {
     "spin.runtime.capture": "spin.results.capture",
     "spin.runtime.scenario": "spin.describe.scenario",
     "spin.runtime.compile_report": "spin.assembly.compile_report",
+    "spin.topologies.registry": "spin.topologies.declare",
+    "spin.workloads.registry": "spin.workloads.declare",
+    "nic_emulator.transports.registry": "nic_emulator.transports.dispatch",
+    "spin.topologies.report": "spin.topologies.inventory_tables",
+    "spin.collectives.report": "spin.collectives.allreduce_table",
+    "spin.training.report": "spin.training.step_report",
 }
 
 
@@ -50,3 +56,17 @@ def test_spin_build_imports_as_spin_assembly():
     assert "spin.assembly" in spin.build.__doc__
     assert spin.build.state_builder is spin.assembly.state_builder
     assert old_cut_cost is cut_cost and auto_partition is partition.auto_partition
+
+
+def test_spin_traces_imports_as_spin_trace_formats():
+    """``spin.traces`` (trace-file readers) was renamed ``spin.trace_formats``, apart from the
+    run's own timeline (``spin.results.timeline``); the old package and module names give the
+    same modules."""
+    import spin.trace_formats.goal
+    import spin.traces.goal
+    from spin.trace_formats import read_trace
+    from spin.traces import read_trace as old_read_trace
+    from spin.traces.model import StepTrace
+    assert "spin.trace_formats" in spin.traces.__doc__
+    assert spin.traces.goal is spin.trace_formats.goal
+    assert old_read_trace is read_trace and StepTrace is spin.trace_formats.model.StepTrace

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spin.cli import build_parser, main
-from spin.collectives.report import default_algorithms
+from spin.collectives.allreduce_table import default_algorithms
 from spin.errors import ConfigError
 from spin.tools.scenario_file import load_scenario_text
 from spin.suggest import close_match, did_you_mean, misspelt_key

@@ -422,11 +422,11 @@ def test_scenario_file_topology_parameters_are_checked_the_same_way(line, needle
 def test_above_the_max_flow_limit_the_builders_formula_stands_in(monkeypatch):
     """262,144 hosts ran the max-flow for more than 400 s without a word."""
     from spin.topologies import inventory
-    from spin.topologies.report import inventory_table
+    from spin.topologies.inventory_tables import inventory_table
     topo = build_topology("fat_tree", k=4)
     exact = topology_inventory(topo)
     monkeypatch.setattr(inventory, "MAX_FLOW_HOSTS", 8)
-    monkeypatch.setattr("spin.topologies.report.MAX_FLOW_HOSTS", 8)
+    monkeypatch.setattr("spin.topologies.inventory_tables.MAX_FLOW_HOSTS", 8)
     inv = topology_inventory(topo)
     assert (exact.bisection_method, inv.bisection_method) == ("max-flow", "formula")
     assert inv.bisection_gbps == exact.bisection_gbps == inv.bisection_formula_gbps

@@ -218,7 +218,7 @@ def test_sensitivity_factors_halve_and_double_the_advantage():
 def test_topo_compare_sensitivity_and_the_4096_set(capsys):
     """Without runs the table still gives the allreduce's bound and the cost per GB/s at it;
     --sensitivity adds the price factors; the 4,096-host set names the kinds a build lacks."""
-    from spin.topologies.report import COMPARE_4096, available
+    from spin.topologies.inventory_tables import COMPARE_4096, available
     assert main(["topo", "--compare", "--compare-hosts", "16", "--no-measure",
                  "--sensitivity"]) == 0
     text = capsys.readouterr().out

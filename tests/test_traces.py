@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from spin.errors import TraceError
-from spin.traces import read_chakra, read_goal, read_trace
-from spin.traces.chakra_writer import ChakraNode, encode_trace, write_rank
-from spin.traces.protowire import WireFormatError, fields, read_varint
+from spin.trace_formats import read_chakra, read_goal, read_trace
+from spin.trace_formats.chakra_writer import ChakraNode, encode_trace, write_rank
+from spin.trace_formats.protowire import WireFormatError, fields, read_varint
 
 DATA = Path(__file__).parent / "data" / "chakra-microbenchmarks"
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from spin.errors import TraceError
-from spin.traces import read_chakra, read_goal
-from spin.traces.chakra_writer import ChakraNode, write_rank
+from spin.trace_formats import read_chakra, read_goal
+from spin.trace_formats.chakra_writer import ChakraNode, write_rank
 
 
 def _one_line(exc: pytest.ExceptionInfo) -> str:

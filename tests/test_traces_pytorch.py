@@ -11,8 +11,8 @@ import pytest
 
 from spin.cli import main
 from spin.errors import TraceError
-from spin.traces import read_chakra
-from spin.traces.chakra_writer import ChakraNode, write_rank
+from spin.trace_formats import read_chakra
+from spin.trace_formats.chakra_writer import ChakraNode, write_rank
 from spin.training import ReplayConfig, replay
 
 PGS = json.dumps([{"pg_name": "0", "pg_desc": "default_pg", "ranks": []},

@@ -16,7 +16,7 @@ import pytest
 
 from spin.cli import main
 from spin.errors import TraceError
-from spin.traces import read_pytorch_et, read_trace
+from spin.trace_formats import read_pytorch_et, read_trace
 from spin.training import ReplayConfig, replay
 
 DATA = Path(__file__).parent / "data" / "pytorch-et"

@@ -14,8 +14,8 @@ import pytest
 
 from spin.cli import main
 from spin.errors import TraceError
-from spin.traces import read_chakra, read_trace
-from spin.traces.chakra_writer import ChakraNode, write_rank
+from spin.trace_formats import read_chakra, read_trace
+from spin.trace_formats.chakra_writer import ChakraNode, write_rank
 from spin.training import ComputeModel, ReplayConfig, replay
 
 # the world, and a pipeline pair of ranks 2 and 3 (their group ranks 0 and 1)

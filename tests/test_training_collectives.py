@@ -15,7 +15,7 @@ from spin.errors import ConfigError
 from spin.runs import run
 from spin.simulation import Scenario
 from spin.topology import Topology
-from spin.traces.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
+from spin.trace_formats.model import COLLECTIVE, RankTrace, StepTrace, TraceOp
 from spin.training import collectives as other
 from spin.training.collective_choice import PathCosts, resolve
 from spin.training.plan import plan_replay

@@ -11,7 +11,7 @@ import pytest
 from spin.cli import main
 from spin.config import HostConfig
 from spin.errors import ConfigError
-from spin.traces import read_chakra, read_goal
+from spin.trace_formats import read_chakra, read_goal
 from spin.training import ReplayConfig, replay
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,8 +14,8 @@ from spin.errors import ConfigError, TraceError
 from spin.simulation import Scenario
 from spin.topologies import build_topology
 from spin.topology import Topology
-from spin.traces import read_chakra, read_goal
-from spin.traces.chakra_writer import ChakraNode, write_rank
+from spin.trace_formats import read_chakra, read_goal
+from spin.trace_formats.chakra_writer import ChakraNode, write_rank
 from spin.training import ComputeModel, ReplayConfig, replay
 
 ROOT = Path(__file__).resolve().parents[1]

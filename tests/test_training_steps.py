@@ -11,7 +11,7 @@ import pytest
 
 from spin.errors import ConfigError, TraceError
 from spin.topologies import build_topology
-from spin.traces import read_chakra, read_goal
+from spin.trace_formats import read_chakra, read_goal
 from spin.training import ReplayConfig, replay
 from tools.make_training_step import TrainingStep, main
 

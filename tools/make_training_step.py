@@ -41,8 +41,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from spin.errors import ConfigError, SpinError
-from spin.traces.goal import max_ops
-from spin.traces.model import MAX_COMPUTE_NS, MAX_RANKS, MAX_TRANSFER_BYTES
+from spin.trace_formats.goal import max_ops
+from spin.trace_formats.model import MAX_COMPUTE_NS, MAX_RANKS, MAX_TRANSFER_BYTES
 
 SCHEDULES = ("1f1b", "gpipe")
 WEIGHTS_PER_LAYER = 12          # per h^2: attention's four h x h, the MLP's two h x 4h

@@ -12,10 +12,10 @@ import argparse
 import functools
 
 from spin.collectives.fabric_bandwidth import measure_fabric
-from spin.collectives.report import parse_size
+from spin.collectives.allreduce_table import parse_size
 from spin.topologies import build_topology, topology_inventory
 from spin.topologies.cost import CostModel, topology_cost
-from spin.topologies.report import COMPARE_16, compare_table, label
+from spin.topologies.inventory_tables import COMPARE_16, compare_table, label
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from spin.traces.chakra_writer import ChakraNode, write_rank
+from spin.trace_formats.chakra_writer import ChakraNode, write_rank
 
 RANKS = 4
 GRAD_BYTES = 512 << 10

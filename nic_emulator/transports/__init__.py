@@ -3,7 +3,7 @@
 A transport module defines these Numba functions (``st`` the engine state, ``dev`` the NIC,
 ``out`` the parsed header row of ``spin.wire.roce.parse_frame``, ``now`` in ps). The engine
 calls them through a dispatch on the NIC's transport code (``D_TRANSPORT``, the index of the
-name in the registry) that ``nic_emulator.transports.registry.dispatch_source`` generates into
+name in the registry) that ``nic_emulator.transports.dispatch.dispatch_source`` generates into
 the engine module, so adding a transport is this module plus its registration, nothing else:
 
 ``tx_step(st, dev, now)``

@@ -1,6 +1,7 @@
 """Turn a Scenario into the engine's arrays for one worker: sizes, devices and ports, links,
 execution contexts and programs, multicast groups, fault controls and routing epochs. Each
-device kind fills its own columns (``nic_emulator.build``, ``switch_emulator.build``)."""
+device kind fills its own devices' columns (``spin.assembly.device_build``): devices are told
+apart by the kind the topology gives them, not by their place in the device order."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ import numpy as np
 
 from ..engine import state as S
 from ..engine.heap import calendar_shift
+from .device_build import DeviceBuild, build_devices
 from ..errors import ConfigError
 from ..handler import same_program
 from ..describe.limits import allocation_failed, check_fits_in_memory, send_queue_capacity
@@ -64,15 +66,17 @@ def build_state(scenario, programs: list, local: set[int],
                 standalone: bool = False) -> BuiltState:
     """The engine state of ``scenario`` for the devices in ``local``; ``standalone``: this
     process runs every device and nothing outside it sees frames (see ``header_slots``)."""
-    from nic_emulator.build import (configure_nic, configure_transport, loss_prng_seed,
-                                    send_flows, transport_connections)
-    from switch_emulator.build import configure_port, configure_switches
+    from nic_emulator.build import (configure_transport, loss_prng_seed, send_flows,
+                                    transport_connections)
+    from switch_emulator.build import configure_port
     from switch_emulator.route_tables import RouteTables
     from switch_emulator.lb.registry import schemes_apart, switch_schemes, table_entries
     sc, topo = scenario, scenario.topology
     eng, nic, host, sw = sc.engine, sc.nic, sc.host, sc.switch
     names = topo.device_names()
-    n_devs, n_hosts, n_sw = len(names), sc.n_hosts, len(topo.switches)
+    kinds = topo.device_kinds()
+    nodes = [d for d, kind in enumerate(kinds) if kind.node]
+    n_devs, n_nodes, n_sw = len(names), len(nodes), len(kinds) - len(nodes)
     ports = topo.ports()
     n_ports = sum(len(p) for p in ports.values())
     full_slot_bytes = slot_bytes_for_mtu(eng.mtu_bytes)
@@ -86,14 +90,15 @@ def build_state(scenario, programs: list, local: set[int],
     n_ops = sum(len(p.ops) for p in sc.host_programs.values())
     controls, epochs = _fault_plan(sc)
     mcast_ports = sum(len(p) for _, p in sc.multicast_groups)
-    if any(not isinstance(c.node, int) and names.index(c.node) >= n_hosts for c in sc.contexts) \
+    if any(not isinstance(c.node, int) and not kinds[names.index(c.node)].node
+           for c in sc.contexts) \
             and n_devs ** 3 * (1 << 24) >= 1 << 62:
         raise ConfigError(f"switch handlers support fabrics of up to 6,500 devices; this one has "
                           f"{n_devs}")
     sizes = S.StateSizes(
-        n_devs=n_devs, n_ports=n_ports, n_nodes=n_hosts, n_switches=n_sw,
+        n_devs=n_devs, n_ports=n_ports, n_nodes=n_nodes, n_switches=n_sw,
         n_ecs=len(sc.contexts), n_progs=len(programs), n_host_ops=n_ops,
-        host_mem_total=host_stride * n_hosts + len(pattern), max_hpus=max([nic.hpus] + [sw.hpus_for(len(ports[s])) for s in topo.switches]), max_qp=host.qps,
+        host_mem_total=host_stride * n_nodes + len(pattern), max_hpus=max([nic.hpus] + [sw.hpus_for(len(ports[s])) for s in topo.switches]), max_qp=host.qps,
         n_marks=max(len(sc.mark_index), 1), slot_bytes=slot_bytes, n_slots=eng.buffer_slots,
         queue_frames=eng.queue_frames, max_events=eng.max_events_pending,
         max_rx_messages=eng.max_rx_messages, max_tx_messages=eng.max_tx_messages,
@@ -114,7 +119,7 @@ def build_state(scenario, programs: list, local: set[int],
     # routing first: its group table sizes the arrays
     wiring = topo.port_arrays()
     port_of_link = {i: (a, b) for i, (a, b) in enumerate(wiring.link_ports.tolist())}
-    tables = RouteTables(n_sw, n_hosts)
+    tables = RouteTables(n_sw, n_nodes)
     tables.add_epoch(wiring.port_dev, wiring.port_local, wiring.peer, np.ones(n_ports, bool),
                      wiring.transit)
     for epoch_peer, epoch_up in epochs:
@@ -175,21 +180,13 @@ def build_state(scenario, programs: list, local: set[int],
     st.port[:, S.PT_Q_LIMIT_BYTES] = eng.queue_frames * full_slot_bytes
     st.port[:, S.PT_BLOCKED_SINCE] = -1
     st.port[:, S.PT_TRIM_DSCP] = -1     # no trimming unless the device kind's build sets it
-    for d in range(n_hosts):
-        configure_nic(st, d, nic, host, d * host_stride, generated)
-    st.sc[S.SC_PATTERN_OFF] = host_stride * n_hosts
-    st.host_mem[host_stride * n_hosts:host_stride * n_hosts + len(pattern)] = pattern
-    host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in range(n_hosts)]
-    configure_transport(st, n_hosts, nic, max(host_rates, default=100), eng.mtu_bytes)
-    latency = getattr(topo, "switch_latency_ns", None)
-    by_ports: dict[int, object] = {}     # one SwitchConfig per port count (HPUs follow ports)
-    for n in set(nports[n_hosts:].tolist()):
-        by_ports[n] = sw.model_copy(update={"hpus": sw.hpus_for(n)})
-    configure_switches(
-        st, n_hosts, [by_ports[n] for n in nports[n_hosts:].tolist()],
-        [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-         for name in topo.switches],
-        switch_schemes(sc))
+    build_devices(st, kinds, DeviceBuild(sc, host_stride, generated))
+    st.sc[S.SC_PATTERN_OFF] = host_stride * n_nodes
+    st.host_mem[host_stride * n_nodes:host_stride * n_nodes + len(pattern)] = pattern
+    host_rates = [int(st.port[st.dev[d, S.D_PORT0], S.PT_RATE_GBPS]) for d in nodes]
+    # the fabric's transport parameters, and each node's transport (node ids are the rows
+    # 0..n_nodes - 1: the routing tables and host memory are indexed by them)
+    configure_transport(st, n_nodes, nic, max(host_rates, default=100), eng.mtu_bytes)
     # a port's arrival delay includes the pipeline of the switch at its far end (ports.py)
     peer = wiring.peer
     linked = np.flatnonzero(peer >= 0)

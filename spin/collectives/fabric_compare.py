@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ..topologies.catalog import build_topology
 from ..topologies.cost import CostModel, topology_cost
 from ..topologies.inventory import topology_inventory
-from ..topologies.report import label
+from ..topologies.inventory_tables import label
 from ..topologies.sensitivity import sensitivity_table
 from .fabric_bandwidth import allreduce_bound_gbytes_per_s, measure_fabric
 

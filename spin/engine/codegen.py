@@ -33,7 +33,7 @@ TEMPLATE_MARKER = "# SPIN-TEMPLATE"
 # scheme module of ``switch_emulator.lb``; the NIC's transport dispatch, one per transport
 # registered in ``spin.transports.TRANSPORTS``.
 GENERATED_PARTS = ("switch_emulator.routing:dispatch_source",
-                   "nic_emulator.transports.registry:dispatch_source",
+                   "nic_emulator.transports.dispatch:dispatch_source",
                    "spin.engine.device_kinds:dispatch_source")
 _ROOT = Path(__file__).resolve().parents[2]
 

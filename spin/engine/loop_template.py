@@ -25,7 +25,7 @@ from spin.engine.state_ref import state_ref
 from spin.engine.tracing import TRACE_HEADROOM, TRK_HANDLER, trace_row
 from spin.wire.ip_edit import is_pfc_frame, pfc_quanta
 from spin.jit import njit
-from nic_emulator.transports.registry import transport_on_timeout, transport_tx_step  # SPIN-TEMPLATE
+from nic_emulator.transports.dispatch import transport_on_timeout, transport_tx_step  # SPIN-TEMPLATE
 from spin.engine.device_kinds import (device_actions, device_complete,  # SPIN-TEMPLATE
                                       device_port_ready, device_receive,  # SPIN-TEMPLATE
                                       device_timer)  # SPIN-TEMPLATE

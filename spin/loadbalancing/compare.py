@@ -23,7 +23,7 @@ from ..results.report import table
 from ..describe.limits import check_reordering, check_writable
 from ..describe.scenario import Scenario
 from ..topologies import build_topology
-from ..topologies.report import parse_params, parse_spec
+from ..topologies.inventory_tables import parse_params, parse_spec
 from ..units import US, ns
 from ..workloads import build_workload
 from ..workloads.metrics import flow_messages, workload_report

@@ -87,7 +87,8 @@ def _links(sim, topo, st, now: int) -> list[LinkStats]:
 
 
 def _nics_and_hosts(sim, topo, st, view: StateView) -> tuple[list[NicStats], list[HostStats]]:
-    nodes = np.array([d for d in range(sim.scenario.n_hosts) if d in sim.local], np.int64)
+    nodes = np.array([d for d, kind in enumerate(topo.device_kinds())
+                      if kind.node and d in sim.local], np.int64)
     dev = st.dev[nodes]
     fields = ("nic_dma_w_bytes", "nic_dma_r_bytes", "hpu_busy_ps", "msgs_abandoned",
               "msgs_expired", "loopback_frames", "timers", "host_busy_ps", "host_state",
@@ -142,7 +143,7 @@ def build_result(sim) -> RunResult:
     st, scen = sim.st, sim.scenario
     topo = scen.topology
     local = sim.local
-    n_hosts = scen.n_hosts
+    kinds = topo.device_kinds()
     view = state_view(st)
     sc = view.sc()
     posts, messages = _messages(st, sc)
@@ -150,8 +151,8 @@ def build_result(sim) -> RunResult:
     links = _links(sim, topo, st, now)
     nics, hosts = _nics_and_hosts(sim, topo, st, view)
     switches = []
-    for s, name in enumerate(topo.switches):
-        d = n_hosts + s
+    switch_rows = [d for d, kind in enumerate(kinds) if not kind.node]
+    for d, name in zip(switch_rows, topo.switches):
         if d in local:
             dev = view.dev(d)
             switches.append(SwitchStats(name=name, drops=D.drop_counts_to_dict(st.drops[d]),
@@ -163,7 +164,7 @@ def build_result(sim) -> RunResult:
     # per reason over the local devices (reason names are distinct, so summing per code first
     # gives the same counts)
     drops = D.drop_counts_to_dict(st.drops[sorted(local)].sum(axis=0))
-    host_nodes = [d for d in range(n_hosts) if d in local]
+    host_nodes = [d for d, kind in enumerate(kinds) if kind.node and d in local]
     marks = {}
     for label, idx in scen.mark_index.items():
         times = st.marks[host_nodes, idx].tolist()

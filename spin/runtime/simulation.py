@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..engine import state as S
+from ..engine.layout import DEV as DEV_TABLE
 from ..engine.codegen import engine_lock_path
 from ..assembly.built import Built, build
 from ..assembly.compile_report import compile_progress, is_compile_error
@@ -428,6 +429,18 @@ class Simulation:
         return write_link_pcaps(self.scenario, self.captured, directory)
 
     # --- results ------------------------------------------------------------------------
+    def device_counters(self, device: str) -> dict[str, int]:
+        """The counters its kind declares (``DeviceKind.counters``) of device ``device`` (a
+        host or switch name), by column name, as the run left them on this worker."""
+        topo = self.scenario.topology
+        names = topo.device_names()
+        if device not in names:
+            raise ConfigError(f"device = {device!r}: not a device of the topology; devices: "
+                              f"{', '.join(names[:16])}{', ...' if len(names) > 16 else ''}")
+        d = names.index(device)
+        kind = topo.device_kinds()[d]
+        return {c: int(self.st.dev[d, DEV_TABLE.index(c)]) for c in kind.counters}
+
     def host_memory(self, node: int) -> np.ndarray:
         if self.scenario.payload == "generated":
             raise ConfigError("payload = 'generated' keeps no host memory to read: use "

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..collectives import ALGORITHMS
 from ..collectives.measure import measure, with_speedup
-from ..collectives.report import allreduce_table, shared_programs
+from ..collectives.allreduce_table import allreduce_table, shared_programs
 from ..results.compare import OffloadComparison
 from ..errors import ConfigError, SpinError
 from ..handler import ExecutionContext, HandlerProgram

@@ -4,7 +4,7 @@
 file, ``spin topo fat_tree --param k=8`` on the command line. ``topology_inventory`` counts
 switches, ports and links by tier and computes the bisection bandwidth.
 """
-from .registry import ParamError, TopologyKind, TopologyParams, builder
+from .declare import ParamError, TopologyKind, TopologyParams, builder
 from .catalog import TOPOLOGIES, build_topology, topology_kinds
 from .inventory import Inventory, topology_inventory
 

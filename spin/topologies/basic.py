@@ -7,7 +7,7 @@ from pydantic import Field
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import TopologyParams, builder
+from .declare import TopologyParams, builder
 
 
 class PairParams(TopologyParams):

@@ -10,7 +10,7 @@ from ..registry import Registry
 from ..topology import Topology
 from . import (basic, custom, fat_tree, hamming_mesh, leaf_spine, leaf_spine_superspine,
                rail_optimized, supernode)
-from .registry import TopologyKind
+from .declare import TopologyKind
 
 TOPOLOGIES: Registry[TopologyKind] = Registry(
     "topology", (custom.custom, fat_tree.fat_tree, hamming_mesh.hamming_mesh,

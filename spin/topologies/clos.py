@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import ParamError
+from .declare import ParamError
 
 
 def join_counts(n_members: int, radix: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 from ..config import LinkConfig
 from ..errors import ConfigError
 from ..topology import Topology
-from .registry import ParamError, TopologyParams, builder, link_config
+from .declare import ParamError, TopologyParams, builder, link_config
 
 DEVICE_KEYS = ("name", "kind", "role", "latency_ns")
 EDGE_KEYS = ("a", "b", "rate_gbps", "latency_ns", "kind")

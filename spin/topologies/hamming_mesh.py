@@ -26,7 +26,7 @@ from pydantic import Field
 from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .clos import join, join_counts
-from .registry import TopologyParams, builder, link_config
+from .declare import TopologyParams, builder, link_config
 
 
 class HammingMeshParams(TopologyParams):

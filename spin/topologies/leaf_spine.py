@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
-from .registry import ParamError, TopologyParams, builder, link_config
+from .declare import ParamError, TopologyParams, builder, link_config
 
 
 class LeafSpineParams(TopologyParams):

@@ -20,7 +20,7 @@ from pydantic import Field
 from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .pods import PodShape, build_pods, pod_bisection, pod_links, pod_shape
-from .registry import TopologyParams, builder, link_config
+from .declare import TopologyParams, builder, link_config
 
 
 class LeafSpineSuperspineParams(TopologyParams):

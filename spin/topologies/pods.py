@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..config import LinkConfig
 from ..topology import Topology
-from .registry import ParamError
+from .declare import ParamError
 
 
 @dataclass(frozen=True)

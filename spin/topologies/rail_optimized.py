@@ -38,7 +38,7 @@ from pydantic import Field
 from ..config import MAX_DELAY_NS, LinkConfig
 from ..topology import Topology
 from .pods import PodShape, build_pods, pod_bisection, pod_links, pod_shape
-from .registry import ParamError, TopologyParams, builder, link_config
+from .declare import ParamError, TopologyParams, builder, link_config
 
 
 class RailOptimizedParams(TopologyParams):

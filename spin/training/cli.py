@@ -11,8 +11,8 @@ from ..config import HOST_PRESETS
 from ..describe.payload_mode import PAYLOAD_MODES
 from ..errors import ConfigError
 from ..topologies import build_topology
-from ..topologies.report import label, parse_spec
-from ..traces import read_trace
+from ..topologies.inventory_tables import label, parse_spec
+from ..trace_formats import read_trace
 from .compute import CPU_OP_POLICIES, ComputeModel
 from .plan import ALLREDUCE_CHOICES, FIXED_ALGORITHMS
 from .replay import DEFAULT_MAX_MEMORY_BYTES, ReplayConfig, replay

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..traces.model import TraceOp
+from ..trace_formats.model import TraceOp
 
 CPU_OP_POLICIES = ("skip", "serial")
 MAX_SLOWDOWN = 1_000_000.0     # a straggler this slow already takes the whole step

@@ -10,7 +10,7 @@ from ..collectives.common import align
 from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, TraceError
 from ..topology import Topology
-from ..traces.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
+from ..trace_formats.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
 from . import collectives as other
 from .collective_choice import ALGORITHMS, PathCosts, resolve, resolve_allreduce
 

@@ -22,13 +22,13 @@ from ..errors import ConfigError, TraceError
 from ..runs import run
 from ..describe.scenario import Scenario
 from ..topology import Topology
-from ..traces.model import COLLECTIVE, COMPUTE, RECV, SEND, StepTrace, TraceOp
+from ..trace_formats.model import COLLECTIVE, COMPUTE, RECV, SEND, StepTrace, TraceOp
 from . import collectives as other
 from .compute import ComputeModel
 from .marks import end_label, start_label
 from .collective_choice import PathCosts
 from .plan import CollectiveCall, ReplayPlan, plan_replay
-from .report import StepReport, build_report
+from .step_report import StepReport, build_report
 from .schedule import issue_order
 
 DEFAULT_MAX_MEMORY_BYTES = 256 << 20

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 
-from ..traces.model import COLLECTIVE, RECV, SEND, RankTrace, TraceOp
+from ..trace_formats.model import COLLECTIVE, RECV, SEND, RankTrace, TraceOp
 
 _CLASS = {SEND: 0, RECV: 2}
 

@@ -7,7 +7,7 @@ buffers) to a ``Scenario`` and return a ``Workload``; ``workload_report(wl, sc, 
 flow and collective completion times against the ideal.
 """
 from .common import Flow, Workload, send_pattern
-from .registry import WorkloadKind, WorkloadParams, builder
+from .declare import WorkloadKind, WorkloadParams, builder
 from .catalog import WORKLOADS, build_workload, workload_kinds
 from .metrics import FctStats, WorkloadReport, collective_times_ps, flow_messages, workload_report
 from .htsim_cm import HtsimConnection, load_htsim_cm

@@ -9,7 +9,7 @@ from typing import Literal
 
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, builder
+from .declare import WorkloadParams, builder
 
 
 class AllToAllParams(WorkloadParams):

@@ -7,7 +7,7 @@ from typing import Any
 from ..registry import Registry
 from . import all_to_all, htsim_cm, incast, permutation, ring, shifts
 from .common import Workload
-from .registry import WorkloadKind
+from .declare import WorkloadKind
 
 WORKLOADS: Registry[WorkloadKind] = Registry(
     "workload", (all_to_all.all_to_all, htsim_cm.htsim_cm, incast.incast,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .common import Workload
-from .registry import WorkloadParams, builder
+from .declare import WorkloadParams, builder
 
 TRIGGER_KINDS = ("oneshot", "multishot", "barrier")
 CONN_TOKENS = ("id", "size", "start", "trigger", "send_done_trigger", "recv_done_trigger", "prio")

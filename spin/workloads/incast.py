@@ -12,7 +12,7 @@ from pydantic import Field
 from ..errors import ConfigError
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, builder
+from .declare import WorkloadParams, builder
 
 RELEASE_BYTES = 1
 

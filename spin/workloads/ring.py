@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .common import (Flow, Workload, begin_iteration, check_hosts, check_memory, check_qps,
                      prepare, start_skews_ns)
-from .registry import WorkloadParams, builder
+from .declare import WorkloadParams, builder
 
 
 class RingParams(WorkloadParams):
