@@ -124,9 +124,14 @@ def _read_groups(path: Path, required: bool) -> dict[str, tuple[int, ...]]:
                    f"{{name: [ranks]}}: {exc}") from None
 
 
-def file_bytes(path: Path) -> bytes:
+HEAD_BYTES = 1 << 20   # gunzipped first, and checked, before the rest is inflated
+
+
+def file_bytes(path: Path, check_head=None) -> bytes:
     """The file's bytes, gunzipped if it starts with the gzip magic; at most
-    ``max_rank_file_bytes()`` either way."""
+    ``max_rank_file_bytes()`` either way. ``check_head(first bytes)`` runs on the first MiB
+    before the rest of a gzip stream is inflated: a bomb whose records are garbage from the
+    start is refused at once, not after gigabytes of zeros."""
     limit = max_rank_file_bytes()
     try:
         with path.open("rb") as f:
@@ -142,7 +147,15 @@ def file_bytes(path: Path) -> bytes:
     try:
         while rest.startswith(GZIP_MAGIC):   # a gzip file may hold several members
             unzip = zlib.decompressobj(wbits=31)
-            out += unzip.decompress(rest, limit + 1 - len(out))
+            if check_head is not None and not out:
+                out += unzip.decompress(rest, min(HEAD_BYTES, limit + 1))
+                check_head(bytes(out))
+                check_head = None
+                rest = unzip.unconsumed_tail
+                if not unzip.eof:
+                    out += unzip.decompress(rest, limit + 1 - len(out))
+            else:
+                out += unzip.decompress(rest, limit + 1 - len(out))
             if len(out) > limit or unzip.unconsumed_tail:
                 raise _too_large(path, limit, " once gunzipped")
             if not unzip.eof:
@@ -191,7 +204,19 @@ def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 
     """One rank's nodes (the leading GlobalMetadata is checked for shape and skipped); the
     process groups of a ``## process_group:init ##`` node go to ``groups``, who launched
     what to ``launches``."""
-    data = file_bytes(path)
+    def check_head(head: bytes) -> None:   # the records whole in ``head``
+        try:
+            for index, (offset, msg) in enumerate(pw.delimited(head)):
+                if index == 0:
+                    _metadata(msg, offset)
+                else:
+                    _node(msg, offset, str(path), None, n_ranks, None)
+        except pw.WireFormatError as exc:
+            if "cut off" not in str(exc):   # a record longer than the head is no evidence
+                raise fail(str(path), None, f"not a valid Chakra ET stream at byte "
+                           f"{exc.offset}: {exc}") from None
+
+    data = file_bytes(path, check_head)
     ops: list[TraceOp] = []
     last_id = None
     try:
