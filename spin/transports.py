@@ -17,10 +17,9 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from .caches import TRANSPORT_ENTRY_POINTS as ENTRY_POINT_GROUP
 from .errors import ConfigError, StateLayoutError
 from .registry import Option, Registry
-
-ENTRY_POINT_GROUP = "spin.transports"
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def _check_owner(table: str, part: Columns) -> None:
     if not _is_module(module):
         first = _parse(part.specs[0], part.owner)[0] if part.specs else "?"
         raise StateLayoutError(f"table {table!r}: columns from {first} on are declared by "
-                               f"{part.owner!r}, which is no module or package of the project")
+                               f"{part.owner!r}, which names no importable module")
 
 
 class Table:
