@@ -214,7 +214,7 @@ print(json.dumps({
     "turns": [view.transport_counters(d).toy_turns for d in range(2)],
     "stamps": [int(sim.st.conn[d, S.C_TOY_STAMP]) for d in range(2)],
     "param": view.transport_params().toy_stamp,
-    "delivered": sorted((m.src, m.dst, m.nbytes) for m in result.messages),
+    "delivered": sorted((m.src, m.dst, m.bytes) for m in result.messages),
     "finished": all(h.finished for h in result.hosts),
 }))
 '''
@@ -283,6 +283,7 @@ def test_a_bad_declaration_is_named_when_the_engine_tables_are_laid_out(tmp_path
     assert last.startswith(f"spin.errors.StateLayoutError: {message}"), proc.stderr[-2000:]
 
 
+@pytest.mark.timeout(1800)  # a cold compile of the engine and device code, in a private cache
 def test_a_transport_from_a_package_of_its_own_runs_with_its_column_counter_and_parameter(
         tmp_path: Path):
     _toy_package(tmp_path)

@@ -158,7 +158,8 @@ def _render(doc: str) -> str:
     tables = "\n".join(f"                #     [nic.transport.{t}]: {keys(t)}"
                         for t in TRANSPORTS.names())
     return Template(doc).substitute(
-        transport_tables=tables, topology_kinds=", ".join(TOPOLOGIES.names()), workload_kinds=", ".join(WORKLOADS.names()),
+        transport_tables=tables,
+        topology_kinds=", ".join(TOPOLOGIES.names()), workload_kinds=", ".join(WORKLOADS.names()),
         transports=choices(TRANSPORTS.names()), entropies=choices(ENTROPIES.names()),
         mtus=choices(get_args(EngineConfig.model_fields["mtu_bytes"].annotation), "|"))
 
