@@ -30,6 +30,7 @@ enough.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import sys
@@ -85,19 +86,25 @@ def compiled_source_files() -> list[Path]:
 TRANSPORT_ENTRY_POINTS = "spin.transports"
 
 
-def external_transport_files() -> list[Path]:
-    """The sources of the packages that publish transports (entry points of group
-    ``spin.transports``), found on ``sys.path`` without importing them. Such a transport adds
-    columns to the engine's tables and code to the engine, so it is part of the compiled
-    sources: with it registered, edited or removed, no cached machine code laid out for other
-    tables can be loaded."""
+@functools.lru_cache(maxsize=1)
+def transport_entry_points() -> tuple:
+    """Entry points of group ``spin.transports`` of installed packages, by name, read once per
+    process (spin.transports loads them)."""
     import importlib.metadata
     try:
         points = importlib.metadata.entry_points(group=TRANSPORT_ENTRY_POINTS)
     except Exception:  # noqa: BLE001 - broken metadata of some package: nothing published
-        return []
+        return ()
+    return tuple(sorted(points, key=lambda ep: ep.name))
+
+
+def external_transport_files() -> list[Path]:
+    """The sources of the packages that publish transports (``transport_entry_points``),
+    found on ``sys.path`` without importing them. Such a transport adds columns to the engine's
+    tables and code to the engine, so it is part of the compiled sources: with it registered,
+    edited or removed, no cached machine code laid out for other tables can be loaded."""
     files: list[Path] = []
-    for top in sorted({ep.value.split(":")[0].split(".")[0] for ep in points}):
+    for top in sorted({ep.value.split(":")[0].split(".")[0] for ep in transport_entry_points()}):
         for base in map(Path, sys.path or ["."]):
             if (base / top / "__init__.py").is_file():
                 files += sorted((base / top).rglob("*.py"))

@@ -17,7 +17,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from .caches import TRANSPORT_ENTRY_POINTS as ENTRY_POINT_GROUP
+from .caches import TRANSPORT_ENTRY_POINTS as ENTRY_POINT_GROUP, transport_entry_points
 from .errors import ConfigError, StateLayoutError
 from .registry import Option, Registry
 
@@ -54,14 +54,8 @@ _BUILT_IN = (
 
 def _published() -> tuple[TransportOption, ...]:
     """Transports registered by entry points of group ``spin.transports``, by name."""
-    import importlib.metadata
-    try:
-        points = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
-                        key=lambda ep: ep.name)
-    except Exception:  # noqa: BLE001 - broken metadata of some package: nothing published
-        return ()
     out = []
-    for ep in points:
+    for ep in transport_entry_points():
         option = ep.load()
         if not isinstance(option, TransportOption):
             raise ConfigError(f"entry point {ep.name} = {ep.value!r} of group "
