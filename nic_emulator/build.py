@@ -1,8 +1,12 @@
 """NIC and host columns of the engine state, from NicConfig and HostConfig."""
 from __future__ import annotations
 
-from spin.transports import ENTROPIES, TRANSPORTS
+from typing import NamedTuple
+
+from spin.engine import layout as L
 from spin.engine import state as S
+from spin.errors import StateLayoutError
+from spin.transports import ENTROPIES, TRANSPORTS
 from spin.units import ns
 
 
@@ -54,32 +58,32 @@ def transport_connections(scenario) -> int:
     return 2 * send_flows(scenario)
 
 
+class TransportEnv(NamedTuple):
+    """What a transport part's ``fill`` may read besides the TransportConfig."""
+
+    mtu: int              # bytes of payload per packet
+    host_rate_gbps: int   # rate of the host links
+
+
 def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) -> None:
-    """Transport kind and entropy policy of every NIC, and the fabric's transport parameters
-    (``spin.config.TransportConfig``; see ``nic_emulator.congestion``)."""
+    """Transport kind and entropy policy of every NIC, and the fabric's transport parameters:
+    each registered part (``spin.engine.layout.TRANSPORT_PARTS``) fills its own from
+    ``spin.config.TransportConfig``."""
     tc = nic.transport
     st.dev[:n_hosts, S.D_TRANSPORT] = TRANSPORTS.names().index(tc.kind)
     st.dev[:n_hosts, S.D_ENTROPY] = ENTROPIES.names().index(tc.entropy)
-    window = tc.window_bytes or max(mtu, int(host_rate_gbps * 1000 * tc.base_rtt_us / 8))
+    env = TransportEnv(mtu=mtu, host_rate_gbps=host_rate_gbps)
     p = st.sc[S.SC_TRP:S.SC_TRP + S.TRP_N]   # a view: writes land in st.sc
-    p[S.TRP_ACK_EVERY] = tc.ack_every_packets
-    p[S.TRP_RTO_PS] = ns(tc.rto_us * 1000)
-    p[S.TRP_CNP_INTERVAL_PS] = ns(tc.cnp_interval_us * 1000)
-    p[S.TRP_G_SHIFT] = tc.dcqcn_g_shift
-    p[S.TRP_TIMER_PS] = ns(tc.dcqcn_timer_us * 1000)
-    p[S.TRP_FR_STAGES] = tc.dcqcn_fast_recovery_stages
-    p[S.TRP_AI_MBPS] = tc.dcqcn_ai_mbps
-    p[S.TRP_HAI_MBPS] = tc.dcqcn_hai_mbps
-    p[S.TRP_MIN_RATE_MBPS] = tc.dcqcn_min_rate_mbps
-    p[S.TRP_CWND_INIT] = window
-    p[S.TRP_CWND_MAX] = window * tc.max_window_factor
-    p[S.TRP_FREEZE_PS] = ns(tc.reps_freeze_us * 1000)
-    p[S.TRP_EV_SET] = tc.ev_set_size
-    p[S.TRP_CC] = 1 if tc.congestion == "nscc" else 0
-    p[S.TRP_BASE_RTT_PS] = ns(tc.base_rtt_us * 1000)
-    p[S.TRP_TARGET_PS] = ns((tc.target_delay_us or tc.base_rtt_us / 2) * 1000)
-    p[S.TRP_RTO_MIN_PS] = ns(tc.min_rto_us * 1000)
-    p[S.TRP_ACK_ON_ECN] = 1 if tc.ack_on_ecn else 0
+    for part in L.TRANSPORT_PARTS:
+        if part.fill is None:
+            continue
+        values = part.fill(tc, env)
+        own = {spec[0] for spec in part.trp}
+        if set(values) != own:
+            raise StateLayoutError(f"{part.owner}: fill returned parameters {sorted(values)}; "
+                                   f"it declares {sorted(own)}")
+        for name, value in values.items():
+            p[L.TRP.index(name)] = value
 
 
 def loss_prng_seed(seed: int, link: int, direction: int) -> int:

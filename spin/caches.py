@@ -30,6 +30,7 @@ enough.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import sys
@@ -79,19 +80,60 @@ def compiled_source_files() -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+# Entry-point group of NIC transports from outside spin (spin.transports reads the entries).
+TRANSPORT_ENTRY_POINTS = "spin.transports"
+
+
+@functools.lru_cache(maxsize=1)
+def transport_entry_points() -> tuple:
+    """Entry points of group ``spin.transports`` of installed packages, by name, read once per
+    process (spin.transports loads them)."""
+    import importlib.metadata
+    try:
+        points = importlib.metadata.entry_points(group=TRANSPORT_ENTRY_POINTS)
+    except Exception:  # noqa: BLE001 - broken metadata of some package: nothing published
+        return ()
+    return tuple(sorted(points, key=lambda ep: ep.name))
+
+
+def external_transport_files() -> list[Path]:
+    """The sources of the packages that publish transports (``transport_entry_points``),
+    found on ``sys.path`` without importing them. Such a transport adds columns to the engine's
+    tables and code to the engine, so it is part of the compiled sources: with it registered,
+    edited or removed, no cached machine code laid out for other tables can be loaded."""
+    files: list[Path] = []
+    for top in sorted({ep.value.split(":")[0].split(".")[0] for ep in transport_entry_points()}):
+        for base in map(Path, sys.path or ["."]):
+            if (base / top / "__init__.py").is_file():
+                files += sorted((base / top).rglob("*.py"))
+                break
+            if (base / f"{top}.py").is_file():
+                files.append(base / f"{top}.py")
+                break
+    return files
+
+
+def sources_digest(root: Path) -> bytes:
+    """Digest of the compiled sources (``COMPILED_SOURCES``, named relative to ``root``) and of
+    the external transports' packages (named by their absolute path)."""
+    import hashlib
+    h = hashlib.sha256()
+    for f in compiled_source_files():
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    for f in external_transport_files():
+        h.update(str(f).encode())
+        h.update(f.read_bytes())
+    return h.digest()
+
+
 def project_source_digest() -> str:
     """Digest of every source file of spin that holds compiled code. Numba caches a function
     per file, keyed on that file alone, but compiles its callees into it: an edit to
     ``ports.py`` would leave ``host.py``'s cached code calling the old ``ports`` functions.
     Keying the whole Numba cache on these sources makes such stale machine code impossible,
     while edits to the rest of spin (CLI, results, docs) keep the compiled engine."""
-    import hashlib
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for f in compiled_source_files():
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
+    return sources_digest(Path(__file__).resolve().parents[1]).hex()[:16]
 
 
 def configure_numba_cache_dir(sources: tuple[str, ...]) -> None:

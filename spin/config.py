@@ -16,6 +16,7 @@ from .errors import ConfigError
 from .registry import Registry
 from .suggest import did_you_mean
 from .transports import ENTROPIES, TRANSPORTS, TransportOption  # noqa: F401  (re-exported)
+from .transports import transport_params
 
 # The largest single delay a config may give (1 s of virtual time): far beyond any cable, switch
 # or PCIe figure, and small enough that sums of delays in integer picoseconds stay exact in int64.
@@ -93,6 +94,12 @@ class TransportConfig(_Frozen):
     hash: ``"per_flow"`` (one EV per connection), ``"spray"`` (a new EV per packet from a
     per-connection PRNG, oblivious spraying), ``"reps"`` (recycle the EVs of unmarked ACKs,
     freeze on trims and timeouts; Bonato et al., arXiv 2407.21625).
+
+    Each transport's own keys may also be given in its table, ``[nic.transport.<kind>]``
+    (validated by the transport's ``PARAMS`` model, declared next to it: ``transport_params``);
+    the table of the transport in use applies, the others are only checked. The flat keys
+    below keep working and keep their meaning. Keys of a transport from outside spin, which
+    have no flat field, are kept in ``tables`` and read with ``table(kind)``.
     """
 
     kind: str = "none"            # a name of TRANSPORTS
@@ -141,6 +148,46 @@ class TransportConfig(_Frozen):
     # REPS: after a trim or timeout only cached (known-good) EVs are used for this long
     # (htsim's buffer_reps default: 10 ms).
     reps_freeze_us: float = time_us(10_000.0)
+    # keys of per-kind tables that are no flat field (transports from outside spin), by kind
+    tables: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _per_kind_tables(cls, data: Any) -> Any:
+        """Fold the ``[nic.transport.<kind>]`` tables into the flat keys (their transport's
+        table only) and ``tables``, each checked by its transport's ``PARAMS``."""
+        if not isinstance(data, dict):
+            return data
+        given = {k: v for k, v in data.items() if k in TRANSPORTS and isinstance(v, dict)}
+        given.update({k: v for k, v in (data.get("tables") or {}).items() if k not in given})
+        if not given:
+            return data
+        flat = {k: v for k, v in data.items() if k not in given and k != "tables"}
+        kind = flat.get("kind", cls.model_fields["kind"].default)
+        kept: dict[str, dict[str, Any]] = {}
+        for name, table in given.items():
+            values = check_transport_table(name, table)
+            if name != kind:
+                continue
+            for key, value in values.items():
+                if key not in cls.model_fields:
+                    kept.setdefault(name, {})[key] = value
+                elif key in flat and flat[key] != value:
+                    raise ConfigError(f"nic.transport.{name}.{key} = {value!r}: also given as "
+                                      f"nic.transport.{key} = {flat[key]!r}; give it once")
+                else:
+                    flat[key] = value
+        return {**flat, "tables": kept}
+
+    def table(self, kind: str) -> Any:
+        """Transport ``kind``'s parameters as its ``PARAMS`` model: its table's keys, else the
+        flat ones, else their defaults (None: the transport takes none)."""
+        model = transport_params(kind)
+        if model is None:
+            return None
+        own = self.tables.get(kind, {})
+        flat = {k: getattr(self, k) for k in model.model_fields if k in type(self).model_fields}
+        return model(**{**flat, **own})
 
     @field_validator("kind")
     @classmethod
@@ -159,6 +206,37 @@ class TransportConfig(_Frozen):
                              "'ue' (kind='none' sends no ACKs); valid pairs with 'none': "
                              "entropy='per_flow' or 'spray'")
         return self
+
+
+def check_transport_table(kind: str, table: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``[nic.transport.<kind>]``, validated by the transport's ``PARAMS`` (only the
+    keys given): a key of another transport's table, an unknown key or a bad value is a
+    one-line ConfigError with the valid keys."""
+    model = transport_params(kind)
+    valid = list(model.model_fields) if model is not None else []
+    for key in table:
+        if key in valid:
+            continue
+        owners = [t.name for t in TRANSPORTS if t.name != kind
+                  and key in getattr(transport_params(t.name), "model_fields", {})]
+        if owners:
+            why = (f"a key of [nic.transport.{owners[0]}], not of [nic.transport.{kind}]" +
+                   (" (a flat [nic.transport] key too)" if key in TransportConfig.model_fields
+                    else ""))
+        elif key in TransportConfig.model_fields:
+            why = f"a [nic.transport] key, not one of [nic.transport.{kind}]"
+        else:
+            why = f"unknown key{did_you_mean(key, valid + list(TransportConfig.model_fields))}"
+        raise ConfigError(f"nic.transport.{kind}.{key} = {table[key]!r}: {why}; valid keys of "
+                          f"[nic.transport.{kind}]: {', '.join(valid) or 'none'}")
+    try:
+        model(**table)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"nic.transport.{kind}.{key} = {err.get('input')!r}: "
+                          f"{err['msg']}") from None
+    return dict(table)
 
 
 class NicConfig(_Frozen):

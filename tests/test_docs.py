@@ -267,14 +267,15 @@ def test_toml_block_loads(block, tmp_path):
 
 
 def _check_entry_points(pyproject: dict, where: str) -> None:
-    """A pyproject fragment publishes functions (and port-selection schemes) only under the
-    groups spin looks them up in, each value a ``module:name`` path."""
+    """A pyproject fragment publishes functions (and port-selection schemes, transports) only
+    under the groups spin looks them up in, each value a ``module:name`` path."""
     from spin.scenario_code import FACTORY, FUNCTION
+    from spin.transports import ENTRY_POINT_GROUP as TRANSPORTS
     from switch_emulator.lb.registry import ENTRY_POINT_GROUP as SCHEMES
     groups = pyproject.get("project", {}).get("entry-points", {})
     assert groups, f"{where}: a pyproject.toml block without [project.entry-points]"
     for group, points in groups.items():
-        assert group in (FACTORY.group, FUNCTION.group, SCHEMES), \
+        assert group in (FACTORY.group, FUNCTION.group, SCHEMES, TRANSPORTS), \
             f"{where}: spin reads no group {group!r}"
         for name, value in points.items():
             assert re.fullmatch(r"[\w.]+:\w+", value), f"{where}: {name} = {value!r}"

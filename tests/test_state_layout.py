@@ -136,7 +136,7 @@ def test_declaration_errors():
     with pytest.raises(StateLayoutError, match="UPPER_CASE"):
         Table("t", "T_", "T_COLS", [Columns("a", [("x", "x")])])
     with pytest.raises(StateLayoutError, match=r"columns from X on are declared by "
-                       r"'nic_emulator.gone', which is no module or package of the project"):
+                       r"'nic_emulator.gone', which names no importable module"):
         Table("t", "T_", "T_COLS", [Columns("spin.engine", [("W", "w")]),
                                     Columns("nic_emulator.gone", [("X", "x")])])
     t = Table("t", "T_", "T_COLS", [Columns("spin.engine.heap (a qualifier)",

@@ -22,7 +22,7 @@ from types import ModuleType
 
 import numba
 
-from ..caches import cache_root, compiled_source_files, heal_numba_cache
+from ..caches import cache_root, heal_numba_cache, sources_digest
 from .device_kinds import templates as device_templates
 from .generated import import_generated
 
@@ -49,11 +49,7 @@ def cache_dir() -> Path:
 def _engine_source_digest() -> bytes:
     """Digest of the engine's own sources, read once per process (they do not change while it
     runs; a process that edits them must start a new one, as for any imported module)."""
-    h = hashlib.sha256()
-    for f in compiled_source_files():
-        h.update(str(f.relative_to(_ROOT)).encode())
-        h.update(f.read_bytes())
-    return h.digest()
+    return sources_digest(_ROOT)
 
 
 @functools.lru_cache(maxsize=2)

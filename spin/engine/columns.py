@@ -13,7 +13,8 @@ columns (handler calls per kind, transport counters, ...) whose constant is its 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -47,6 +48,37 @@ class Columns:
         object.__setattr__(self, "specs", tuple(specs))
 
 
+@dataclass(frozen=True)
+class Declares:
+    """What one part of a NIC transport owns, declared next to its code in a declaration module
+    (``DECLARES``) that the transport's registration names (``spin.transports``) and that
+    imports nothing compiled: its columns of ``st.conn`` (per connection), of the NIC's
+    transport counters (``ntr``, read back as ``NicStats``-like counters), of ``st.dev`` (per
+    NIC) and its parameters (``trp``, one vector for the fabric), and ``fill(tc, env)``, which
+    returns its parameters' values ``{TRP name: int}`` from the ``spin.config.TransportConfig``
+    (``env``: ``mtu`` and ``host_rate_gbps``). ``spin.engine.layout`` assembles the tables from
+    every registered part, in registration order."""
+
+    owner: str
+    conn: tuple[Spec, ...] = ()
+    ntr: tuple[Spec, ...] = ()
+    dev: tuple[Spec, ...] = ()
+    trp: tuple[Spec, ...] = ()
+    fill: Callable[[Any, Any], Mapping[str, int]] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("conn", "ntr", "dev", "trp"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.trp and self.fill is None:
+            raise StateLayoutError(f"{self.owner}: declares parameters "
+                                   f"{[s[0] for s in self.trp]} but no fill(tc, env)")
+
+    def columns(self, table: str) -> Columns | None:
+        """Its part of ``table`` (``conn``, ``ntr``, ``dev`` or ``trp``), or None."""
+        specs = getattr(self, table)
+        return Columns(self.owner, specs) if specs else None
+
+
 def _parse(spec: Spec, owner: str) -> tuple[str, int, str]:
     if len(spec) == 2:
         name, doc = spec         # type: ignore[misc]
@@ -67,16 +99,28 @@ def _parse(spec: Spec, owner: str) -> tuple[str, int, str]:
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _check_owner(table: str, part: Columns) -> None:
-    """An owner names a module or package of the project (``pkg.mod``, optionally followed by a
-    qualifier in parentheses): a renamed or deleted owner is an error at import, not a label
-    that silently points nowhere. Checked on disk, so the engine imports no owner."""
-    module = part.owner.split(" ", 1)[0]
+def _is_module(module: str) -> bool:
+    """Does ``module`` name a module or package? Looked up on disk in the project (importing
+    nothing), else found on ``sys.path`` (a transport from outside spin: only its parent
+    packages are imported, which its declaration module already imported)."""
     path = _PROJECT_ROOT.joinpath(*module.split("."))
-    if not (path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()):
+    if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _check_owner(table: str, part: Columns) -> None:
+    """An owner names a module or package (``pkg.mod``, optionally followed by a qualifier in
+    parentheses): a renamed or deleted owner is an error at import, not a label that silently
+    points nowhere. The project's owners are checked on disk, so the engine imports none."""
+    module = part.owner.split(" ", 1)[0]
+    if not _is_module(module):
         first = _parse(part.specs[0], part.owner)[0] if part.specs else "?"
         raise StateLayoutError(f"table {table!r}: columns from {first} on are declared by "
-                               f"{part.owner!r}, which is no module or package of the project")
+                               f"{part.owner!r}, which names no importable module")
 
 
 class Table:

@@ -3,46 +3,39 @@
 A table one owner fills is one ``Columns`` list. ``st.dev`` (one row per device) is shared: the
 engine core, the sPIN handler model, the NIC, its host, its transports, the switch and its
 load-balancing schemes each declare their own columns below, and the table is their
-concatenation in that fixed order. The declarations live here, in the engine package, because
+concatenation in that fixed order. Most declarations live here, in the engine package, because
 the engine's own functions index these tables and the engine must not import ``nic_emulator`` or
-``switch_emulator`` (DESIGN.md section 3); each part names the package that owns it.
-``spin.engine.state`` turns these tables into its integer constants (``D_KIND``, ``DEV_COLS``).
+``switch_emulator`` statically (DESIGN.md section 3); each part names the package that owns it.
+
+The NIC transports' parts (their ``st.conn`` columns, counters, ``st.dev`` columns and
+parameters) are declared next to their code instead, in declaration modules the transport
+registry names (``spin.transports``; ``spin.engine.columns.Declares``): they are assembled here
+at import, in registration order, so a transport with state of its own is its module plus its
+registration. ``spin.engine.state`` turns these tables into its integer constants (``D_KIND``,
+``DEV_COLS``).
 """
 from __future__ import annotations
 
-from .columns import Columns, Table, Variants
+from ..transports import declarations
+from .columns import Columns, Declares, Table, Variants
 
-REPS_SLOTS = 8       # REPS' circular EV buffer (the paper's and htsim's size)
 CALL_WORDS = 32      # words of a handler's call block (spin.engine.handler_abi)
 MEMORY_DIMS = 4      # axes of a context's handler memory kept in its st.ec row
 N_HANDLER_KINDS = 3  # header, payload, completion
 SCHEMES_APART = 8    # port-selection schemes compiled apart that one run may use
 SCHEME_CALL_WORDS = 16   # words of such a scheme's call block (switch_emulator.lb.apart)
 
-# transport parameters, one vector for the fabric (from TransportConfig), at st.sc[SC_TRP + TRP_*]
-TRP = Table("trp", "TRP_", "TRP_N", [Columns("nic_emulator.transports", [
-    ("ACK_EVERY", "receiver: ACK after this many packets"),
-    ("RTO_PS", "retransmission timeout"),
-    ("CNP_INTERVAL_PS", "least time between two CNPs of a connection"),
-    ("G_SHIFT", "DCQCN: alpha gain as a shift"),
-    ("TIMER_PS", "DCQCN: rate-increase timer"),
-    ("FR_STAGES", "DCQCN: fast-recovery stages"),
-    ("AI_MBPS", "DCQCN: additive increase"),
-    ("HAI_MBPS", "DCQCN: hyper increase"),
-    ("MIN_RATE_MBPS", "DCQCN: lowest rate"),
-    ("CWND_INIT", "UE: initial congestion window, bytes"),
-    ("CWND_MAX", "UE: largest congestion window, bytes"),
-    ("FREEZE_PS", "REPS: freezing period"),
-]), Columns("nic_emulator.entropy", [
-    ("EV_SET", "spray and REPS exploration: EVs per connection (0: any of the 16,384)"),
-]), Columns("nic_emulator.nscc", [
-    ("CC", "UE congestion control: 0 the DCTCP-like window, 1 NSCC"),
-    ("BASE_RTT_PS", "NSCC: base RTT of the fabric (queueing delay = RTT sample - this)"),
-    ("TARGET_PS", "NSCC: target queueing delay"),
-    ("RTO_MIN_PS", "floor of the retransmission timeout derived from the measured RTT"),
-]), Columns("nic_emulator.transports.ue", [
-    ("ACK_ON_ECN", "UE receiver: 1 acknowledges an ECN-marked packet at once"),
-])])
+# --- the transports' parts, declared by their owners (spin.transports.declarations) ----------
+TRANSPORT_PARTS: tuple[Declares, ...] = declarations()
+
+
+def _parts(table: str) -> list[Columns]:
+    return [c for c in (d.columns(table) for d in TRANSPORT_PARTS) if c is not None]
+
+
+# transport parameters, one vector for the fabric (each part's fill(TransportConfig)), at
+# st.sc[SC_TRP + TRP_*]
+TRP = Table("trp", "TRP_", "TRP_N", _parts("trp"))
 
 # --- st.sc: scalars (an int64 vector: namedtuple fields are immutable) ------------------------
 SC = Table("sc", "SC_", "NUM_SC", [
@@ -128,20 +121,8 @@ CUR = Table("cur", "CUR_", "NUM_CUR", [
 ])
 
 # --- st.dev: one row per device; its owners' columns in this order ----------------------------
-NT = Table("ntr", "NT_", "NTR_COLS", [Columns("nic_emulator.transports", [
-    ("RETX", "packets sent again"),
-    ("TIMEOUTS", "retransmission timeouts"),
-    ("ACKS_TX", "ACKs sent"),
-    ("NAKS_TX", "RC NAKs and UE NACKs sent"),
-    ("CNPS_TX", "CNPs sent"),
-    ("ACKS_RX", "ACKs received"),
-    ("NAKS_RX", "NAKs received"),
-    ("CNPS_RX", "CNPs received"),
-    ("OOO", "data packets that arrived after a higher PSN of their connection"),
-    ("REORDER", "largest such PSN distance"),
-    ("DUPS", "duplicate data packets"),
-    ("MIN_RATE", "RC: lowest DCQCN rate any connection fell to, Mb/s (0: never cut)"),
-])])
+# transport counters, inside each NIC's st.dev row at D_NTR
+NT = Table("ntr", "NT_", "NTR_COLS", _parts("ntr"))
 
 DEV_ENGINE = Columns("spin.engine (every device)", [
     ("KIND", "device kind: DEV_NIC or DEV_SWITCH"),
@@ -200,13 +181,9 @@ DEV_HOST = Columns("nic_emulator.host", [
     ("WAIT0", "what it waits for: the QP of a wait_recv"),
     ("WAIT1", "what it waits for: the cumulative count"),
 ])
-DEV_TRANSPORT = Columns("nic_emulator.transports", [
-    ("TRANSPORT", "transport: index in spin.transports.TRANSPORTS (TR_OPEN_LOOP: 0)"),
-    ("ENTROPY", "entropy policy: ENT_PER_FLOW, ENT_SPRAY, ENT_REPS"),
-    ("TX_NOWORK", "1: the reliable transmit engine waits for an ACK or a timer"),
-    ("RTX_PENDING", "UE: packets marked for retransmission over all the NIC's connections"),
+DEV_TRANSPORT = (*_parts("dev"), Columns("nic_emulator.transports", [
     ("NTR", NT.width, "transport counters: D_NTR + NT_* (NicStats)"),
-])
+]))
 DEV_SWITCH = Columns("switch_emulator", [
     ("SW_LAT_PS", "switching latency"),
 ])
@@ -218,7 +195,7 @@ DEV_LB = Columns("switch_emulator.lb", [
     ("SW_FLOWLETS", "flowlets started (a path chosen for a flow afresh)"),
 ])
 DEV = Table("dev", "D_", "DEV_COLS",
-            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, DEV_TRANSPORT, DEV_SWITCH, DEV_LB])
+            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, *DEV_TRANSPORT, DEV_SWITCH, DEV_LB])
 
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [
@@ -322,58 +299,8 @@ TXM = Table("txm", "T_", "TXM_COLS", [
 ])
 
 # --- st.conn: one row per (NIC, peer, QP) connection, as sender or receiver ------------------
-CONN = Table("conn", "C_", "CONN_COLS", [Columns("nic_emulator.transports", [
-    ("DEV", "device"), ("PEER", "peer node"), ("QP", "queue pair"),
-    ("EV", "per-flow entropy value (also the EV of the ACKs it sends)"),
-    ("SND_PSN", "sender: next PSN to assign to a posted message (not wrapped)"),
-    ("UNA", "sender: oldest unacknowledged PSN"),
-    ("HIGH", "sender: highest PSN sent + 1"),
-    ("INFLIGHT", "UE sender: packets sent and neither acknowledged nor known lost"),
-    ("RTX_N", "UE sender: packets marked for retransmission"),
-    ("CWND", "UE sender: congestion window, bytes"),
-    ("ACKED_WIN", "UE sender: bytes acknowledged in the current window"),
-    ("MARKED_WIN", "UE sender: of those, bytes acknowledged with ECN (or trimmed)"),
-    ("ALPHA", "fraction of marks, fixed point (ALPHA_ONE = 1.0)"),
-    ("RATE", "RC sender (DCQCN): current rate R_C, Mb/s"),
-    ("TARGET", "RC sender (DCQCN): target rate R_T, Mb/s"),
-    ("T_ALPHA", "RC sender: last alpha update"),
-    ("T_INC", "RC sender: last rate-increase timer expiry"),
-    ("STAGE", "RC sender: rate-increase timer expiries since the last cut"),
-    ("NEXT_SEND", "RC sender: pacing, earliest start of the next packet"),
-    ("RTO_AT", "sender: retransmission deadline (lazy: the event re-arms itself)"),
-    ("RTO_PENDING", "sender: a timer event is scheduled"),
-    ("PRNG", "entropy PRNG state (spray and REPS exploration)"),
-    ("REPS_HEAD", "REPS: head of the EV buffer"),
-    ("REPS_N", "REPS: EVs in the buffer"),
-    ("FREEZE_UNTIL", "REPS: only cached EVs before this time"),
-    ("LAST_GOOD", "REPS: latest EV an unmarked ACK echoed (0: none)"),
-    ("RCV", "receiver: RC expected PSN; UE cumulative PSN (every earlier one arrived)"),
-    ("NAK_SENT", "RC receiver: a NAK for the current gap went out"),
-    ("UNACKED", "receiver: accepted packets not acknowledged yet"),
-    ("ACK_ECN", "receiver: one of those arrived ECN-marked"),
-    ("LAST_CNP", "RC receiver: time of the latest CNP (-1: none)"),
-    ("MAX_PSN", "receiver: highest PSN seen + 1 (reorder degree)"),
-    ("MSN", "RC receiver: messages completed (AETH MSN)"),
-    ("REPS0", REPS_SLOTS, "REPS: the EV buffer"),
-]), Columns("nic_emulator.nscc", [
-    ("RTT_PSN", "sender: PSN of the packet being timed (-1: none)"),
-    ("RTT_T", "sender: when it left"),
-    ("SRTT", "sender: smoothed RTT, ps (0: no sample yet)"),
-    ("RTTVAR", "sender: RTT variation, ps"),
-    ("RTO_PS", "sender: retransmission timeout from the RTT (0: the configured one)"),
-    ("RTO_EV_T", "sender: time of the timer event that counts (earlier ones are stale)"),
-    ("MIN_RTT", "sender: least RTT sample, ps"),
-    ("DELAY", "NSCC: newest queueing delay, ps"),
-    ("AVG_DELAY", "NSCC: smoothed queueing delay, ps"),
-    ("INC", "NSCC: increase owed, in bytes x cwnd (applied as INC / cwnd)"),
-    ("FI_COUNT", "NSCC: bytes acknowledged in a row with near-zero delay"),
-    ("FAST", "NSCC: 1 while in fast increase"),
-    ("LAST_DEC", "NSCC: time of the latest multiplicative decrease"),
-    ("ACHIEVED", "NSCC: bytes acknowledged in the current quick-adapt period"),
-    ("QA_END", "NSCC: end of the current quick-adapt period"),
-    ("QA_TRIGGER", "NSCC: a trim or timeout asks quick adapt to check"),
-    ("IGNORE", "NSCC: marks of this many more acknowledged bytes are ignored"),
-])])
+CONN = Table("conn", "C_", "CONN_COLS", _parts("conn"))
+REPS_SLOTS = CONN.columns["REPS0"].width   # REPS' circular EV buffer (nic_emulator.entropy)
 
 # --- st.ec: execution contexts (match rules and handler memory) ------------------------------
 EC = Table("ec", "EC_", "EC_COLS", [Columns("spin.engine.messages", [

@@ -20,7 +20,12 @@ Schema (every table is optional except ``[topology]``; unknown keys are errors):
                 #   link whose tier has no rate or latency parameter of its own)
     [nic]       # spin.config.NicConfig fields:    hpus, hpu_clock_mhz, pcie_rate_gbytes_per_s, ...
     [nic.transport]  # spin.config.TransportConfig: kind ($transports), entropy
-                #   ($entropies), ack_every_packets, rto_us, dcqcn_*, ...
+                #   ($entropies), ev_set_size, reps_freeze_us, and every transport's
+                #   own keys (ack_every_packets, rto_us, dcqcn_*, ...), which keep working here
+    [nic.transport.rc]  # the preferred place of a transport's own keys: its table, checked by
+                #   the transport (a key of another transport's table is an error); the table
+                #   of the kind in use applies, the others are only checked. Keys by table:
+$transport_tables
     [host]      # spin.config.HostConfig fields:   memory_bytes, send_overhead_ns, qps, ...
     [switch]    # spin.config.SwitchConfig fields: latency_ns, port_buffer_bytes, ...,
                 #   load_balancing (a port-selection scheme of switch_emulator.lb, default "ecmp")
@@ -145,7 +150,15 @@ def _render(doc: str) -> str:
 
     def choices(names, sep: str = " | ") -> str:
         return sep.join(f'"{n}"' if isinstance(n, str) else str(n) for n in names)
+    from ..transports import transport_params
+
+    def keys(kind: str) -> str:
+        model = transport_params(kind)
+        return ", ".join(model.model_fields) if model is not None else "none"
+    tables = "\n".join(f"                #     [nic.transport.{t}]: {keys(t)}"
+                        for t in TRANSPORTS.names())
     return Template(doc).substitute(
+        transport_tables=tables,
         topology_kinds=", ".join(TOPOLOGIES.names()), workload_kinds=", ".join(WORKLOADS.names()),
         transports=choices(TRANSPORTS.names()), entropies=choices(ENTROPIES.names()),
         mtus=choices(get_args(EngineConfig.model_fields["mtu_bytes"].annotation), "|"))
