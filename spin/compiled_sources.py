@@ -19,9 +19,10 @@ from .transports import TRANSPORTS
 ROOT = Path(__file__).resolve().parents[1]
 
 # The engine core and what its compiled code reads (constants, the handler API and its ABI,
-# the port-selection API that schemes compile against).
+# the port-selection API that schemes compile against, and the transports' registry, whose
+# order gives the engine's transport codes and the order of their columns).
 ENGINE_SOURCES = ("spin/engine", "spin/wire", "spin/jit.py", "spin/api.py",
-                  "spin/port_selection.py")
+                  "spin/port_selection.py", "spin/transports.py")
 # Host-side modules with cached compiled functions of their own: schemes' generated entries,
 # capture drain, the endpoint link and the frames exchanged between workers.
 HOST_SOURCES = ("spin/assembly/scheme_entries.py", "spin/results/capture.py",

@@ -208,7 +208,14 @@ def test_send_without_its_receive(tmp_path):
      ":3: node l1: unknown operation 'recieve' (did you mean 'recv'?); valid operations: send, "
      "recv, calc"),
     ("rank 0 {\nl1: calc 5\nl1 requires l9\n}\nrank 1 {\n}\n",
-     ":4: node l9: dependency on label l9, which rank 0 has not defined"),
+     ":4: node l1: l1 requires l9, which rank 0 does not define"),
+    ("rank 0 {\nl1: calc 5\nl9 requires l1\n}\nrank 1 {\n}\n",
+     ":4: node l9: dependency of l9, which rank 0 does not define"),
+    ("rank 0 {\nl1: calc -100\n}\nrank 1 {\n}\n",
+     ":3: node l1: cannot read 'calc -100'; expected 'calc <nanoseconds, an integer "
+     "0..1,000,000,000,000>'"),
+    ("rank 0 {\nl1: send 8 to 1\n}\nrank 1 {\n}\n",
+     ":3: node l1: cannot read 'send 8 to 1'; expected 'send <bytes>b to <rank> [tag <tag>]"),
     ("rank 0 {\nl1: calc 5\nl2: calc 5\nl1 requires l2\nl2 requires l1\n}\nrank 1 {\n}\n",
      " rank 0: node l1: dependency cycle l1 -> l2 -> l1"),
     ("rank 0 {\nl1: send 0b to 1 tag 0\n}\nrank 1 {\nl1: recv 0b from 0 tag 0\n}\n",
@@ -223,6 +230,32 @@ def test_bad_goal(tmp_path, body, problem):
     with pytest.raises(TraceError) as exc:
         read_goal(path)
     assert _first_line_only(exc).startswith(f"{path}") and problem in str(exc.value)
+
+
+def test_a_dependency_may_name_a_label_defined_after_it(tmp_path):
+    """The format does not order them; Schedgen writes 'requires' lines after all labels."""
+    path = tmp_path / "fwd.goal"
+    path.write_text("num_ranks 1\nrank 0 {\nl1 requires l2\nl1: calc 5\nl2: calc 7\n}\n")
+    ops = read_goal(path).ranks[0].ops
+    assert [op.name for op in ops] == ["l1", "l2"] and ops[0].deps == (1,)
+
+
+@pytest.mark.parametrize("line", ["num_ranks -3", "num_ranks two"])
+def test_a_bad_num_ranks_says_what_it_must_be(tmp_path, line):
+    path = tmp_path / "bad.goal"
+    path.write_text(line + "\n")
+    with pytest.raises(TraceError, match="num_ranks must be an integer 1..1,048,576"):
+        read_goal(path)
+
+
+def test_placements_are_read_and_said_to_be_unmodelled(tmp_path):
+    path = tmp_path / "cpus.goal"
+    path.write_text("num_ranks 1\nrank 0 {\nl1: calc 5 cpu 0\nl2: calc 5 cpu 1\n}\n")
+    assert read_goal(path).notes == ("GOAL 'cpu N' and 'nic N' placements are read but not "
+                                     "modelled: each rank's operations run on one timeline, as "
+                                     "on one core",)
+    path.write_text("num_ranks 1\nrank 0 {\nl1: calc 5\n}\n")
+    assert read_goal(path).notes == ()
 
 
 def test_cli_bad_trace_is_one_line_and_writes_nothing(tmp_path):

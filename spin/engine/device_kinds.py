@@ -103,10 +103,15 @@ def templates() -> tuple[str, ...]:
 
 
 def dev_groups() -> dict[str, object]:
-    """The column groups of ``st.dev`` by their name in ``spin.engine.layout``."""
+    """The column groups of ``st.dev`` by their name in ``spin.engine.layout``: one owner's
+    ``Columns``, or a tuple of them (``DEV_TRANSPORT``: every transport's, assembled from the
+    registry)."""
     from . import layout
-    return {n: v for n, v in vars(layout).items()
-            if n.startswith("DEV_") and any(v is part for part in layout.DEV.parts)}
+
+    def in_dev(v) -> bool:
+        members = v if isinstance(v, tuple) and v else (v,)
+        return all(any(m is part for part in layout.DEV.parts) for m in members)
+    return {n: v for n, v in vars(layout).items() if n.startswith("DEV_") and in_dev(v)}
 
 
 def check_kind(kind: DeviceKind) -> None:

@@ -67,14 +67,8 @@ def read_goal(path: str | Path) -> StepTrace:
         if not line:
             continue
         if rank is not None:
-            if m := dep_match(line):
-                a, b = m.group("a", "b")
-                if a not in labels or b not in labels:
-                    label = a if a not in labels else b
-                    raise fail(f"{src}:{lineno}", label, f"dependency on label {label}, which "
-                               f"rank {rank} has not defined")
-                deps.setdefault(labels[a], ([], []))[m.group("kind") == "irequires"].append(
-                    labels[b])
+            if m := dep_match(line):   # resolved when the block closes: labels may follow
+                pending.append((m.group("a"), m.group("b"), m.group("kind"), lineno))
                 continue
             if m := op_match(line):
                 label = m.group("label")
@@ -89,6 +83,15 @@ def read_goal(path: str | Path) -> StepTrace:
                                f"to allow more")
                 continue
             if line == "}":
+                for a, b, kind, at in pending:
+                    for name, other in ((a, None), (b, a)):
+                        if name not in labels:
+                            node = other or a
+                            raise fail(f"{src}:{at}", node, (
+                                f"{node} {kind} {b}, which rank {rank} does not define")
+                                if other else f"dependency of {a}, which rank {rank} does not "
+                                f"define")
+                    deps.setdefault(labels[a], ([], []))[kind == "irequires"].append(labels[b])
                 ranks[rank] = _rank(rank, src, ops, deps)
                 rank = None
                 continue
@@ -98,13 +101,15 @@ def read_goal(path: str | Path) -> StepTrace:
         elif m := _RANK_OPEN.fullmatch(line):
             if rank is not None:
                 raise fail(where, None, f"rank {m.group(1)} opens inside rank {rank}")
-            rank, ops, deps, labels = _number(m.group(1), "rank", where, None, MAX_RANKS), \
-                [], {}, {}
+            rank, ops, deps, labels, pending = \
+                _number(m.group(1), "rank", where, None, MAX_RANKS), [], {}, {}, []
             if num_ranks is None:
                 raise fail(where, None, "rank block before num_ranks")
             if not 0 <= rank < num_ranks or rank in ranks:
                 raise fail(where, None, f"rank {rank}: valid ranks are 0..{num_ranks - 1}, "
                            f"each once")
+        elif line.split()[0] == "num_ranks":
+            raise fail(where, None, f"{line!r}: num_ranks must be an integer 1..{MAX_RANKS:,}")
         elif line == "}":
             raise fail(where, None, "'}' outside a rank block")
         elif rank is None:
@@ -119,8 +124,12 @@ def read_goal(path: str | Path) -> StepTrace:
     if len(ranks) < num_ranks:
         missing = next(r for r in range(len(ranks) + 1) if r not in ranks)
         raise fail(src, None, f"num_ranks {num_ranks} but rank {missing} has no block")
+    notes = ()
+    if re.search(r"(?m)^[^/\n]*:.*\s(?:cpu|nic)\s+\d+\s*(?://.*)?$", text):
+        notes = ("GOAL 'cpu N' and 'nic N' placements are read but not modelled: each rank's "
+                 "operations run on one timeline, as on one core",)
     return validate(StepTrace(path.stem, "goal", tuple(ranks[r] for r in range(num_ranks)),
-                               device="cpu"))
+                               device="cpu", notes=notes))
 
 
 def _op(body: str, label: str, src: str, lineno: int) -> dict:
@@ -150,8 +159,10 @@ def _op(body: str, label: str, src: str, lineno: int) -> dict:
         from ..suggest import did_you_mean
         raise fail(where, label, f"unknown operation {word!r}{did_you_mean(word, OPERATIONS)}; "
                    f"valid operations: {', '.join(OPERATIONS)}")
-    raise fail(where, label, f"unknown operation {body.split()[0] if body else body!r}; valid "
-               f"operations: send, recv, calc")
+    expected = ("calc <nanoseconds, an integer 0..{:,}>".format(int(MAX_COMPUTE_NS))
+                if word == "calc" else f"{word} <bytes>b {'to' if word == 'send' else 'from'} "
+                f"<rank> [tag <tag>] [cpu N] [nic N]")
+    raise fail(where, label, f"cannot read {body!r}; expected '{expected}'")
 
 
 class _Where:

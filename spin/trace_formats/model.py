@@ -100,6 +100,7 @@ class StepTrace:
     groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     device: str = "gpu"
     skipped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()   # what of the file the replay reads but does not model
 
     @property
     def n_ranks(self) -> int:

@@ -145,6 +145,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                           args.workers, args.host_preset, args.payload)
     print(f"topology: {label(name, params)}")      # the run's basis first, then the run
     print(host_line(trace, args.host_preset), flush=True)
+    for note in trace.notes:
+        print(f"note: {note}", flush=True)
     report = replay(trace, topo, config, quiet=args.quiet)
     if trace.skipped:
         print(f"skipped {len(trace.skipped)} CPU-side c10d launch(es), replayed as CPU ops "
