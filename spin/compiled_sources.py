@@ -46,6 +46,9 @@ def compiled_sources() -> tuple[str, ...]:
     sources = [*ENGINE_SOURCES]
     for kind in DEVICE_KINDS:
         sources += kind.templates + kind.sources
-    sources += [module_path(t.module) for t in TRANSPORTS]
+    # transports of this project; those of installed packages (entry points of group
+    # spin.transports) are keyed by spin.caches.transport_source_files
+    sources += [module_path(t.module) for t in TRANSPORTS
+                if (ROOT / t.module.split(".")[0]).is_dir()]
     sources += HOST_SOURCES
     return tuple(dict.fromkeys(sources))
