@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic_core import PydanticCustomError
-
 from .errors import ConfigError
 from .suggest import did_you_mean
 
@@ -97,6 +95,7 @@ class Registry(Generic[T]):
         """``name`` (an alias resolved) for a pydantic field validator, or a pydantic error
         whose message is ``unknown_text()``: the model's own error adds field and value."""
         if name not in self:
+            from pydantic_core import PydanticCustomError   # not at import: `spin --help`
             raise PydanticCustomError("unknown_name", "{text}", {
                 "text": self.unknown_text() + did_you_mean(name, self.names())})
         return self.aliases.get(name, name)
