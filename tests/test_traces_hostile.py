@@ -58,14 +58,30 @@ def test_sparse_rank_ids_are_refused_before_allocating(tmp_path):
 
 
 def test_a_gzip_bomb_stops_at_the_size_limit(tmp_path, monkeypatch):
+    """Records valid all along: only the size limit stops the inflation."""
     monkeypatch.setenv("SPIN_TRACE_MAX_BYTES", "1MiB")
     node = ChakraNode(1, "COMP_NODE", "k", duration_micros=5)
     write_rank(tmp_path / "step.0.et", [node])
-    (tmp_path / "step.1.et").write_bytes(gzip.compress(bytes(64 << 20)))   # 64 MiB of zeros
+    many = tmp_path / "many.et"
+    write_rank(many, [ChakraNode(i, "COMP_NODE", "k", duration_micros=5)
+                      for i in range(1, 120_001)])
+    assert many.stat().st_size > 1 << 20
+    (tmp_path / "step.1.et").write_bytes(gzip.compress(many.read_bytes()))
     with pytest.raises(TraceError) as exc:
         read_chakra(tmp_path / "step")
     assert "step.1.et: larger than 1,048,576 B once gunzipped" in _one_line(exc)
     assert "SPIN_TRACE_MAX_BYTES" in str(exc.value)
+
+
+def test_a_gzip_bomb_of_zeros_is_refused_from_its_first_records(tmp_path, monkeypatch):
+    """64 MiB of zeros: the first mebibyte holds an invalid record, so the rest is never
+    inflated."""
+    node = ChakraNode(1, "COMP_NODE", "k", duration_micros=5)
+    write_rank(tmp_path / "step.0.et", [node])
+    (tmp_path / "step.1.et").write_bytes(gzip.compress(bytes(64 << 20)))
+    with pytest.raises(TraceError) as exc:
+        read_chakra(tmp_path / "step")
+    assert "step.1.et: node 0: node type INVALID_NODE is not replayable" in _one_line(exc)
 
 
 def test_a_group_with_an_infinite_rank(tmp_path):
