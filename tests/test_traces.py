@@ -155,6 +155,8 @@ def test_a_gzip_bomb_is_refused_from_its_first_mebibyte(tmp_path):
      "node 3: collective type code 42 is not replayable"),
     (comp(3, deps=(99,)), "node 3: depends on node 99, which the file does not have"),
     (coll(3, size=0), "node 3: all_reduce of 0 B: the size must be > 0"),
+    (ChakraNode(3, "COMM_COLL_NODE", "c", attrs={"comm_type": 0}),
+     "node 3: attribute comm_size missing (all_reduce needs its size)"),
     (coll(3, pg_name="nope"), "node 3: process group 'nope' is not defined"),
 ])
 def test_bad_node(tmp_path, node, problem):

@@ -312,6 +312,8 @@ def _node(msg: bytes, offset: int, source: str, groups: dict | None = None,
     if comm not in REPLAYED_COMM:
         raise fail(source, node_id, f"collective type {comm} is not replayable; valid types: "
                    f"{', '.join(REPLAYED_COMM)}")
+    if comm != "barrier" and "comm_size" not in attrs:   # not "a collective of 0 B"
+        raise fail(source, node_id, f"attribute comm_size missing ({comm} needs its size)")
     return TraceOp(kind=COLLECTIVE, collective=comm, nbytes=size, **coll, **base)
 
 
