@@ -278,7 +278,12 @@ def test_a_failing_scheme_names_its_line(user_package, scenario):
      def escape(view):
          view.frame[0] = 0          # frames, ports and port rows are read-only to a scheme
          return view.ports[0]
-     ''', "does not compile: .*readonly"),
+     ''', "does not compile: .*readonly.*view.ports, view.port_rows and view.frame are "
+          "read-only to a scheme"),
+    ('''
+     def escape(view):
+         raise ValueError("always")
+     ''', "returns nothing on every path: does it always raise, or lack a return"),
 ])
 def test_a_scheme_out_of_the_sandbox_or_untyped_is_refused(user_package, scenario, body,
                                                            message):

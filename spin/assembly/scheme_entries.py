@@ -131,10 +131,17 @@ def scheme_compile_error(name: str, py, exc: Exception) -> HandlerCompileError:
     """A scheme that does not compile, named with the line Numba failed on and its reason."""
     from .compile_report import _ANSI, _location, _reason
     file, line = _location(py, exc)
+    reason = _reason(str(exc))
+    if "as_port(none)" in reason:   # Numba types a function that never returns as none
+        hint = ("select(view) returns nothing on every path: does it always raise, or lack a "
+                "return? it must return a local port, one of view.ports")
+    elif "readonly array" in reason:
+        hint = "view.ports, view.port_rows and view.frame are read-only to a scheme"
+    else:
+        hint = "select(view) returns a local port, an int; see spin.port_selection"
     err = HandlerCompileError(
         f"port-selection scheme {name!r} ({py.__qualname__}, {file}:{line}) does not compile: "
-        f"{_reason(str(exc))} (select(view) returns a local port, an int; view.ports, "
-        f"view.port_rows and view.frame are read-only; see spin.port_selection)")
+        f"{reason} ({hint})")
     err.details = _ANSI.sub("", str(exc))
     return err
 
