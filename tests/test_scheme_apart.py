@@ -278,8 +278,8 @@ def test_a_failing_scheme_names_its_line(user_package, scenario):
      def escape(view):
          view.frame[0] = 0          # frames, ports and port rows are read-only to a scheme
          return view.ports[0]
-     ''', "does not compile: .*readonly.*view.ports, view.port_rows and view.frame are "
-          "read-only to a scheme"),
+     ''', "does not compile: .*readonly.*view.ports, view.port_rows, view.frame and "
+          "module-level arrays .* are read-only to a scheme; its writable state is view.memory"),
     ('''
      def escape(view):
          raise ValueError("always")

@@ -136,7 +136,8 @@ def scheme_compile_error(name: str, py, exc: Exception) -> HandlerCompileError:
         hint = ("select(view) returns nothing on every path: does it always raise, or lack a "
                 "return? it must return a local port, one of view.ports")
     elif "readonly array" in reason:
-        hint = "view.ports, view.port_rows and view.frame are read-only to a scheme"
+        hint = ("view.ports, view.port_rows, view.frame and module-level arrays (frozen into "
+                "the compiled code) are read-only to a scheme; its writable state is view.memory")
     else:
         hint = "select(view) returns a local port, an int; see spin.port_selection"
     err = HandlerCompileError(
