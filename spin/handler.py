@@ -9,6 +9,8 @@ contexts may share one.
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -36,9 +38,7 @@ class HandlerCost:
     cycles_per_byte: float = 0.0
 
     def __post_init__(self) -> None:
-        import math
         where = f"HandlerCost(cycles={self.cycles!r}, cycles_per_byte={self.cycles_per_byte!r})"
-        import numbers
         if isinstance(self.cycles, bool) or not isinstance(self.cycles, numbers.Integral) \
                 or not 0 <= self.cycles <= MAX_HANDLER_CYCLES:
             raise ConfigError(f"{where}: cycles must be an integer 0..{MAX_HANDLER_CYCLES:,} "

@@ -61,15 +61,15 @@ def _walk(fn: types.FunctionType, path: list[types.FunctionType]):
             if name == "objmode":
                 return _where(code, ins), ("uses numba.objmode: a handler runs on a NIC or "
                                            "switch core and may not run Python object code")
-            if name in _RAW_MEMORY_NAMES:
-                return _where(code, ins), (f"uses {name}, the engine's raw-memory helper (any "
-                                           f"address of the process): compiled user code reaches "
-                                           f"the engine through spin.api or spin.port_selection "
-                                           f"only")
-            if ins.opname == "LOAD_ATTR" or name not in fn.__globals__:
+            attribute = ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+            if attribute and name in _RAW_MEMORY_NAMES:   # handler_abi.array_at(...)
+                return _where(code, ins), _raw_memory(name)
+            if attribute or name not in fn.__globals__:
                 continue
             value = fn.__globals__[name]
             internal = _internal_module(value)
+            if internal is not None and getattr(value, "__name__", name) in _RAW_MEMORY_NAMES:
+                return _where(code, ins), _raw_memory(name)
             if internal is not None:
                 return _where(code, ins), (f"uses {name} of {internal}, an internal of the "
                                            f"engine: compiled user code reaches the engine "
@@ -101,6 +101,11 @@ def _codes(code: types.CodeType):
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             yield from _codes(const)
+
+
+def _raw_memory(name: str) -> str:
+    return (f"uses {name}, the engine's raw-memory helper (any address of the process): "
+            f"compiled user code reaches the engine through spin.api or spin.port_selection only")
 
 
 def _internal_module(value) -> str | None:

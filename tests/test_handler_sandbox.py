@@ -54,3 +54,13 @@ def test_a_handler_cost_out_of_range_is_refused_at_the_decorator(cycles, per_byt
     from spin.handler import handler
     with pytest.raises(ConfigError, match=message):
         handler(cycles, per_byte)
+
+
+def test_a_function_of_ones_own_named_like_an_engine_helper_is_not_refused():
+    """Only the engine's raw-memory helpers are refused, not a name: a handler's own
+    array_at is its own code."""
+    from spin.handler_sandbox import find_escape
+    namespace: dict = {"__name__": "users_module"}
+    exec("def array_at(i):\n    return i\n\n"
+         "def payload(ctx, pkt, mem):\n    mem[0] = array_at(1)\n    return 0\n", namespace)
+    assert find_escape(namespace["payload"]) is None

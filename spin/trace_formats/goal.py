@@ -59,6 +59,7 @@ def read_goal(path: str | Path) -> StepTrace:
                       flags=re.DOTALL)
     src = str(path)
     num_ranks, rank, ops, deps, total_ops = None, None, [], {}, 0
+    placed: list[bool] = []   # an op named a cpu or nic (read, not modelled: a note says so)
     ranks: dict[int, RankTrace] = {}
     labels: dict[str, int] = {}
     dep_match, op_match = _DEP.fullmatch, _OP.fullmatch
@@ -75,7 +76,7 @@ def read_goal(path: str | Path) -> StepTrace:
                 if label in labels:
                     raise fail(f"{src}:{lineno}", label, "label defined twice")
                 labels[label] = len(labels)
-                ops.append(_op(m.group("body"), label, src, lineno))
+                ops.append(_op(m.group("body"), label, src, lineno, placed))
                 total_ops += 1
                 if total_ops > ops_limit:
                     raise fail(f"{src}:{lineno}", label, f"more than {ops_limit:,} operations: "
@@ -125,15 +126,16 @@ def read_goal(path: str | Path) -> StepTrace:
         missing = next(r for r in range(len(ranks) + 1) if r not in ranks)
         raise fail(src, None, f"num_ranks {num_ranks} but rank {missing} has no block")
     notes = ()
-    if re.search(r"(?m)^[^/\n]*:.*\s(?:cpu|nic)\s+\d+\s*(?://.*)?$", text):
+    if placed:
         notes = ("GOAL 'cpu N' and 'nic N' placements are read but not modelled: each rank's "
                  "operations run on one timeline, as on one core",)
     return validate(StepTrace(path.stem, "goal", tuple(ranks[r] for r in range(num_ranks)),
                                device="cpu", notes=notes))
 
 
-def _op(body: str, label: str, src: str, lineno: int) -> dict:
-    """The fields of op ``label`` (``TraceOp`` keywords but its dependencies)."""
+def _op(body: str, label: str, src: str, lineno: int, placed: list[bool]) -> dict:
+    """The fields of op ``label`` (``TraceOp`` keywords but its dependencies); an op with a
+    ``cpu N``/``nic N`` placement appends to ``placed``."""
     where = _Where(src, lineno)
     if m := _SEND.fullmatch(body):
         kind = m.group("kind")
@@ -146,12 +148,14 @@ def _op(body: str, label: str, src: str, lineno: int) -> dict:
                        f"any-tag receives (-1) are not replayable")
         if m.group("rest"):
             _placement(m.group("rest"), where, label)
+            placed[:] = [True]
         return {"kind": SEND if kind == "send" else RECV, "name": label, "peer": peer,
                 "tag": tag, "nbytes": _number(m.group("size"), "size", where, label,
                                               MAX_TRANSFER_BYTES)}
     if m := _CALC.fullmatch(body):
         if m.group("rest"):
             _placement(m.group("rest"), where, label)
+            placed[:] = [True]
         time_ns = _number(m.group("time"), "calc time (ns)", where, label, int(MAX_COMPUTE_NS))
         return {"kind": COMPUTE, "name": label, "duration_ns": float(time_ns)}
     word = body.split()[0] if body.split() else body

@@ -11,7 +11,6 @@ that ``ecmp``, the default, is always code 0.
 from __future__ import annotations
 
 import functools
-import sys
 import importlib
 import pkgutil
 from spin.errors import ConfigError
@@ -155,11 +154,12 @@ def _checked(scheme, where: str) -> PortScheme:
     if not callable(select) or not hasattr(select, "__code__"):
         raise UnknownScheme(f"{where}.select is {type(scheme.select).__name__}; a scheme's "
                             f"select is a Python function select(view) -> local port")
-    module = sys.modules.get(getattr(select, "__module__", None) or "")
-    found = module
-    for part in select.__qualname__.split("."):
-        found = getattr(found, part, None)
-    if getattr(found, "py_func", found) is not select:
+    from spin.engine.handler_build import resolve_handler   # how the compiled entry finds it
+    try:
+        found = resolve_handler(select.__module__, select.__qualname__)
+    except (AttributeError, ImportError, TypeError):
+        found = None
+    if found is not select:
         code = select.__code__
         raise UnknownScheme(f"{where}.select is {select.__qualname__} "
                             f"({code.co_filename}:{code.co_firstlineno}), which its module does "
