@@ -66,7 +66,7 @@ def handler(cycles: int = DEFAULT_HANDLER_CYCLES, cycles_per_byte: float = 0.0):
 
 
 def _python_function(fn: Callable) -> Callable:
-    return getattr(fn, "py_func", fn)  # accept functions already wrapped by numba.njit
+    return getattr(fn, "py_func", fn)  # accept functions Numba already wraps (their py_func)
 
 
 def check_handler(fn: Callable | None, kind: str, program: str) -> None:

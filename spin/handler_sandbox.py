@@ -14,7 +14,7 @@ out of that sandbox, so they are refused here, naming the handler and the line:
   ``spin.port_selection``'s view and accessors.
 
 The walk follows every Python function the handler calls through module globals (also in
-other modules, also through ``numba.njit`` wrappers); spin's own and Numba's and NumPy's
+other modules, also through the dispatchers Numba wraps them in); spin's own and Numba's and NumPy's
 functions are trusted and not entered.
 """
 from __future__ import annotations
