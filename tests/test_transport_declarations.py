@@ -309,3 +309,21 @@ def test_the_guide_lists_every_transports_keys():
         model = transport_params(t)
         listed = [k.strip(" `") for k in row.split("|")[2].split(",")]
         assert listed == (list(model.model_fields) if model else ["none"]), t
+
+
+def test_entry_points_are_read_only_where_some_package_names_the_group(tmp_path, monkeypatch):
+    """A start skips importlib.metadata when no metadata folder on sys.path names the group;
+    a folder that does, or a zip it cannot look into, sends it to importlib.metadata."""
+    from spin.caches import TRANSPORT_ENTRY_POINTS, _may_publish
+    other = tmp_path / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "missing")])
+    assert not _may_publish(TRANSPORT_ENTRY_POINTS)
+    assert _may_publish("console_scripts")
+    _toy_package(tmp_path)
+    assert _may_publish(TRANSPORT_ENTRY_POINTS)
+    zipped = tmp_path / "bundle.zip"
+    zipped.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(zipped)])
+    assert _may_publish(TRANSPORT_ENTRY_POINTS)

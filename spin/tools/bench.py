@@ -197,13 +197,24 @@ _SMALL_TOML = textwrap.dedent("""
 """)
 
 
+def _python_child(code: str, *args: str, env: dict[str, str], cwd: str | Path | None = None,
+                  ) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter that imports this same spin: ``-P`` keeps the current
+    folder off ``sys.path`` (a clone named ``spin`` there would shadow the installed package)
+    and ``PYTHONPATH`` names the folder this spin was imported from (a checkout run with
+    ``python -m spin`` measures itself, not another install)."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(env, PYTHONPATH=os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p))
+    return subprocess.run([sys.executable, "-P", "-c", code, *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
 def _probe(cache: str | None) -> tuple[float, float]:
     env = dict(os.environ)
     if cache is not None:
         env["SPIN_CACHE_DIR"] = cache
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True,
-                         timeout=600)
+    out = _python_child(_PROBE, env=env)
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         from ..errors import SpinError
@@ -313,8 +324,7 @@ def _run_phases(toml: Path, env: dict[str, str], end_to_end_s: float) -> list[di
     """Where the cached small `spin run` goes: one figure per step, plus the interpreter's own
     start-up (the end-to-end wall time not spent in any step)."""
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _RUN_PHASES_DRIVER, str(toml)], env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = _python_child(_RUN_PHASES_DRIVER, str(toml), env=env)
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         from ..errors import SpinError
@@ -372,8 +382,7 @@ def _edit_loop(tmp: Path, env: dict[str, str]) -> list[dict[str, Any]]:
                         ("same handler edited, rerun", stamp + 1)):
         module.write_text(_EDITED_HANDLER.format(step=step))
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", _EDIT_DRIVER], env=env, cwd=tmp,
-                             capture_output=True, text=True, timeout=600)
+        out = _python_child(_EDIT_DRIVER, env=env, cwd=tmp)
         wall = time.perf_counter() - t0
         if out.returncode != 0:
             from ..errors import SpinError

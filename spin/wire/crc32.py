@@ -15,17 +15,15 @@ CRC32_POLY_REFLECTED = 0xEDB88320
 
 
 def _make_table() -> np.ndarray:
-    """``t[k, b]``: CRC contribution of byte ``b`` followed by ``k`` zero bytes (slicing-by-16)."""
+    """``t[k, b]``: CRC contribution of byte ``b`` followed by ``k`` zero bytes (slicing-by-16).
+    Computed over all 256 bytes at once: every start builds it."""
     t = np.zeros((16, 256), dtype=np.uint32)
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ (CRC32_POLY_REFLECTED if c & 1 else 0)
-        t[0, i] = c
+    c = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        c = (c >> 1) ^ np.where(c & 1, np.uint32(CRC32_POLY_REFLECTED), np.uint32(0))
+    t[0] = c
     for k in range(1, 16):
-        for i in range(256):
-            prev = int(t[k - 1, i])
-            t[k, i] = (prev >> 8) ^ int(t[0, prev & 0xFF])
+        t[k] = (t[k - 1] >> 8) ^ t[0, t[k - 1] & 0xFF]
     return t
 
 
