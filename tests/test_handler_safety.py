@@ -42,7 +42,7 @@ def test_a_compiled_failure_names_its_line_and_values_by_replay() -> None:
 
 def test_return_value_that_is_no_return_code_is_named() -> None:
     msg = _run("bad_return")
-    assert "'bad_return_payload'" in msg and "not a sPIN return code" in msg
+    assert "'bad_return_payload'" in msg and "returned 42, which is not a sPIN return code" in msg
 
 
 def test_non_byte_buffer_to_send_is_refused() -> None:

@@ -107,6 +107,7 @@ CUR = Table("cur", "CUR_", "NUM_CUR", [
         ("HPU", "HPU running it"), ("PSN", "packet sequence number"), ("QP", "queue pair"),
         ("EXTRA_PS", "time the handler added (blocking DMA)"), ("FRAME_LEN", "frame bytes"),
         ("ACTIVE", "1 while a handler runs"),
+        ("RETURNED", "what the handler returned, kept when it is not a return code"),
     ]),
     Columns("spin.engine.handler_abi", [
         ("CALL", CALL_WORDS, "the call block of the running handler"),

@@ -68,7 +68,8 @@ def run_handler(st, hmem, kind, dev, ec, m, slot, pkt, t_ready, msg_offset, psn,
                          hmem, ec)
     rc = invoke_entry(entry, block)
     if rc < SUCCESS or rc > SUCCESS_PENDING:
-        raise ValueError("the handler returned a value that is not a sPIN return code "
+        cur[S.CUR_RETURNED] = rc
+        raise ValueError("the handler returned a value, which is not a sPIN return code "
                          "(SUCCESS, PROCEED, PROCESS_DATA, DROP or a *_PENDING variant)")
     extra_cycles, n_commands = close_context(st)
     cycles = st.prog[prog, S.PR_CYCLES + kind] \

@@ -263,6 +263,10 @@ class Simulation:
         cur = st.cur
         if cur[S.CUR_LB_RUNNING] and self.schemes is not None:
             return self._describe_scheme_failure(exc)
+        if cur[S.CUR_ACTIVE] and "not a sPIN return code" in str(exc):
+            # no line of the handler failed: the engine checked what it returned
+            return HandlerError(self.describe_running_handler(
+                f"returned {int(cur[S.CUR_RETURNED])}, {str(exc).split(', ', 1)[1]}"))
         if cur[S.CUR_ACTIVE]:
             if self.scenario.engine.debug:
                 hint = self._failing_line(exc)
