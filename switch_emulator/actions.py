@@ -69,7 +69,7 @@ def switch_finalize_actions(st, dev, slot, n, end):
                 gp = port0 + st.mport[k]
                 peer = st.port[gp, S.PT_PEER]
                 if peer >= 0:
-                    pdev = st.port[peer, S.PT_DEV]
+                    pdev = st.port[gp, S.PT_PEER_DEV]
                     if st.dev[pdev, S.D_KIND] == S.DEV_NIC:
                         # egress rewrite per replica: the copy is addressed to the host it reaches
                         set_destination(st.pool[c], st.dev[pdev, S.D_NODE])

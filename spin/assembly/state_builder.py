@@ -168,6 +168,7 @@ def build_state(scenario, programs: list, local: set[int],
         st.port[ends[:, 0], col] = values
         st.port[ends[:, 1], col] = values
     st.port[:, S.PT_PEER] = wiring.peer
+    st.port[:, S.PT_PEER_DEV] = np.where(wiring.peer >= 0, wiring.port_dev[wiring.peer], -1)
     st.port[:, S.PT_REMOTE] = 1 - st.dev[wiring.port_dev[wiring.peer], S.D_LOCAL]
     for i, c in enumerate(configs):
         if c.loss_rate > 0:

@@ -29,6 +29,7 @@ def apply_control(st, row, now):
         st.port[b, S.PT_RATE_GBPS] = c[S.CTL_C]
     elif kind == S.CTL_SET_PEER:
         st.port[a, S.PT_PEER] = b
+        st.port[a, S.PT_PEER_DEV] = st.port[b, S.PT_DEV]
         st.port[a, S.PT_REMOTE] = 0 if st.dev[st.port[b, S.PT_DEV], S.D_LOCAL] != 0 else 1
     elif kind == S.CTL_ROUTE_EPOCH:
         st.sc[S.SC_ROUTE_EPOCH] = a

@@ -36,10 +36,11 @@ _MASK = S.CAL_BUCKETS - 1
 
 @njit(cache=True, _nrt=False)
 def push_event(st, time_ps, creator_dev, kind, dev, a, b):
-    """Schedule an event; the creator device's sequence number makes the key unique."""
+    """Schedule an event; the creator device's sequence number makes the key unique. Returns
+    its row in ``st.ev``."""
     seq = st.dev[creator_dev, S.D_SEQ]
     st.dev[creator_dev, S.D_SEQ] = seq + 1
-    push_event_keyed(st, time_ps, (np.int64(creator_dev) << 40) | seq, kind, dev, a, b)
+    return push_event_keyed(st, time_ps, (np.int64(creator_dev) << 40) | seq, kind, dev, a, b)
 
 
 @njit(cache=True, _nrt=False)
@@ -60,7 +61,7 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
     base = sc[S.SC_CAL_BASE]
     if time_ps < base + (np.int64(1) << shift):
         _heap_push(st.heap, sc, S.SC_HEAP_N, time_ps, key, eid)
-        return
+        return eid
     if time_ps < base + (np.int64(S.CAL_BUCKETS) << shift):
         _bucket_add(st, (time_ps >> shift) & _MASK, eid)
         sc[S.SC_CAL_N] += 1
@@ -68,6 +69,7 @@ def push_event_keyed(st, time_ps, key, kind, dev, a, b):
         _heap_push(st.far, sc, S.SC_FAR_N, time_ps, key, eid)
     if sc[S.SC_HEAP_N] == 0:
         _refill(st)   # it was the only pending event: bring it to the top
+    return eid
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -208,6 +208,8 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("BUSY", "a frame is serialising"),
         ("GEN", "bumped when the link goes down: stale tx-done events are ignored"),
         ("PEER", "global index of the port at the other end (-1: none)"),
+        ("PEER_DEV", "device of the port at the other end (-1: none): a copy, so a frame's "
+         "arrival is scheduled without reading the peer's row"),
         ("RATE_GBPS", "link rate"),
         ("LAT_PS", "arrival delay: link latency plus the receiving switch's pipeline"),
         ("REMOTE", "1: the peer is on another worker"),
@@ -237,10 +239,10 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("TX_FRAMES", "frames sent"),
         ("TX_BYTES", "bytes sent"),
         ("IN_BYTES", "PFC: bytes that entered on this port and still wait in the switch"),
-        ("RESUME_SCHED", "a resume event is pending"),
         ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
         ("PQ_BYTES", "priority queue: bytes"),
         ("DROPS", "frames dropped at its queue"),
+        ("RESUME_SCHED", "a resume event is pending"),
         ("ECN_MARKS", "frames marked CE"),
         ("TRIMS", "frames trimmed"),
         ("PAUSES_TX", "PFC frames sent from this port"),
@@ -334,7 +336,10 @@ CTL = Table("ctl", "CTL_", "CTL_COLS", [Columns("spin.engine.control", [
 EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("TIME", "time, ps"), ("KEY", "deterministic tie-breaking key"), ("KIND", "EV_*"),
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
-    ("PAD", 2, "unused: eight words make a row one cache line"),
+    ("HINT", "prefetch hint of an EV_TX_DONE: the slot sent, and in the high 32 bits the next "
+     "queued slot + 1 (0: none yet); read by spin.engine.prefetch only"),
+    ("HINT_POS", "prefetch hint of an EV_TX_DONE: the data ring position of the slot sent "
+     "(-1: a priority frame)"),
 ])])
 
 # --- st.heap: pending events as a 4-ary min-heap, each entry its event's order and id ---------

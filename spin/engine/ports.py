@@ -173,6 +173,8 @@ def start_tx(st, gp, now):
     if st.port[gp, S.PT_UP] == 0:
         st.port[gp, S.PT_BUSY] = BUSY_IDLE
         return
+    pos = -1         # the frame's data ring position, and the data frame after it + 1
+    after = 0        # (prefetch hints of its EV_TX_DONE: spin.engine.prefetch)
     if st.port[gp, S.PT_PQ_N] > 0:
         slot = ring_get(st.port_pq, gp, st.port[gp, S.PT_PQ_HEAD])
         st.port[gp, S.PT_BUSY] = BUSY_PRIORITY
@@ -188,7 +190,10 @@ def start_tx(st, gp, now):
                 push_event(st, until, dev, S.EV_PORT_RESUME, dev, gp, 0)
             return
         st.port[gp, S.PT_BLOCKED_SINCE] = -1
-        slot = ring_get(st.port_q, gp, st.port[gp, S.PT_Q_HEAD])
+        pos = st.port[gp, S.PT_Q_HEAD]
+        slot = ring_get(st.port_q, gp, pos)
+        if st.port[gp, S.PT_Q_N] > 1:
+            after = np.int64(ring_get(st.port_q, gp, _ring_next(pos, ring_capacity(st.port_q)))) + 1
         st.port[gp, S.PT_BUSY] = BUSY_DATA
         if st.port[gp, S.PT_ECN_DEQUEUE] != 0 and _ecn_decide(
                 st, gp, st.port[gp, S.PT_Q_BYTES] - st.slot_meta[slot, S.SM_LEN]):
@@ -205,8 +210,10 @@ def start_tx(st, gp, now):
     if st.sc[S.SC_TRACE] & TRACE_LINKS:
         trace_row(st, TRK_LINK, st.port[gp, S.PT_DEV], now, now + ser, gp, length,
                   1 if st.port[gp, S.PT_BUSY] == BUSY_PRIORITY else 0, 0, 0, 0, 0)
-    push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV], gp,
-               st.port[gp, S.PT_GEN])
+    eid = push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV],
+                     gp, st.port[gp, S.PT_GEN])
+    st.ev[eid, S.E_HINT] = np.int64(slot) | (after << 32)
+    st.ev[eid, S.E_HINT_POS] = pos
 
 
 @njit(cache=True, _nrt=False)
@@ -251,6 +258,13 @@ def ring_get(ring, gp, i):
 def ring_put(ring, gp, i, slot):
     """Set entry ``i`` of port ``gp``'s ring (layout: ``ring_get``)."""
     ring[i >> S.RING_LINE_SHIFT, gp, i & (S.RING_LINE - 1)] = slot
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _ring_next(i, capacity):
+    """The ring position after ``i``."""
+    i += 1
+    return 0 if i == capacity else i
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -353,7 +367,7 @@ def tx_done(st, gp, gen, now):
             sc[S.SC_OUT_N] = k + 1
             free_slot(st, slot)
         else:
-            push_event(st, arrival, dev, S.EV_ARRIVE, st.port[peer, S.PT_DEV], peer, slot)
+            push_event(st, arrival, dev, S.EV_ARRIVE, st.port[gp, S.PT_PEER_DEV], peer, slot)
     start_tx(st, gp, now)
 
 

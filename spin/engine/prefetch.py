@@ -46,6 +46,15 @@ def _row(a, i):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _ring_entry(ring, gp, i):
+    """Address of entry ``i`` of port ``gp``'s ring (layout: ``spin.engine.ports.ring_get``);
+    past the ring's end it is some other line of the same array."""
+    line = (i >> S.RING_LINE_SHIFT) * ring.shape[1] + gp
+    return np.int64(ring.ctypes.data) + (line * ring.shape[2] + (i & (S.RING_LINE - 1))) \
+        * ring.itemsize
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _lines(address, nbytes):
     for off in range(0, nbytes, _LINE):
         prefetch(address + off)
@@ -65,8 +74,22 @@ def prefetch_next_events(st):
     b = st.ev[nxt, S.E_B]
     if kind == S.EV_TX_DONE or kind == S.EV_ENQUEUE or (kind == S.EV_ARRIVE and a >= 0):
         _lines(_row(st.port, a), st.port.shape[1] * st.port.itemsize)
+        # the device's first line: its kind, and the sequence number every event it schedules
+        # takes
+        prefetch(_row(st.dev, st.ev[nxt, S.E_DEV]))
     if kind == S.EV_ARRIVE or kind == S.EV_ENQUEUE:
         prefetch(_row(st.slot_meta, b))
         prefetch(_row(st.pool, b))
+    elif kind == S.EV_TX_DONE:
+        # the frame sent, its place in the port's ring and the frame after it: what the pop
+        # and the next start read (left by start_tx; stale hints only cost a useless fetch)
+        hint = st.ev[nxt, S.E_HINT]
+        prefetch(_row(st.slot_meta, hint & 0xFFFFFFFF))
+        if hint >> 32 > 0:
+            prefetch(_row(st.slot_meta, (hint >> 32) - 1))
+        pos = st.ev[nxt, S.E_HINT_POS]
+        if pos >= 0:
+            prefetch(_ring_entry(st.port_q, a, pos))
+            prefetch(_ring_entry(st.port_q, a, pos + 1))
     for c in range(1, min(n, 5)):
         prefetch(_row(st.ev, h[c * S.HEAP_COLS + S.HP_EVENT]))
