@@ -217,6 +217,20 @@ def test_a_module_that_fails_on_import_is_named(user_package):
         SwitchConfig.make(load_balancing=ref)
 
 
+
+def test_a_scheme_named_with_no_identifier_is_refused(user_package):
+    ref = _write(user_package, "bad_name", '''
+        from spin.port_selection import PortScheme
+
+        def first(view):
+            return view.ports[0]
+
+        SCHEME = PortScheme(name="bad name!", select=first, summary="first port")
+    ''')
+    with pytest.raises(ConfigError, match=re.escape(
+            "userlb.bad_name.SCHEME.name = 'bad name!': a scheme name must be an identifier")):
+        SwitchConfig.make(load_balancing=ref)
+
 def test_a_port_outside_the_group_stops_the_run_naming_the_scheme(user_package, scenario):
     ref = _write(user_package, "wrong_port", '''
         from spin.port_selection import PortScheme

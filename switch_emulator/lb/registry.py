@@ -150,6 +150,9 @@ def _checked(scheme, where: str) -> PortScheme:
     if not isinstance(scheme, PortScheme):
         raise UnknownScheme(f"{where} is {type(scheme).__name__}, not a "
                             f"spin.port_selection.PortScheme")
+    if not scheme.name.isidentifier():
+        raise UnknownScheme(f"{where}.name = {scheme.name!r}: a scheme name must be an "
+                            f"identifier (letters, digits, underscores), as a shipped one's is")
     select = getattr(scheme.select, "py_func", scheme.select)
     if not callable(select) or not hasattr(select, "__code__"):
         raise UnknownScheme(f"{where}.select is {type(scheme.select).__name__}; a scheme's "
