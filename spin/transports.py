@@ -76,7 +76,8 @@ ENTROPIES: Registry[Option] = Registry("entropy mode", (
 ))
 
 
-def _declaration_module(path: str, who: str) -> Any:
+def declaration_module(path: str, who: str) -> Any:
+    """Import a declaration module by its path; a missing one is named with ``who``."""
     try:
         return importlib.import_module(path)
     except ModuleNotFoundError as exc:
@@ -92,7 +93,7 @@ def declarations() -> tuple[Any, ...]:
     sources = [("shared transport state", p) for p in SHARED_PARTS]
     sources += [(f"transport {t.name!r}", p) for t in TRANSPORTS for p in t.declares]
     for who, path in sources:
-        declared = getattr(_declaration_module(path, who), "DECLARES", None)
+        declared = getattr(declaration_module(path, who), "DECLARES", None)
         if declared is None:
             raise StateLayoutError(f"{who}: declaration module {path!r} defines no DECLARES")
         out += declared if isinstance(declared, tuple) else [declared]
@@ -105,5 +106,5 @@ def transport_params(kind: str) -> Any:
     option = TRANSPORTS.get(kind, "transport")
     if not option.declares:
         return None
-    return getattr(_declaration_module(option.declares[0], f"transport {kind!r}"), "PARAMS",
+    return getattr(declaration_module(option.declares[0], f"transport {kind!r}"), "PARAMS",
                    None)

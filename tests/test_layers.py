@@ -31,13 +31,14 @@ def test_import_contracts_are_kept():
 
 def test_importing_spin_loads_no_device_package_or_handler():
     """Every spin module imports without nic_emulator, switch_emulator or handlers (they are
-    imported when a scenario is built or run), except the transports' declaration modules the
-    registry names (``spin.transports``: the engine's tables are laid out from them) and their
-    packages. The engine loop template is source text that engine.codegen joins with the
+    imported when a scenario is built or run), except the transports' and schemes' declaration
+    modules (``spin.transports``, ``spin.scheme_parts``: the engine's tables are laid out from
+    them) and their packages. The engine loop template is source text that engine.codegen joins with the
     devices' receive paths; importing it is not how it is used."""
     code = f"""
 import importlib, pkgutil, sys
 import spin
+from spin.scheme_parts import declaration_paths
 from spin.transports import SHARED_PARTS, TRANSPORTS
 skip = {{"spin.__main__", "spin.engine.loop_template"}}
 names = sorted(m.name for m in pkgutil.walk_packages(spin.__path__, "spin.")
@@ -45,6 +46,7 @@ names = sorted(m.name for m in pkgutil.walk_packages(spin.__path__, "spin.")
 for name in names:
     importlib.import_module(name)
 declared = set(SHARED_PARTS) | {{p for t in TRANSPORTS for p in t.declares}}
+declared |= set(declaration_paths())
 declared |= {{p.rsplit(".", i)[0] for p in declared for i in range(1, p.count(".") + 1)}}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in {ABOVE_SPIN!r}
                 and m not in declared)

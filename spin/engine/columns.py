@@ -50,7 +50,8 @@ class Columns:
 
 @dataclass(frozen=True)
 class Declares:
-    """What one part of a NIC transport owns, declared next to its code in a declaration module
+    """What one part of a NIC transport (or of the shipped port-selection schemes: ``dev``
+    only, ``spin.scheme_parts``) owns, declared next to its code in a declaration module
     (``DECLARES``) that the transport's registration names (``spin.transports``) and that
     imports nothing compiled: its columns of ``st.conn`` (per connection), of the NIC's
     transport counters (``ntr``, read back as ``NicStats``-like counters), of ``st.dev`` (per

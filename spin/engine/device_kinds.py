@@ -104,8 +104,8 @@ def templates() -> tuple[str, ...]:
 
 def dev_groups() -> dict[str, object]:
     """The column groups of ``st.dev`` by their name in ``spin.engine.layout``: one owner's
-    ``Columns``, or a tuple of them (``DEV_TRANSPORT``: every transport's, assembled from the
-    registry)."""
+    ``Columns``, or a tuple of them (``DEV_TRANSPORT``, ``DEV_LB``: every transport's and
+    every shipped scheme's, assembled from their declaration modules)."""
     from . import layout
 
     def in_dev(v) -> bool:

@@ -3,7 +3,7 @@
 A table one owner fills is one ``Columns`` list. ``st.dev`` (one row per device) is shared: the
 engine core, the sPIN handler model, the NIC, its host, its transports, the switch and its
 load-balancing schemes each declare their own columns below, and the table is their
-concatenation in that fixed order. Most declarations live here, in the engine package, because
+concatenation in that fixed order. The rest live here, in the engine package, because
 the engine's own functions index these tables and the engine must not import ``nic_emulator`` or
 ``switch_emulator`` statically (DESIGN.md section 3); each part names the package that owns it.
 
@@ -11,11 +11,13 @@ The NIC transports' parts (their ``st.conn`` columns, counters, ``st.dev`` colum
 parameters) are declared next to their code instead, in declaration modules the transport
 registry names (``spin.transports``; ``spin.engine.columns.Declares``): they are assembled here
 at import, in registration order, so a transport with state of its own is its module plus its
-registration. ``spin.engine.state`` turns these tables into its integer constants (``D_KIND``,
+registration. The shipped port-selection schemes' ``st.dev`` columns (``DEV_LB``) are declared
+the same way, in the ``*columns`` modules of ``switch_emulator.lb`` (``spin.scheme_parts``). ``spin.engine.state`` turns these tables into its integer constants (``D_KIND``,
 ``DEV_COLS``).
 """
 from __future__ import annotations
 
+from ..scheme_parts import declarations as scheme_declarations
 from ..transports import declarations
 from .columns import Columns, Declares, Table, Variants
 
@@ -188,15 +190,9 @@ DEV_TRANSPORT = (*_parts("dev"), Columns("nic_emulator.transports", [
 DEV_SWITCH = Columns("switch_emulator", [
     ("SW_LAT_PS", "switching latency"),
 ])
-DEV_LB = Columns("switch_emulator.lb", [
-    ("SW_LB", "port-selection scheme (code: switch_emulator.lb.registry)"),
-    ("SW_SEED", "per-switch hash seed (avoids ECMP polarisation across tiers)"),
-    ("SW_RNG", "the switch's PRNG state (xorshift64, never 0)"),
-    ("SW_FLOWLET_GAP_PS", "idle gap after which a flow may change path"),
-    ("SW_FLOWLETS", "flowlets started (a path chosen for a flow afresh)"),
-])
+DEV_LB = tuple(c for c in (d.columns("dev") for d in scheme_declarations()) if c is not None)
 DEV = Table("dev", "D_", "DEV_COLS",
-            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, *DEV_TRANSPORT, DEV_SWITCH, DEV_LB])
+            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, *DEV_TRANSPORT, DEV_SWITCH, *DEV_LB])
 
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [

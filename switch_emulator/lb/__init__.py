@@ -21,11 +21,22 @@ local port is the global port, whose queue ``common.port_load`` reads); ``st.poo
 frame; ``now`` is the virtual time in ps. Per-switch memory lives in ``st.lb_table[st.dev[dev,
 D_SW]]`` (``LB_WORDS`` words per entry, sized by ``table_entries``) and a per-switch PRNG in
 ``common.next_random``: everything is a function of the frames a switch has seen, so results
-are identical however the fabric is split over worker processes.
+are identical however the fabric is split over worker processes. A scheme with per-switch
+state of its own in ``st.dev`` declares those columns next to it, in ``<scheme>_columns.py``
+(``DECLARES = Declares(owner=..., dev=[...])``, as ``flowlet_columns.py`` does); the engine
+lays ``st.dev`` out from every ``*columns`` module here (``spin.scheme_parts``).
 
 Each module's docstring describes its scheme and cites its paper; ``spin lb --list`` lists
 them with their summaries. ``ecmp`` (a per-flow hash of the 5-tuple) is the default and code 0.
 """
-from .registry import PortScheme, port_schemes, scheme_code, scheme_names, table_entries
-
 __all__ = ["PortScheme", "port_schemes", "scheme_code", "scheme_names", "table_entries"]
+
+
+def __getattr__(name: str):
+    """The registry's names, imported on first use: the engine lays its tables out from the
+    schemes' declaration modules in this package (``columns``, ``flowlet_columns``), which
+    must import nothing compiled."""
+    if name in __all__:
+        from . import registry
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
