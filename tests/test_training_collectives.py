@@ -155,8 +155,11 @@ def test_a_recursive_algorithm_on_a_group_of_six_is_refused_by_name():
                                           "group; this one has 6 ranks"):
         resolve("all_gather", "rd", 6, 1 << 10, _costs("cpu"))
     with pytest.raises(ConfigError, match="valid choices: auto, binomial, chain, double_tree, scatter_ring, "
-                                          "scatter_rd, scatter_direct"):
+                                          "scatter_rd, scatter_direct, multicast$"):
         resolve("broadcast", "pipeline", 6, 1 << 10, _costs("cpu"))
+    with pytest.raises(ConfigError, match=r"broadcast algorithm='multicas'; valid choices: .*"
+                                          r" \(did you mean 'multicast'\?\)$"):
+        resolve("broadcast", "multicas", 6, 1 << 10, _costs("cpu"))
 
 
 @pytest.mark.parametrize("n", (4, 5))
@@ -176,7 +179,7 @@ def test_all_to_all_delivers_block_p_of_rank_r_to_rank_p(n):
 
 @pytest.mark.parametrize("n,algo,preset", [
     (n, a, p) for n in (4, 5, 8, 9) for a in ("binomial", "chain", "double_tree", "scatter_ring",
-                                                "scatter_rd", "scatter_direct")
+                                                "scatter_rd", "scatter_direct", "multicast")
     for p in PRESETS if a != "scatter_rd" or not n & (n - 1)])
 def test_broadcast_copies_the_roots_buffer_everywhere(n, algo, preset):
     x = _inputs(n, 200_000)           # gpu hosts: the chain moves it in chunks

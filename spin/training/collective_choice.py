@@ -19,22 +19,27 @@ in kind (the broadcasts).
   and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), van de
   Geijn's scatter + all-gather by recursive doubling or by a ring, and the scatter + direct
   all-gather pipelined by chunk (two hops of latency whatever n, but the last relay starts
-  n-1 chunks late: it wins while that ramp is shorter than the tree's extra hops).
+  n-1 chunks late: it wins while that ramp is shorter than the tree's extra hops). Where the
+  switches offload collectives (``PathCosts.in_network``, off by default) and every rank hangs
+  off a switch: switch multicast (one hop of latency, the root's link carrying S once), at
+  every size above two ranks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..collectives.locality import local_groups
+from ..collectives.switch_broadcast import can_multicast
 from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
+from ..suggest import did_you_mean
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_gather": ("auto", "ring", "rd", "direct", "hierarchical"),
     "reduce_scatter": ("auto", "ring", "rh", "direct", "hierarchical"),
     "all_to_all": ("pairwise",),
     "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
-                  "scatter_direct"),
+                  "scatter_direct", "multicast"),
     "barrier": ("dissemination",),
 }
 POWER_OF_TWO_ONLY = ("rd", "rh", "scatter_rd")
@@ -52,7 +57,8 @@ OVERHEAD_SHARE = 0.1    # per-message host overheads: at most this share of a ch
 class PathCosts:
     """alpha-beta costs of one message between two hosts: ``alpha_ns`` is its fixed part (host
     overheads, three PCIe crossings, two links and a switch: the least any fabric adds) and
-    ``bytes_per_ns`` the slowest link's rate. ``pipelined``: hosts move blocks in chunks."""
+    ``bytes_per_ns`` the slowest link's rate. ``pipelined``: hosts move blocks in chunks.
+    ``in_network``: the switches offload collectives (``auto`` may pick switch multicast)."""
 
     alpha_ns: float
     bytes_per_ns: float
@@ -62,11 +68,13 @@ class PathCosts:
     pause_bytes: int = 32 * 1024     # a switch port's PFC pause threshold (pfc_xoff_bytes)
     chunk_cap_bytes: int = 0     # HostConfig.pipeline_chunk_bytes
     topology: object = field(default=None, compare=False, repr=False)   # for local groups
+    in_network: bool = False
 
     @classmethod
     def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig,
-           mtu_bytes: int = 1024) -> PathCosts:
-        """The costs of ``topology`` with these configs (``mtu_bytes``: the engine's)."""
+           mtu_bytes: int = 1024, in_network: bool = False) -> PathCosts:
+        """The costs of ``topology`` with these configs (``mtu_bytes``: the engine's;
+        ``in_network``: the switches offload collectives)."""
         links = [link.config for link in topology.links]
         link_ns = max((c.latency_ns for c in links), default=0.0)
         rate_gbps = min((c.rate_gbps for c in links), default=1)
@@ -74,7 +82,7 @@ class PathCosts:
                  + 2 * link_ns + switch.latency_ns)
         return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0,
                    host.send_overhead_ns + host.recv_overhead_ns, mtu_bytes,
-                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology)
+                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology, in_network)
 
     @classmethod
     def of_scenario(cls, scenario) -> PathCosts:
@@ -115,6 +123,8 @@ class PathCosts:
             return 2 * t + n * a
         if algo == "scatter_rd":
             return 2 * t + (log_n + 1) * a
+        if algo == "multicast":            # the switches copy: one hop
+            return t + a
         if algo == "scatter_direct":       # two hops; relay q starts q chunks late
             piece = nbytes / max(1, n - 1)
             chunk = self.scatter_chunk_bytes(n, nbytes) or piece
@@ -132,7 +142,7 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
         return ALGORITHMS[kind][0]      # one algorithm only
     if algo not in ALGORITHMS[kind]:
         raise ConfigError(f"{kind} algorithm={algo!r}; valid choices: "
-                          f"{', '.join(ALGORITHMS[kind])}")
+                          f"{', '.join(ALGORITHMS[kind])}{did_you_mean(algo, ALGORITHMS[kind])}")
     power_of_two = n > 1 and not n & (n - 1)
     if algo in POWER_OF_TWO_ONLY and not power_of_two:
         raise ConfigError(f"{kind} algorithm={algo!r} needs a power-of-two group; this one has "
@@ -150,7 +160,11 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
         log = "rd" if kind == "all_gather" else "rh"
         candidates = ["ring", "direct"] + ([log] if power_of_two else [])
         return min(candidates, key=lambda a: costs.small_blocks_ns(a, n, nbytes))
-    if nbytes < BCAST_SHORT_BYTES or n < 3:
+    if n < 3:
+        return "binomial"
+    if costs.in_network and can_multicast(costs.topology, tuple(hosts or range(n))):
+        return "multicast"
+    if nbytes < BCAST_SHORT_BYTES:
         return "binomial"
     candidates = ["binomial", "chain", "double_tree", "scatter_ring", "scatter_direct"] + (
         ["scatter_rd"] if power_of_two else [])
