@@ -109,3 +109,29 @@ def test_spin_train_says_whether_the_switches_offload_collectives(capsys, flags,
     out = capsys.readouterr().out.splitlines()
     assert [x for x in out if x.startswith("in-network collectives:")] == [line]
     assert out.index(line) < next(i for i, x in enumerate(out) if "step" in x)
+
+
+def test_a_lost_copy_is_not_sent_again_its_receiver_never_completes():
+    """No retransmission over multicast (as UD multicast): with rank 3's link down, ranks 1
+    and 2 get the root's bytes and complete; rank 3 never does, and the run says so."""
+    sc = Scenario(Topology.star(4), host=HostConfig.preset("network"), switch=lossless())
+    sc.payload = "generated"
+    other.build("broadcast", sc, (0, 1, 2, 3), NBYTES, qp=0, algo="multicast")
+    for r in range(4):
+        sc.host_program(r).mark("end")
+    sc.link_down(3, at_ns=0.0)                 # link 3: h3 - s0
+    res = run(sc)
+    assert [h.node for h in res.unfinished_hosts()] == [3]
+    assert all(res.mark("end", r) > 0 for r in (1, 2))      # they received
+
+
+def test_a_replay_that_lost_multicast_copies_says_so_not_deadlock():
+    from spin.config import LinkConfig
+    from spin.errors import TraceError
+    ops = (TraceOp(1, COLLECTIVE, collective="broadcast", nbytes=64 << 10),)
+    trace = StepTrace("lossy", "test", tuple(RankTrace(r, f"r{r}", ops) for r in range(4)))
+    topo = Topology.star(4, LinkConfig(loss_rate=0.2, loss_seed=5))
+    with pytest.raises(TraceError, match=r"^lossy: \d of 4 ranks never finished .* frame\(s\) "
+                                         r"were dropped \(random_loss: \d+.*\) and were not sent "
+                                         r"again"):
+        replay(trace, topo, ReplayConfig(per_kind={"broadcast": "multicast"}))

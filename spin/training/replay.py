@@ -321,10 +321,14 @@ def _stuck(trace: StepTrace, result, stuck: list) -> TraceError:
         return f"rank {h.node} {h.waiting_for or 'did not finish'}"
     shown = "; ".join(waiting_in(h) for h in stuck[:3])
     more = f"; and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    drops = {k: v for k, v in result.drops.items() if v}
+    why = (f"{sum(drops.values()):,} frame(s) were dropped "
+           f"({', '.join(f'{k}: {v:,}' for k, v in sorted(drops.items()))}) and were not "
+           f"sent again (an open-loop transport or a multicast broadcast does not resend)"
+           if drops else "their dependencies wait on each other across ranks (a deadlock)")
     return TraceError(f"{trace.name}: {len(stuck)} of {trace.n_ranks} ranks never finished "
                       f"(the run ended at {result.end_time_ps / 1e6:.3f} us with nothing left "
-                      f"to do): {shown}{more}; their dependencies wait on each other across "
-                      f"ranks (a deadlock)")
+                      f"to do): {shown}{more}; {why}")
 
 
 def _deadlock(trace: StepTrace, queues, pos, plan: ReplayPlan) -> TraceError:
