@@ -10,7 +10,8 @@ in kind (the broadcasts).
   ring (bandwidth-optimal, every link busy) for large blocks, or where the ranks sit in local
   groups with faster links inside (servers on a rail-optimised fabric,
   ``spin.collectives.locality``) the hierarchical rings, which put only 1/g of the ring's
-  bytes on the links between groups.
+  bytes on the links between groups. Direct sends and recursive doubling / halving are
+  estimated through an oversubscribed switch's uplinks (``PathCosts.uplink_factor``).
 * all-reduce ("auto" where a trace or ``--algo`` asks for it): for large blocks the
   hierarchical rings where the ranks sit in local groups with faster links inside, else the
   ring; for small ones the cheapest of the ring, direct sends and Rabenseifner
@@ -69,6 +70,10 @@ class PathCosts:
     chunk_cap_bytes: int = 0     # HostConfig.pipeline_chunk_bytes
     topology: object = field(default=None, compare=False, repr=False)   # for local groups
     in_network: bool = False
+    # the worst switch's host links' capacity over its links to other switches (1: none
+    # oversubscribed), and how many hosts hang off it (``oversubscription``)
+    oversubscription: float = 1.0
+    leaf_hosts: int = 0
 
     @classmethod
     def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig,
@@ -82,7 +87,8 @@ class PathCosts:
                  + 2 * link_ns + switch.latency_ns)
         return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0,
                    host.send_overhead_ns + host.recv_overhead_ns, mtu_bytes,
-                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology, in_network)
+                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology, in_network,
+                   *oversubscription(topology))
 
     @classmethod
     def of_scenario(cls, scenario) -> PathCosts:
@@ -103,13 +109,26 @@ class PathCosts:
     def small_blocks_ns(self, algo: str, n: int, nbytes: int) -> float:
         """Estimated time of an all-gather or reduce-scatter of small blocks: log2 n steps
         (recursive doubling or halving), or one step whose n-1 messages cost each rank its
-        overheads (direct), or n-1 steps (ring); each moves (n-1)/n S through a rank's link."""
+        overheads (direct), or n-1 steps (ring); each moves (n-1)/n S through a rank's link.
+        Direct sends and recursive doubling or halving send most of it to other switches' ranks,
+        so on an oversubscribed switch those bytes share its uplinks (``uplink_factor``); a
+        ring leaves a switch by one neighbour, one link's worth."""
         wire = (n - 1) / n * nbytes / self.bytes_per_ns
         if algo == "direct":
-            return self.alpha_ns + max(wire, (n - 1) * self.overhead_ns)
+            return self.alpha_ns + max(wire * self.uplink_factor(n), (n - 1) * self.overhead_ns)
         if algo in ("rd", "rh"):
-            return (n - 1).bit_length() * self.alpha_ns + wire
+            return (n - 1).bit_length() * self.alpha_ns + wire * self.uplink_factor(n)
         return (n - 1) * self.alpha_ns + wire
+
+    def uplink_factor(self, n: int) -> float:
+        """How much longer than its own link a rank's bytes to every other rank take to leave
+        the worst-oversubscribed switch: its g ranks send (n-g)/(n-1) of their bytes off it,
+        through uplinks of 1/``oversubscription`` of their links' capacity (at least 1: the
+        rank's own link). Assumes the job fills that switch (its g = min(leaf hosts, n))."""
+        if self.oversubscription <= 1 or self.leaf_hosts <= 0 or n < 2:
+            return 1.0
+        g = min(self.leaf_hosts, n)
+        return max(1.0, self.oversubscription * (n - g) / (n - 1))
 
     def broadcast_ns(self, algo: str, n: int, nbytes: int) -> float:
         """Estimated time of a broadcast of ``nbytes`` on ``n`` ranks with ``algo``."""
@@ -131,6 +150,23 @@ class PathCosts:
             sends = (n - 2) * -(-piece // chunk)          # messages per relay
             return max(t, sends * self.overhead_ns) + (n - 1) * chunk / self.bytes_per_ns + 2 * a
         return log_n * (t + a)                                  # binomial
+
+
+def oversubscription(topology) -> tuple[float, int]:
+    """(the largest ratio, over switches with both hosts and other switches on their ports, of
+    the host links' capacity to the links' to switches, the hosts on that switch); (1.0, 0)
+    where no switch has both (a star) or the topology is unknown."""
+    if topology is None:
+        return 1.0, 0
+    ports, switches = topology.ports(), set(topology.switches)
+    worst = (1.0, 0)
+    for s in topology.switches:
+        down = [topology.links[i].config.rate_gbps for i, peer in ports[s]
+                if peer not in switches]
+        up = [topology.links[i].config.rate_gbps for i, peer in ports[s] if peer in switches]
+        if down and up and sum(down) / sum(up) > worst[0]:
+            worst = (sum(down) / sum(up), len(down))
+    return worst
 
 
 def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
