@@ -41,6 +41,21 @@ def test_the_tree_copies_to_each_receiver_and_each_child_switch_once():
                      "leaf1": ["h3", "h4", "h5"], "leaf2": ["h6", "h7", "h8"]}
 
 
+def test_a_group_rooted_on_another_leaf_reaches_only_its_ranks():
+    """Ranks (4, 1, 7, 8): the root is host 4 on leaf1; hosts outside the group get nothing."""
+    topo = _leaf_spine()
+    ranks = (4, 1, 7, 8)
+    host = HostConfig.preset("network").model_copy(update={"memory_bytes": 40_960})
+    sc = Scenario(topo, host=host, switch=lossless())
+    root = np.arange(other.elements(NBYTES), dtype=np.float32) - 5000
+    sc.write_host_memory(4, 0, root)
+    other.build("broadcast", sc, ranks, NBYTES, qp=2, algo="multicast")
+    res = run(sc, read=[(h, 0, root.size, "float32") for h in range(9)]).require_finished()
+    for h in range(9):
+        got = res.read(h, 0, root.size, "float32")
+        assert np.array_equal(got, root) if h in ranks else not got.any(), h
+
+
 def test_every_rank_of_a_leaf_spine_gets_the_roots_bytes_and_each_link_one_copy():
     topo = _leaf_spine()
     n = len(topo.hosts)
