@@ -54,3 +54,5 @@ def test_an_unknown_payload_is_refused_with_the_choices():
     from spin.errors import ConfigError
     with pytest.raises(ConfigError, match="payload='kept'; valid choices: stored, generated"):
         measure_bound("all_reduce", 8, MIB, payload="kept")
+    with pytest.raises(ConfigError, match="all_reduce algo='ring'; valid choice here: auto"):
+        measure_bound("all_reduce", 8, MIB, algo="ring")

@@ -111,6 +111,9 @@ def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None,
     ``stored`` says; a stored all-reduce's sums are checked), by ``algo`` (a collective other
     than all-reduce: "auto" picks by size as a replay does with the switches' offload off;
     e.g. "multicast" measures the broadcast by switch multicast)."""
+    if kind == "all_reduce" and algo != "auto":
+        raise ConfigError(f"all_reduce algo={algo!r}; valid choice here: auto (the "
+                          f"all-reduce is measured with the algorithm auto picks)")
     host = HostConfig.preset(PRESET)
     payload = payload or ("stored" if stored(kind) else "generated")
     if payload not in ("stored", "generated"):
@@ -128,8 +131,6 @@ def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None,
                   switch=lossless())
     # all posted at once: all-to-all, and the direct all-gather and reduce-scatter
     messages = n * (n - 1) if kind in ("all_to_all", "all_gather", "reduce_scatter") else 0
-    if kind == "all_reduce" and algo != "auto":
-        raise ConfigError(f"algo={algo!r}: the all-reduce's is the one auto picks here")
     if kind == "broadcast" and resolve(kind, algo, n, nbytes,
                                        PathCosts.of_scenario(sc)) == "scatter_direct":
         messages = n * other.scatter_direct_messages(sc, n, nbytes)
