@@ -24,6 +24,15 @@ def test_collective_within_ten_percent_of_its_link_bound(kind, nbytes):
         assert row.ratio <= 1.10, row
 
 
+@pytest.mark.parametrize("nbytes", (MIB, 64 * MIB))
+def test_a_broadcast_by_switch_multicast_is_at_its_bound(nbytes):
+    """The switches copy the root's packets, so no rank relays: S/B plus one packet's
+    latency and the switch handler's few cycles (measured 1.006x at 1 MiB)."""
+    row = measure_bound("broadcast", 8, nbytes, algo="multicast")
+    assert row.algorithm == "multicast"
+    assert row.bound_us * 0.999 <= row.time_us <= row.bound_us * 1.10, row
+
+
 def test_link_bytes_follow_the_definitions():
     assert link_bytes("all_gather", 8, 8 * MIB) == 7 * MIB
     assert link_bytes("all_reduce", 8, 8 * MIB) == 14 * MIB
@@ -45,3 +54,5 @@ def test_an_unknown_payload_is_refused_with_the_choices():
     from spin.errors import ConfigError
     with pytest.raises(ConfigError, match="payload='kept'; valid choices: stored, generated"):
         measure_bound("all_reduce", 8, MIB, payload="kept")
+    with pytest.raises(ConfigError, match="all_reduce algo='ring'; valid choice here: auto"):
+        measure_bound("all_reduce", 8, MIB, algo="ring")

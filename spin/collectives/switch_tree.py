@@ -58,15 +58,16 @@ def _switch_bfs(topo, start: str, ports, allowed=None) -> tuple[dict[str, int], 
     return dist, parent
 
 
-def attachment(topo, hosts) -> dict[int, tuple[str, int]]:
-    """Host id -> (the switch it hangs off, that switch's local port to it)."""
+def attachment(topo, hosts, what: str = "in-switch aggregation") -> dict[int, tuple[str, int]]:
+    """Host id -> (the switch it hangs off, that switch's local port to it); ``what`` names the
+    collective in the error for a host that does not hang off exactly one switch."""
     ports = topo.ports()
     out = {}
     for h in hosts:
         name = topo.hosts[h]
         links = ports[name]
         if len(links) != 1 or links[0][1] not in topo.roles:
-            raise TopologyError(f"in-switch aggregation: host {name} must hang off exactly one "
+            raise TopologyError(f"{what}: host {name} must hang off exactly one "
                                 f"switch; it has links to {[p for _, p in links]}")
         link, sw = links[0]
         local = next(i for i, (l, _p) in enumerate(ports[sw]) if l == link)

@@ -64,6 +64,10 @@ def add_options(t: argparse.ArgumentParser) -> None:
                    "(host, address) with no host memory kept (results are the same); default: "
                    "generated unless a collective of the step reduces (all-reduce, "
                    "reduce-scatter), stored then")
+    t.add_argument("--in-network", action="store_true",
+                   help="the switches offload collectives (as InfiniBand SHARP, NVLink SHARP, "
+                   "Spectrum-X): auto broadcasts by switch multicast (broadcast=multicast "
+                   "picks it by name without this); default off")
     t.add_argument("--strict", action="store_true",
                    help="refuse to skip: a CPU-side c10d op of a converted PyTorch trace "
                    "(collective, send or recv) that would be replayed as a CPU op (its NCCL "
@@ -119,6 +123,14 @@ def host_line(trace, chosen: str | None) -> str:
     return f"host preset: {trace.device} (default for {why}; --host-preset cpu|gpu|network to change)"
 
 
+def offload_line(in_network: bool) -> str:
+    """Whether the switches offload collectives, and what that changes."""
+    if in_network:
+        return ("in-network collectives: on (--in-network): auto broadcasts by switch "
+                "multicast")
+    return "in-network collectives: off (--in-network lets auto broadcast by switch multicast)"
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Read, replay, print; exit 1 if a checked all-reduce came out wrong."""
     from ..describe.limits import check_writable
@@ -142,9 +154,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.max_memory_mb > 0:
         raise ConfigError(f"--max-memory-mb {args.max_memory_mb}: must be > 0")
     config = ReplayConfig(algo, per_kind, per_node, compute, int(args.max_memory_mb * 2**20),
-                          args.workers, args.host_preset, args.payload)
+                          args.workers, args.host_preset, args.payload, args.in_network)
     print(f"topology: {label(name, params)}")      # the run's basis first, then the run
-    print(host_line(trace, args.host_preset), flush=True)
+    print(host_line(trace, args.host_preset))
+    print(offload_line(args.in_network), flush=True)
     for note in trace.notes:
         print(f"note: {note}", flush=True)
     report = replay(trace, topo, config, quiet=args.quiet)

@@ -104,10 +104,16 @@ def _engine(n: int, messages: int) -> EngineConfig:
         "buffer_slots": max(engine.buffer_slots, 2 * messages)})
 
 
-def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None) -> BoundRow:
+def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None,
+                  algo: str = "auto") -> BoundRow:
     """Run ``kind`` of ``nbytes`` per rank on a star of ``n`` network-preset hosts, with
     ``payload`` stored or generated (None: stored where the hosts add the bytes, as
-    ``stored`` says; a stored all-reduce's sums are checked)."""
+    ``stored`` says; a stored all-reduce's sums are checked), by ``algo`` (a collective other
+    than all-reduce: "auto" picks by size as a replay does with the switches' offload off;
+    e.g. "multicast" measures the broadcast by switch multicast)."""
+    if kind == "all_reduce" and algo != "auto":
+        raise ConfigError(f"all_reduce algo={algo!r}; valid choice here: auto (the "
+                          f"all-reduce is measured with the algorithm auto picks)")
     host = HostConfig.preset(PRESET)
     payload = payload or ("stored" if stored(kind) else "generated")
     if payload not in ("stored", "generated"):
@@ -125,7 +131,7 @@ def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None) ->
                   switch=lossless())
     # all posted at once: all-to-all, and the direct all-gather and reduce-scatter
     messages = n * (n - 1) if kind in ("all_to_all", "all_gather", "reduce_scatter") else 0
-    if kind == "broadcast" and resolve(kind, "auto", n, nbytes,
+    if kind == "broadcast" and resolve(kind, algo, n, nbytes,
                                        PathCosts.of_scenario(sc)) == "scatter_direct":
         messages = n * other.scatter_direct_messages(sc, n, nbytes)
     sc.engine = _engine(n, messages)
@@ -139,7 +145,7 @@ def measure_bound(kind: str, n: int, nbytes: int, payload: str | None = None) ->
     else:
         for r in hosts:
             sc.host_program(r).mark("start")
-        name = other.build(kind, sc, hosts, nbytes, qp=0)
+        name = other.build(kind, sc, hosts, nbytes, qp=0, algo=algo)
         for r in hosts:
             sc.host_program(r).mark("end")
     result = run(sc).require_finished()

@@ -10,7 +10,8 @@ in kind (the broadcasts).
   ring (bandwidth-optimal, every link busy) for large blocks, or where the ranks sit in local
   groups with faster links inside (servers on a rail-optimised fabric,
   ``spin.collectives.locality``) the hierarchical rings, which put only 1/g of the ring's
-  bytes on the links between groups.
+  bytes on the links between groups. Direct sends and recursive doubling / halving are
+  estimated through an oversubscribed switch's uplinks (``PathCosts.uplink_factor``).
 * all-reduce ("auto" where a trace or ``--algo`` asks for it): for large blocks the
   hierarchical rings where the ranks sit in local groups with faster links inside, else the
   ring; for small ones the cheapest of the ring, direct sends and Rabenseifner
@@ -19,22 +20,27 @@ in kind (the broadcasts).
   and a double binary tree (NCCL's; they pay off when the hosts pipeline chunks), van de
   Geijn's scatter + all-gather by recursive doubling or by a ring, and the scatter + direct
   all-gather pipelined by chunk (two hops of latency whatever n, but the last relay starts
-  n-1 chunks late: it wins while that ramp is shorter than the tree's extra hops).
+  n-1 chunks late: it wins while that ramp is shorter than the tree's extra hops). Where the
+  switches offload collectives (``PathCosts.in_network``, off by default) and every rank hangs
+  off a switch: switch multicast (one hop of latency, the root's link carrying S once), at
+  every size above two ranks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..collectives.locality import local_groups
+from ..collectives.switch_broadcast import can_multicast
 from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
+from ..suggest import did_you_mean
 
 ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_gather": ("auto", "ring", "rd", "direct", "hierarchical"),
     "reduce_scatter": ("auto", "ring", "rh", "direct", "hierarchical"),
     "all_to_all": ("pairwise",),
     "broadcast": ("auto", "binomial", "chain", "double_tree", "scatter_ring", "scatter_rd",
-                  "scatter_direct"),
+                  "scatter_direct", "multicast"),
     "barrier": ("dissemination",),
 }
 POWER_OF_TWO_ONLY = ("rd", "rh", "scatter_rd")
@@ -52,7 +58,8 @@ OVERHEAD_SHARE = 0.1    # per-message host overheads: at most this share of a ch
 class PathCosts:
     """alpha-beta costs of one message between two hosts: ``alpha_ns`` is its fixed part (host
     overheads, three PCIe crossings, two links and a switch: the least any fabric adds) and
-    ``bytes_per_ns`` the slowest link's rate. ``pipelined``: hosts move blocks in chunks."""
+    ``bytes_per_ns`` the slowest link's rate. ``pipelined``: hosts move blocks in chunks.
+    ``in_network``: the switches offload collectives (``auto`` may pick switch multicast)."""
 
     alpha_ns: float
     bytes_per_ns: float
@@ -62,11 +69,17 @@ class PathCosts:
     pause_bytes: int = 32 * 1024     # a switch port's PFC pause threshold (pfc_xoff_bytes)
     chunk_cap_bytes: int = 0     # HostConfig.pipeline_chunk_bytes
     topology: object = field(default=None, compare=False, repr=False)   # for local groups
+    in_network: bool = False
+    # the worst switch's host links' capacity over its links to other switches (1: none
+    # oversubscribed), and how many hosts hang off it (``oversubscription``)
+    oversubscription: float = 1.0
+    leaf_hosts: int = 0
 
     @classmethod
     def of(cls, topology, host: HostConfig, nic: NicConfig, switch: SwitchConfig,
-           mtu_bytes: int = 1024) -> PathCosts:
-        """The costs of ``topology`` with these configs (``mtu_bytes``: the engine's)."""
+           mtu_bytes: int = 1024, in_network: bool = False) -> PathCosts:
+        """The costs of ``topology`` with these configs (``mtu_bytes``: the engine's;
+        ``in_network``: the switches offload collectives)."""
         links = [link.config for link in topology.links]
         link_ns = max((c.latency_ns for c in links), default=0.0)
         rate_gbps = min((c.rate_gbps for c in links), default=1)
@@ -74,7 +87,8 @@ class PathCosts:
                  + 2 * link_ns + switch.latency_ns)
         return cls(alpha, rate_gbps / 8, host.pipeline_chunk_bytes > 0,
                    host.send_overhead_ns + host.recv_overhead_ns, mtu_bytes,
-                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology)
+                   switch.pfc_xoff_bytes, host.pipeline_chunk_bytes, topology, in_network,
+                   *oversubscription(topology))
 
     @classmethod
     def of_scenario(cls, scenario) -> PathCosts:
@@ -95,13 +109,26 @@ class PathCosts:
     def small_blocks_ns(self, algo: str, n: int, nbytes: int) -> float:
         """Estimated time of an all-gather or reduce-scatter of small blocks: log2 n steps
         (recursive doubling or halving), or one step whose n-1 messages cost each rank its
-        overheads (direct), or n-1 steps (ring); each moves (n-1)/n S through a rank's link."""
+        overheads (direct), or n-1 steps (ring); each moves (n-1)/n S through a rank's link.
+        Direct sends and recursive doubling or halving send most of it to other switches' ranks,
+        so on an oversubscribed switch those bytes share its uplinks (``uplink_factor``); a
+        ring leaves a switch by one neighbour, one link's worth."""
         wire = (n - 1) / n * nbytes / self.bytes_per_ns
         if algo == "direct":
-            return self.alpha_ns + max(wire, (n - 1) * self.overhead_ns)
+            return self.alpha_ns + max(wire * self.uplink_factor(n), (n - 1) * self.overhead_ns)
         if algo in ("rd", "rh"):
-            return (n - 1).bit_length() * self.alpha_ns + wire
+            return (n - 1).bit_length() * self.alpha_ns + wire * self.uplink_factor(n)
         return (n - 1) * self.alpha_ns + wire
+
+    def uplink_factor(self, n: int) -> float:
+        """How much longer than its own link a rank's bytes to every other rank take to leave
+        the worst-oversubscribed switch: its g ranks send (n-g)/(n-1) of their bytes off it,
+        through uplinks of 1/``oversubscription`` of their links' capacity (at least 1: the
+        rank's own link). Assumes the job fills that switch (its g = min(leaf hosts, n))."""
+        if self.oversubscription <= 1 or self.leaf_hosts <= 0 or n < 2:
+            return 1.0
+        g = min(self.leaf_hosts, n)
+        return max(1.0, self.oversubscription * (n - g) / (n - 1))
 
     def broadcast_ns(self, algo: str, n: int, nbytes: int) -> float:
         """Estimated time of a broadcast of ``nbytes`` on ``n`` ranks with ``algo``."""
@@ -115,12 +142,31 @@ class PathCosts:
             return 2 * t + n * a
         if algo == "scatter_rd":
             return 2 * t + (log_n + 1) * a
+        if algo == "multicast":            # the switches copy: one hop
+            return t + a
         if algo == "scatter_direct":       # two hops; relay q starts q chunks late
             piece = nbytes / max(1, n - 1)
             chunk = self.scatter_chunk_bytes(n, nbytes) or piece
             sends = (n - 2) * -(-piece // chunk)          # messages per relay
             return max(t, sends * self.overhead_ns) + (n - 1) * chunk / self.bytes_per_ns + 2 * a
         return log_n * (t + a)                                  # binomial
+
+
+def oversubscription(topology) -> tuple[float, int]:
+    """(the largest ratio, over switches with both hosts and other switches on their ports, of
+    the host links' capacity to the links' to switches, the hosts on that switch); (1.0, 0)
+    where no switch has both (a star) or the topology is unknown."""
+    if topology is None:
+        return 1.0, 0
+    ports, switches = topology.ports(), set(topology.switches)
+    worst = (1.0, 0)
+    for s in topology.switches:
+        down = [topology.links[i].config.rate_gbps for i, peer in ports[s]
+                if peer not in switches]
+        up = [topology.links[i].config.rate_gbps for i, peer in ports[s] if peer in switches]
+        if down and up and sum(down) / sum(up) > worst[0]:
+            worst = (sum(down) / sum(up), len(down))
+    return worst
 
 
 def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
@@ -132,7 +178,7 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
         return ALGORITHMS[kind][0]      # one algorithm only
     if algo not in ALGORITHMS[kind]:
         raise ConfigError(f"{kind} algorithm={algo!r}; valid choices: "
-                          f"{', '.join(ALGORITHMS[kind])}")
+                          f"{', '.join(ALGORITHMS[kind])}{did_you_mean(algo, ALGORITHMS[kind])}")
     power_of_two = n > 1 and not n & (n - 1)
     if algo in POWER_OF_TWO_ONLY and not power_of_two:
         raise ConfigError(f"{kind} algorithm={algo!r} needs a power-of-two group; this one has "
@@ -150,7 +196,11 @@ def resolve(kind: str, algo: str, n: int, nbytes: int, costs: PathCosts,
         log = "rd" if kind == "all_gather" else "rh"
         candidates = ["ring", "direct"] + ([log] if power_of_two else [])
         return min(candidates, key=lambda a: costs.small_blocks_ns(a, n, nbytes))
-    if nbytes < BCAST_SHORT_BYTES or n < 3:
+    if n < 3:
+        return "binomial"
+    if costs.in_network and can_multicast(costs.topology, tuple(hosts or range(n))):
+        return "multicast"
+    if nbytes < BCAST_SHORT_BYTES:
         return "binomial"
     candidates = ["binomial", "chain", "double_tree", "scatter_ring", "scatter_direct"] + (
         ["scatter_rd"] if power_of_two else [])

@@ -14,7 +14,10 @@ the all-gather's output, the reduce-scatter's and all-to-all's input, the broadc
 * broadcast: from the group's first rank, a binomial tree (MPICH's for short buffers), a
   chain in chunks (NCCL's ring broadcast), two binary trees in chunks (NCCL's double binary
   tree), or van de Geijn's scatter + all-gather, by a ring or by recursive doubling (MPICH's
-  for long buffers), or by direct sends pipelined chunk by chunk (two hops of latency).
+  for long buffers), or by direct sends pipelined chunk by chunk (two hops of latency); or,
+  where the switches offload collectives, by switch multicast (``multicast``: the root's NIC
+  sends once, the switches copy each packet to every other rank, one hop of latency;
+  ``spin.collectives.switch_broadcast``).
 * barrier: dissemination (Hensgen, Finkel & Manber, 1988): ceil(log2 n) rounds of 8 B.
 
 ``spin.training.collective_choice`` picks among them by size when a trace does not name one.
@@ -37,6 +40,7 @@ from ..collectives.common import ALIGN_BYTES, Builder, align, block_counts, offs
 from ..collectives.hierarchical import ring_all_gather, ring_reduce_scatter
 from ..collectives.locality import groups_or_whole
 from ..collectives.ring import chunk_bytes, chunk_ranges
+from ..collectives.switch_broadcast import install_broadcast
 from .collective_choice import PathCosts, resolve
 
 DTYPE, WIDTH = "float32", 4          # elements the replay moves (sizes round up to them)
@@ -444,6 +448,16 @@ def _broadcast_scatter_rd(b: Builder, n: int, count: int) -> None:
     _all_gather_rd(b, n, count)
 
 
+def _broadcast_multicast(b: Builder, n: int, count: int) -> None:
+    """The root sends the buffer once, to rank 1; the switches copy each of its packets to
+    every other rank (``install_broadcast``), whose NIC writes it in place and completes the
+    receive it waits for. No rank sends: every receiver's link carries S, the root's S."""
+    dst = install_broadcast(b.sc, b.hosts, b.qp_base)
+    b.send(0, b.hosts.index(dst), 0, 0, 0, count)
+    for r in range(1, n):
+        b.recv(r, 0, count)
+
+
 def _broadcast_tree(b: Builder, n: int, count: int) -> None:
     rounds = (n - 1).bit_length()
     for v in range(n):                  # v: rank relative to the root (rank 0 of the group)
@@ -477,4 +491,5 @@ BUILDERS = {("all_gather", "ring"): _all_gather, ("all_gather", "rd"): _all_gath
             ("broadcast", "scatter_rd"): _broadcast_scatter_rd,
             ("broadcast", "scatter_direct"): _broadcast_scatter_direct,
             ("broadcast", "double_tree"): _broadcast_double_tree,
+            ("broadcast", "multicast"): _broadcast_multicast,
             ("barrier", "dissemination"): _barrier}

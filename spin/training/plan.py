@@ -9,6 +9,7 @@ from ..collectives import algorithm
 from ..collectives.common import align
 from ..config import HostConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, TraceError
+from ..suggest import did_you_mean
 from ..topology import Topology
 from ..trace_formats.model import COLLECTIVE, SEND, StepTrace, TraceOp, fail
 from . import collectives as other
@@ -100,7 +101,8 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
                               f"all_reduce, {', '.join(FIXED_ALGORITHMS)}")
         if kind != "all_reduce" and name not in ALGORITHMS[kind]:      # even if none is called
             raise ConfigError(f"{kind} algorithm={name!r}; valid choices: "
-                              f"{', '.join(ALGORITHMS[kind])}")
+                              f"{', '.join(ALGORITHMS[kind])}"
+                              f"{did_you_mean(name, ALGORITHMS[kind])}")
     n = trace.n_ranks
     per_group: dict[str, dict[int, list[TraceOp]]] = defaultdict(lambda: defaultdict(list))
     p2p_bytes = 0

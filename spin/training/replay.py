@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collectives import algorithm
+from ..collectives import algorithm, switch_broadcast
 from ..collectives.measure import lossless
 from ..config import HOST_PRESETS, EngineConfig, HostConfig, NicConfig, SwitchConfig
 from ..describe.payload_mode import PAYLOAD_MODES
@@ -47,7 +47,9 @@ class ReplayConfig:
     rank on a server core; None: the trace's own device, so an accelerator trace is not
     priced as a CPU), and where payload bytes live (``payload``: ``stored`` in host memory,
     or ``generated`` from (host, address) as ``Scenario.payload``; None: generated unless a
-    collective of the step reduces in host memory, see ``payload_for``)."""
+    collective of the step reduces in host memory, see ``payload_for``), and whether the
+    switches offload collectives (``in_network``: ``auto`` then broadcasts by switch multicast,
+    ``spin.collectives.switch_broadcast``; off by default, as most fabrics cannot)."""
 
     algo: str = "ring"
     per_kind: dict[str, str] = field(default_factory=dict)
@@ -57,6 +59,7 @@ class ReplayConfig:
     workers: int = 1
     host_preset: str | None = None
     payload: str | None = None
+    in_network: bool = False
 
     def __post_init__(self) -> None:
         if self.host_preset is not None and self.host_preset not in HOST_PRESETS:
@@ -103,7 +106,8 @@ def replay(trace: StepTrace, topology: Topology | None = None,
                           f"{trace.n_ranks} ranks (ranks take the first hosts)")
     costs = PathCosts.of(topo, *(scenario_configs.get(k) or default() for k, default in
                                  (("host", HostConfig), ("nic", NicConfig),
-                                  ("switch", SwitchConfig))))
+                                  ("switch", SwitchConfig))),
+                        in_network=config.in_network)
     clock = [time.perf_counter()]
     plan = plan_replay(trace, config.algo, config.per_kind, config.max_memory_bytes,
                        config.per_node, costs)
@@ -164,6 +168,8 @@ def _scenario(topo: Topology, plan: ReplayPlan, n: int, configs: dict) -> Scenar
             configs.setdefault(key, value)
         if alg.programs is not None:
             programs.extend(p for p in alg.programs() if p not in programs)
+    if any(c.algo == "multicast" for c in plan.calls):
+        programs.extend(switch_broadcast.programs())
     configs["switch"] = lossless(configs.get("switch"))
     configs["engine"] = sized_for_fabric(configs.get("engine") or EngineConfig(), len(topo.hosts))
     if programs:
@@ -315,10 +321,14 @@ def _stuck(trace: StepTrace, result, stuck: list) -> TraceError:
         return f"rank {h.node} {h.waiting_for or 'did not finish'}"
     shown = "; ".join(waiting_in(h) for h in stuck[:3])
     more = f"; and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    drops = {k: v for k, v in result.drops.items() if v}
+    why = (f"{sum(drops.values()):,} frame(s) were dropped "
+           f"({', '.join(f'{k}: {v:,}' for k, v in sorted(drops.items()))}) and were not "
+           f"sent again (an open-loop transport or a multicast broadcast does not resend)"
+           if drops else "their dependencies wait on each other across ranks (a deadlock)")
     return TraceError(f"{trace.name}: {len(stuck)} of {trace.n_ranks} ranks never finished "
                       f"(the run ended at {result.end_time_ps / 1e6:.3f} us with nothing left "
-                      f"to do): {shown}{more}; their dependencies wait on each other across "
-                      f"ranks (a deadlock)")
+                      f"to do): {shown}{more}; {why}")
 
 
 def _deadlock(trace: StepTrace, queues, pos, plan: ReplayPlan) -> TraceError:
