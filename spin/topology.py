@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 from .config import LinkConfig
-from .engine.device_kinds import NIC, SWITCH, DeviceKind, check_kind
+from .engine.device_kinds import BUMP, NIC, SWITCH, DeviceKind, check_kind
 from .errors import ConfigError, TopologyError
 
 HOST_LINK = "host"
@@ -64,6 +64,8 @@ class Topology:
     no_transit: set[str] = field(default_factory=set)
     # hosts whose device is not a plain NIC (``add_host(kind=...)``); the others are NICs
     host_kinds: dict[str, DeviceKind] = field(default_factory=dict, repr=False)
+    # devices placed among the switches that are not switches (``add_bump``)
+    inline_kinds: dict[str, DeviceKind] = field(default_factory=dict, repr=False)
     # lookup indexes, rebuilt from the lists above (large fabrics add thousands of links)
     _node_of: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     _linked: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
@@ -217,6 +219,16 @@ class Topology:
         return build_topology("star", link=link, hosts=n_hosts)
 
     # --- derived views -------------------------------------------------------------------
+    def add_bump(self, name: str | None = None, *, latency_ns: float) -> str:
+        """Add a two-port bump-in-the-wire device (``bump_emulator``): link it to a host and
+        to that host's switch, and it forwards every frame from one to the other
+        ``latency_ns`` after it arrived. Routing sees it as a switch with two ports (the
+        routing tables number it among the switches), but it runs its own code."""
+        name = self.add_switch(name or f"b{len(self.inline_kinds)}", role="bump",
+                               latency_ns=latency_ns)
+        self.inline_kinds[name] = BUMP
+        return name
+
     def device_names(self) -> list[str]:
         """Device order used by the engine: hosts (= node ids) first, then switches."""
         return self.hosts + self.switches
@@ -225,7 +237,8 @@ class Topology:
         """The kind of every device, in ``device_names`` order: what the state builder and the
         results read, rather than a device's place in that order."""
         kinds = self.host_kinds
-        return [kinds.get(h, NIC) for h in self.hosts] + [SWITCH] * len(self.switches)
+        return ([kinds.get(h, NIC) for h in self.hosts]
+                + [self.inline_kinds.get(s, SWITCH) for s in self.switches])
 
     def ports(self) -> dict[str, list[tuple[int, str]]]:
         """For every device, its ports in link order as (link index, peer name)."""

@@ -21,24 +21,29 @@ def build_switches(st, rows: np.ndarray, build) -> None:
     nports = st.dev[rows, S.D_NPORTS].tolist()
     by_ports = {n: sw.model_copy(update={"hpus": sw.hpus_for(n)}) for n in set(nports)}
     latency = getattr(topo, "switch_latency_ns", None)
+    # the routing tables number every device after the hosts (other kinds among them too)
+    ids = np.asarray(rows, np.int64) - len(topo.hosts)
+    names = [topo.switches[i] for i in ids.tolist()]
+    schemes = switch_schemes(sc)
     configure_switches(st, rows, [by_ports[n] for n in nports],
                        [latency(name, sw.latency_ns) if callable(latency) else sw.latency_ns
-                        for name in topo.switches],
-                       switch_schemes(sc))
+                        for name in names],
+                       [schemes[i] for i in ids.tolist()], ids)
 
 
 def configure_switches(st, rows: np.ndarray, configs: list, latencies_ns: list[float],
-                       schemes: list[str]) -> None:
+                       schemes: list[str], switch_ids: np.ndarray | None = None) -> None:
     """Fill switches 0..n-1 (devices ``rows``) from their SwitchConfigs (few distinct objects,
     shared), pipeline latencies and port-selection schemes, whole columns at a time: a
-    65,536-GPU fabric has 80,000 switches."""
+    65,536-GPU fabric has 80,000 switches. ``switch_ids``: their numbers in the routing tables
+    (0..n-1 unless said)."""
     n = len(configs)
     if not n:
         return
     devices = np.asarray(rows, np.int64)
     dev = st.dev[devices]      # a copy (fancy indexing): written back below
     dev[:, S.D_KIND] = S.DEV_SWITCH
-    dev[:, S.D_SW] = np.arange(n)
+    dev[:, S.D_SW] = np.arange(n) if switch_ids is None else switch_ids
     dev[:, S.D_NODE] = devices
     dev[:, S.D_SW_LAT_PS] = [ns(x) for x in latencies_ns]
     codes = run_scheme_codes(schemes)

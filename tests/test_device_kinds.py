@@ -28,7 +28,7 @@ def test_each_kind_owns_its_column_groups_and_declares_real_counters():
             owners.setdefault(group, []).append(kind.name)
     assert set(owners) | SHARED_GROUPS == set(dev_groups())
     assert {g: o for g, o in owners.items() if len(o) != 1} == {}
-    assert [k.code for k in DEVICE_KINDS] == [S.DEV_NIC, S.DEV_SWITCH]
+    assert [k.code for k in DEVICE_KINDS] == [S.DEV_NIC, S.DEV_SWITCH, S.DEV_BUMP]
 
 
 def test_rows_are_grouped_by_kind_whatever_the_order():

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ABOVE_SPIN = ("nic_emulator", "switch_emulator", "handlers")
+ABOVE_SPIN = ("nic_emulator", "switch_emulator", "bump_emulator", "handlers")
 
 
 def _env() -> dict[str, str]:
@@ -46,7 +46,7 @@ names = sorted(m.name for m in pkgutil.walk_packages(spin.__path__, "spin.")
 for name in names:
     importlib.import_module(name)
 declared = set(SHARED_PARTS) | {{p for t in TRANSPORTS for p in t.declares}}
-declared |= set(declaration_paths())
+declared |= set(declaration_paths()) | {{"bump_emulator.columns"}}
 declared |= {{p.rsplit(".", i)[0] for p in declared for i in range(1, p.count(".") + 1)}}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in {ABOVE_SPIN!r}
                 and m not in declared)

@@ -84,9 +84,15 @@ SWITCH = DeviceKind(
     columns=("DEV_SWITCH", "DEV_LB"),
     counters=("HPU_BUSY_PS", "MSGS_ABANDONED", "MSGS_EXPIRED", "TIMERS", "SW_FLOWLETS"))
 
-# The kinds the engine runs, in code order (``DEV_NIC`` is 0, ``DEV_SWITCH`` 1). A kind placed
-# in a topology but not registered here must run the code of one that is (``runs_as``).
-DEVICE_KINDS: Registry[DeviceKind] = Registry("device kind", (NIC, SWITCH))
+BUMP = DeviceKind(
+    "bump", ("bump_emulator/receive_template.py",), sources=("bump_emulator",),
+    build="bump_emulator.build:build_bumps", columns=("DEV_BUMP",),
+    counters=("BUMP_FWD_0", "BUMP_FWD_1"))
+
+# The kinds the engine runs, in code order (``DEV_NIC`` is 0, ``DEV_SWITCH`` 1, ``DEV_BUMP`` 2).
+# A kind placed in a topology but not registered here must run the code of one that is
+# (``runs_as``).
+DEVICE_KINDS: Registry[DeviceKind] = Registry("device kind", (NIC, SWITCH, BUMP))
 
 _FUNCTION = '''
 @njit(cache=True, inline="always", _nrt=False, no_cpython_wrapper=True)

@@ -18,7 +18,7 @@ the same way, in the ``*columns`` modules of ``switch_emulator.lb`` (``spin.sche
 from __future__ import annotations
 
 from ..scheme_parts import declarations as scheme_declarations
-from ..transports import declarations
+from ..transports import declaration_module, declarations
 from .columns import Columns, Declares, Table, Variants
 
 CALL_WORDS = 32      # words of a handler's call block (spin.engine.handler_abi)
@@ -128,7 +128,7 @@ CUR = Table("cur", "CUR_", "NUM_CUR", [
 NT = Table("ntr", "NT_", "NTR_COLS", _parts("ntr"))
 
 DEV_ENGINE = Columns("spin.engine (every device)", [
-    ("KIND", "device kind: DEV_NIC or DEV_SWITCH"),
+    ("KIND", "device kind: DEV_NIC, DEV_SWITCH or DEV_BUMP (spin.engine.device_kinds)"),
     ("SEQ", "sequence number of the device's next event (tie-breaking key)"),
     ("PORT0", "global index of its first port"),
     ("NPORTS", "ports"),
@@ -191,8 +191,11 @@ DEV_SWITCH = Columns("switch_emulator", [
     ("SW_LAT_PS", "switching latency"),
 ])
 DEV_LB = tuple(c for c in (d.columns("dev") for d in scheme_declarations()) if c is not None)
+# the bump-in-the-wire kind's columns, declared next to its code (imported by path, as above)
+DEV_BUMP = declaration_module("bump_emulator.columns", "device kind 'bump'").DECLARES.columns("dev")
 DEV = Table("dev", "D_", "DEV_COLS",
-            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, *DEV_TRANSPORT, DEV_SWITCH, *DEV_LB])
+            [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, *DEV_TRANSPORT, DEV_SWITCH, *DEV_LB,
+             DEV_BUMP])
 
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [

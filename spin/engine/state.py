@@ -79,6 +79,7 @@ CALB_CAPACITY = CALB_WORDS - CALB_IDS
 # --- device kinds (codes: the order of spin.engine.device_kinds.DEVICE_KINDS) -----------------
 DEV_NIC = DEVICE_KINDS.names().index("nic")
 DEV_SWITCH = DEVICE_KINDS.names().index("switch")
+DEV_BUMP = DEVICE_KINDS.names().index("bump")
 
 # --- pending handler actions (finalised at handler end) ---------------------------------------
 # ACT_* codes and PA_* fields: spin.engine.layout.COMMANDS
