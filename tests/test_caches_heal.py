@@ -166,7 +166,8 @@ def test_every_cached_jitted_module_is_a_compiled_source():
     root = Path(__file__).resolve().parents[1]
     covered = set(compiled_source_files())
     cached = re.compile(r"@(nb\.|numba\.)?(njit|jit)\([^)]*cache=True")
-    missing = [str(f.relative_to(root)) for package in ("spin", "nic_emulator", "switch_emulator")
+    packages = ("spin", "nic_emulator", "switch_emulator", "bump_emulator")
+    missing = [str(f.relative_to(root)) for package in packages
                for f in sorted((root / package).rglob("*.py"))
                if cached.search(f.read_text()) and f not in covered]
     assert not missing, missing
@@ -186,7 +187,8 @@ def _project_imports(source: str, package: str | None = None) -> set[str]:
                 base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
             names.add(base)
             names |= {f"{base}.{a.name}" for a in node.names}
-    return {n for n in names if n.split(".")[0] in ("spin", "nic_emulator", "switch_emulator")}
+    return {n for n in names if n.split(".")[0] in ("spin", "nic_emulator", "switch_emulator",
+                                                  "bump_emulator")}
 
 
 def _module_file(name: str) -> Path | None:
