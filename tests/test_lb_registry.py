@@ -117,9 +117,14 @@ def test_the_dispatch_is_generated_from_the_registry(monkeypatch):
 
 
 def test_spin_does_not_import_switch_emulator():
+    """Only the schemes' declaration modules (their st.dev columns, laid out when the engine's
+    tables are) and their packages are loaded, never a scheme's code or the registry."""
     code = ("import sys, spin, spin.config, spin.loadbalancing, spin.tools.scenario_schema, spin.cli;"
             "spin.cli.build_parser(complete=True);"
-            "print([m for m in sys.modules if m.startswith('switch_emulator')])")
+            "from spin.scheme_parts import declaration_paths;"
+            "d = set(declaration_paths());"
+            "d |= {p.rsplit('.', i)[0] for p in d for i in range(1, p.count('.') + 1)};"
+            "print([m for m in sys.modules if m.startswith('switch_emulator') and m not in d])")
     out = subprocess.run([sys.executable, "-c", code], check=False,
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
