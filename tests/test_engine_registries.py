@@ -100,8 +100,8 @@ def _functions(paths) -> dict[str, list[str]]:
 
 
 def test_every_device_kind_template_defines_the_contract():
-    assert [k.name for k in device_kinds.DEVICE_KINDS] == ["nic", "switch"]
-    assert (S.DEV_NIC, S.DEV_SWITCH) == (0, 1)
+    assert [k.name for k in device_kinds.DEVICE_KINDS] == ["nic", "switch", "bump"]
+    assert (S.DEV_NIC, S.DEV_SWITCH, S.DEV_BUMP) == (0, 1, 2)
     for kind in device_kinds.DEVICE_KINDS:
         defined = _functions(kind.templates)
         for fn, params in device_kinds.CONTRACT.items():
