@@ -150,3 +150,11 @@ def test_a_replay_that_lost_multicast_copies_says_so_not_deadlock():
                                          r"were dropped \(random_loss: \d+.*\) and were not sent "
                                          r"again"):
         replay(trace, topo, ReplayConfig(per_kind={"broadcast": "multicast"}))
+
+
+def test_a_multicast_broadcast_of_one_rank_sends_nothing():
+    ops = (TraceOp(1, COLLECTIVE, collective="broadcast", nbytes=4096),)
+    trace = StepTrace("bc1", "test", (RankTrace(0, "r0", ops),))
+    one = replay(trace, config=ReplayConfig(host_preset="network", in_network=True,
+                                            per_kind={"broadcast": "multicast"}))
+    assert [c.algo for c in one.collectives] == ["multicast"] and one.step_us == 0.0

@@ -451,7 +451,10 @@ def _broadcast_scatter_rd(b: Builder, n: int, count: int) -> None:
 def _broadcast_multicast(b: Builder, n: int, count: int) -> None:
     """The root sends the buffer once, to rank 1; the switches copy each of its packets to
     every other rank (``install_broadcast``), whose NIC writes it in place and completes the
-    receive it waits for. No rank sends: every receiver's link carries S, the root's S."""
+    receive it waits for. No rank sends: every receiver's link carries S, the root's S. A
+    group of one rank has no one to send to (as every broadcast of one rank)."""
+    if n < 2:
+        return
     dst = install_broadcast(b.sc, b.hosts, b.qp_base)
     b.send(0, b.hosts.index(dst), 0, 0, 0, count)
     for r in range(1, n):
