@@ -255,6 +255,15 @@ def ring_get(ring, gp, i):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def ring_address(ring, gp, i):
+    """Address of entry ``i`` of port ``gp``'s ring, for a prefetch (layout: ``ring_get``);
+    past the ring's end it is some other line of the same array."""
+    line = (i >> S.RING_LINE_SHIFT) * ring.shape[1] + gp
+    return np.int64(ring.ctypes.data) + (line * ring.shape[2] + (i & (S.RING_LINE - 1))) \
+        * ring.itemsize
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def ring_put(ring, gp, i, slot):
     """Set entry ``i`` of port ``gp``'s ring (layout: ``ring_get``)."""
     ring[i >> S.RING_LINE_SHIFT, gp, i & (S.RING_LINE - 1)] = slot

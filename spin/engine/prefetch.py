@@ -16,6 +16,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import state as S
+from .ports import ring_address
 from spin.jit import njit
 
 _LINE = 64
@@ -43,15 +44,6 @@ def prefetch(typingctx, address):
 def _row(a, i):
     """Address of row ``i`` of the C-contiguous 2-D array ``a``."""
     return np.int64(a.ctypes.data) + i * a.shape[1] * a.itemsize
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _ring_entry(ring, gp, i):
-    """Address of entry ``i`` of port ``gp``'s ring (layout: ``spin.engine.ports.ring_get``);
-    past the ring's end it is some other line of the same array."""
-    line = (i >> S.RING_LINE_SHIFT) * ring.shape[1] + gp
-    return np.int64(ring.ctypes.data) + (line * ring.shape[2] + (i & (S.RING_LINE - 1))) \
-        * ring.itemsize
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -89,7 +81,7 @@ def prefetch_next_events(st):
             prefetch(_row(st.slot_meta, (hint >> 32) - 1))
         pos = st.ev[nxt, S.E_HINT_POS]
         if pos >= 0:
-            prefetch(_ring_entry(st.port_q, a, pos))
-            prefetch(_ring_entry(st.port_q, a, pos + 1))
+            prefetch(ring_address(st.port_q, a, pos))
+            prefetch(ring_address(st.port_q, a, pos + 1))
     for c in range(1, min(n, 5)):
         prefetch(_row(st.ev, h[c * S.HEAP_COLS + S.HP_EVENT]))
