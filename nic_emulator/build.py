@@ -6,7 +6,8 @@ from typing import NamedTuple
 from spin.engine import layout as L
 from spin.engine import state as S
 from spin.errors import StateLayoutError
-from spin.transports import ENTROPIES, TRANSPORTS
+from spin.transport_api import own_transport_layout
+from spin.transports import ENTROPIES, transport_code
 from spin.units import ns
 
 
@@ -65,25 +66,39 @@ class TransportEnv(NamedTuple):
     host_rate_gbps: int   # rate of the host links
 
 
+def _fill(part, tc, env, params: dict[str, int]) -> None:
+    """Part ``part``'s parameters, checked to be exactly those it declares, into ``params``."""
+    values = part.fill(tc, env)
+    own = {spec[0] for spec in part.trp}
+    if set(values) != own:
+        raise StateLayoutError(f"{part.owner}: fill returned parameters {sorted(values)}; "
+                               f"it declares {sorted(own)}")
+    params.update(values)
+
+
 def configure_transport(st, n_hosts: int, nic, host_rate_gbps: int, mtu: int) -> None:
     """Transport kind and entropy policy of every NIC, and the fabric's transport parameters:
     each registered part (``spin.engine.layout.TRANSPORT_PARTS``) fills its own from
-    ``spin.config.TransportConfig``."""
+    ``spin.config.TransportConfig``; a transport compiled apart fills ``st.apart_params``."""
     tc = nic.transport
-    st.dev[:n_hosts, S.D_TRANSPORT] = TRANSPORTS.names().index(tc.kind)
+    st.dev[:n_hosts, S.D_TRANSPORT] = transport_code(tc.kind)
     st.dev[:n_hosts, S.D_ENTROPY] = ENTROPIES.names().index(tc.entropy)
     env = TransportEnv(mtu=mtu, host_rate_gbps=host_rate_gbps)
-    p = st.sc[S.SC_TRP:S.SC_TRP + S.TRP_N]   # a view: writes land in st.sc
+    params: dict[str, int] = {}
     for part in L.TRANSPORT_PARTS:
-        if part.fill is None:
-            continue
-        values = part.fill(tc, env)
-        own = {spec[0] for spec in part.trp}
-        if set(values) != own:
-            raise StateLayoutError(f"{part.owner}: fill returned parameters {sorted(values)}; "
-                                   f"it declares {sorted(own)}")
-        for name, value in values.items():
-            p[L.TRP.index(name)] = value
+        if part.fill is not None:
+            _fill(part, tc, env, params)
+    p = st.sc[S.SC_TRP:S.SC_TRP + S.TRP_N]   # a view: writes land in st.sc
+    for name, value in params.items():
+        p[L.TRP.index(name)] = value
+    own = own_transport_layout(tc.kind)
+    if own is not None:
+        params = {}
+        for part in own.parts:
+            if part.fill is not None:
+                _fill(part, tc, env, params)
+        for name, value in params.items():
+            st.apart_params[own.params.index(name)] = value
 
 
 def loss_prng_seed(seed: int, link: int, direction: int) -> int:

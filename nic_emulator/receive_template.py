@@ -84,7 +84,7 @@ def _nic_frame(st, hmem, dev, slot, now, timer):
         else:
             free_slot(st, slot)
         return
-    if not transport_carries(tr, opcode):
+    if not transport_carries(tr, st, opcode):
         _nic_drop(st, dev, slot, D.TRANSPORT_MISMATCH)
         return
     if st.sc[S.SC_TRIM_DSCP] > 0 and dscp_of(frame) == st.sc[S.SC_TRIM_DSCP]:

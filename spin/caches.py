@@ -124,33 +124,14 @@ def transport_entry_points() -> tuple:
     return tuple(sorted(points, key=lambda ep: ep.name))
 
 
-def external_transport_files() -> list[Path]:
-    """The sources of the packages that publish transports (``transport_entry_points``),
-    found on ``sys.path`` without importing them. Such a transport adds columns to the engine's
-    tables and code to the engine, so it is part of the compiled sources: with it registered,
-    edited or removed, no cached machine code laid out for other tables can be loaded."""
-    files: list[Path] = []
-    for top in sorted({ep.value.split(":")[0].split(".")[0] for ep in transport_entry_points()}):
-        for base in map(Path, sys.path or ["."]):
-            if (base / top / "__init__.py").is_file():
-                files += sorted((base / top).rglob("*.py"))
-                break
-            if (base / f"{top}.py").is_file():
-                files.append(base / f"{top}.py")
-                break
-    return files
-
-
 def sources_digest(root: Path) -> bytes:
-    """Digest of the compiled sources (``COMPILED_SOURCES``, named relative to ``root``) and of
-    the external transports' packages (named by their absolute path)."""
+    """Digest of the compiled sources (``COMPILED_SOURCES``, named relative to ``root``). A
+    transport from outside spin is not part of it: it is compiled apart
+    (``spin.assembly.transport_entries``), keyed by its own sources."""
     import hashlib
     h = hashlib.sha256()
     for f in compiled_source_files():
         h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
-    for f in external_transport_files():
-        h.update(str(f).encode())
         h.update(f.read_bytes())
     return h.digest()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .engine.device_kinds import DEVICE_KINDS
 from .errors import ConfigError
-from .transports import TRANSPORTS
+from .transports import SHIPPED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ ENGINE_SOURCES = ("spin/engine", "spin/wire", "spin/jit.py", "spin/api.py",
                   "spin/port_selection.py", "spin/transports.py")
 # Host-side modules with cached compiled functions of their own: schemes' generated entries,
 # capture drain, the endpoint link and the frames exchanged between workers.
-HOST_SOURCES = ("spin/assembly/scheme_entries.py", "spin/results/capture.py",
+HOST_SOURCES = ("spin/assembly/scheme_entries.py", "spin/assembly/transport_entries.py", "spin/results/capture.py",
                 "spin/runtime/endpoint_link.py", "spin/runtime/fabric_frames.py")
 
 
@@ -46,9 +46,9 @@ def compiled_sources() -> tuple[str, ...]:
     sources = [*ENGINE_SOURCES]
     for kind in DEVICE_KINDS:
         sources += kind.templates + kind.sources
-    # transports of this project; those of installed packages (entry points of group
-    # spin.transports) are keyed by spin.caches.transport_source_files
-    sources += [module_path(t.module) for t in TRANSPORTS
-                if (ROOT / t.module.split(".")[0]).is_dir()]
+    # spin's own transports (those of installed packages are compiled apart, keyed by their
+    # own sources: spin.assembly.transport_entries), and the engine's side of those apart
+    sources += [module_path(t.module) for t in SHIPPED]
+    sources += [module_path("nic_emulator.transports.apart")]
     sources += HOST_SOURCES
     return tuple(dict.fromkeys(sources))

@@ -1,15 +1,18 @@
 """The NIC transports and entropy modes users pick by name (``[nic.transport] kind`` and
-``entropy``), registered once here. A transport's registration names the module of
-``nic_emulator.transports`` that implements it and the declaration modules of the state and
-parameters it owns; the engine's dispatch, its tables' transport columns
-(``spin.engine.layout``), the config check, the scenario schema's text and the CLI choices all
-read this registry. (It lives apart from ``spin.config`` so that the engine and the device
-models can read it without importing the whole config.)
+``entropy``), registered once here. A transport's registration names the module that
+implements it and the declaration modules of the state and parameters it owns; the config
+check, the scenario schema's text and the CLI choices read this registry.
 
-Transports from outside spin register by an entry point of group ``spin.transports`` whose
-value is their ``TransportOption`` (``toy = "my_package.toy_declares:TRANSPORT"``): they are
-appended after spin's own, in entry-point name order, when this module is first imported, so
-before the engine's tables are laid out.
+spin's own transports (``SHIPPED``) are compiled into the engine: its dispatch and its tables'
+transport columns (``spin.engine.layout``) are generated from them. Transports from outside
+spin register by an entry point of group ``spin.transports`` whose value is their
+``TransportOption`` (``toy = "my_package.toy_declares:TRANSPORT"``); they are listed after
+spin's own, in entry-point name order, and are **compiled apart** from the engine, as handlers
+and port-selection schemes are: a NIC running one holds the code ``TR_APART``, the engine calls
+its functions through their entry addresses (``nic_emulator.transports.apart``), and its own
+columns live in tables of their own (``spin.transport_api``), so installing, editing or
+removing one never recompiles the engine. (This module lives apart from ``spin.config`` so
+that the engine and the device models can read it without importing the whole config.)
 """
 from __future__ import annotations
 
@@ -65,9 +68,15 @@ def _published() -> tuple[TransportOption, ...]:
     return tuple(out)
 
 
-# The NICs' transports and entropy modes (``TransportConfig.kind`` and ``.entropy``); the engine's
-# codes (``D_TRANSPORT``, ``D_ENTROPY``) are the indices in these registries. The open-loop
-# transport comes first (code 0: the engine's ``TR_OPEN_LOOP``).
+# spin's own transports, compiled into the engine; the code of a NIC running one is its index
+# here (``D_TRANSPORT``). The open-loop transport comes first (code 0: ``TR_OPEN_LOOP``).
+SHIPPED: tuple[TransportOption, ...] = _BUILT_IN
+# the code of a NIC whose transport is compiled apart (one from outside spin)
+TR_APART = len(SHIPPED)
+
+# The NICs' transports and entropy modes (``TransportConfig.kind`` and ``.entropy``): spin's own,
+# then those published by installed packages. The engine's entropy codes (``D_ENTROPY``) are
+# the indices in ``ENTROPIES``.
 TRANSPORTS: Registry[TransportOption] = Registry("transport", _BUILT_IN + _published())
 ENTROPIES: Registry[Option] = Registry("entropy mode", (
     Option("per_flow", "one entropy value (UDP source port) per connection"),
@@ -85,19 +94,41 @@ def declaration_module(path: str, who: str) -> Any:
                                f"({exc})") from None
 
 
-def declarations() -> tuple[Any, ...]:
-    """Every registered part's ``Declares``: the shared parts, then each transport's, in
-    registration order (the order of the engine tables' columns). A declaration module is
-    imported by its path here (the engine imports no device package statically)."""
+def is_shipped(kind: str) -> bool:
+    """Is transport ``kind`` one of spin's own (compiled into the engine)?"""
+    return any(t.name == kind for t in SHIPPED)
+
+
+def transport_code(kind: str) -> int:
+    """The engine's code (``D_TRANSPORT``) of a NIC running transport ``kind``."""
+    names = [t.name for t in SHIPPED]
+    return names.index(kind) if kind in names else TR_APART
+
+
+def _declared(sources: list[tuple[str, str]]) -> tuple[Any, ...]:
     out = []
-    sources = [("shared transport state", p) for p in SHARED_PARTS]
-    sources += [(f"transport {t.name!r}", p) for t in TRANSPORTS for p in t.declares]
     for who, path in sources:
         declared = getattr(declaration_module(path, who), "DECLARES", None)
         if declared is None:
             raise StateLayoutError(f"{who}: declaration module {path!r} defines no DECLARES")
         out += declared if isinstance(declared, tuple) else [declared]
     return tuple(out)
+
+
+def declarations() -> tuple[Any, ...]:
+    """The ``Declares`` laid out in the engine's tables: the shared parts, then each of spin's
+    own transports', in registration order (the order of the tables' columns). A declaration
+    module is imported by its path here (the engine imports no device package statically)."""
+    sources = [("shared transport state", p) for p in SHARED_PARTS]
+    sources += [(f"transport {t.name!r}", p) for t in SHIPPED for p in t.declares]
+    return _declared(sources)
+
+
+def own_declarations(kind: str) -> tuple[Any, ...]:
+    """The ``Declares`` of transport ``kind`` compiled apart: laid out in its own tables
+    (``spin.transport_api``), not in the engine's."""
+    option = TRANSPORTS.get(kind, "transport")
+    return _declared([(f"transport {kind!r}", p) for p in option.declares])
 
 
 def transport_params(kind: str) -> Any:

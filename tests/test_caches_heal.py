@@ -208,7 +208,7 @@ def test_every_module_the_engine_links_is_a_compiled_source():
     from spin.compiled_sources import module_path
     from spin.engine.codegen import engine_module_source
     from spin.engine.device_kinds import DEVICE_KINDS
-    from spin.transports import TRANSPORTS
+    from spin.transports import SHIPPED
     from switch_emulator.lb import port_schemes
     covered = set(compiled_source_files())
     # compiled code, or Numba types and constants that compiled code reads
@@ -229,7 +229,7 @@ def test_every_module_the_engine_links_is_a_compiled_source():
         todo += _project_imports(text, package)
     assert len(linked) > 20, sorted(linked)   # the walk did follow the engine's imports
     assert sorted(str(p.relative_to(ROOT)) for p in linked - covered) == []
-    named = [module_path(t.module) for t in TRANSPORTS]
+    named = [module_path(t.module) for t in SHIPPED]
     named += [str(Path(inspect.getsourcefile(getattr(s.select, "py_func", s.select)))
                   .relative_to(ROOT)) for s in port_schemes()]
     named += [t for kind in DEVICE_KINDS for t in kind.templates]
@@ -237,18 +237,16 @@ def test_every_module_the_engine_links_is_a_compiled_source():
     assert len(COMPILED_SOURCES) == len(set(COMPILED_SOURCES))
 
 
-def test_a_registered_transport_module_joins_the_compiled_sources(monkeypatch):
-    """The list is derived, not written by hand: registering a transport whose module lies
-    outside every other source adds that module's file."""
+def test_a_shipped_transport_module_joins_the_compiled_sources(monkeypatch):
+    """The list is derived, not written by hand: a transport compiled into the engine whose
+    module lies outside every other source adds that module's file."""
     import dataclasses
 
     import spin.compiled_sources as cs
-    from spin.registry import Registry
-    extra = dataclasses.replace(cs.TRANSPORTS.entries[0], name="probe",
-                                module="spin.testing")
-    monkeypatch.setattr(cs, "TRANSPORTS", Registry("transport", (*cs.TRANSPORTS.entries, extra)))
+    extra = dataclasses.replace(cs.SHIPPED[0], name="probe", module="spin.testing")
+    monkeypatch.setattr(cs, "SHIPPED", (*cs.SHIPPED, extra))
     assert "spin/testing.py" in cs.compiled_sources()
-    monkeypatch.setattr(cs, "TRANSPORTS", Registry("transport", cs.TRANSPORTS.entries[:-1]))
+    monkeypatch.setattr(cs, "SHIPPED", cs.SHIPPED[:-1])
     assert "spin/testing.py" not in cs.compiled_sources()
 
 

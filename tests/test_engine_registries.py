@@ -1,7 +1,8 @@
 """Transports and device kinds are modules with a fixed contract, each registered once
 (``spin.transports.TRANSPORTS``, ``spin.engine.device_kinds.DEVICE_KINDS``); the engine's dispatch
 over them is generated from the registrations, so the loop never names a kind or a transport and
-adding a transport is one module plus its registration line."""
+adding a transport is one module plus its registration line. A transport from outside spin is
+compiled apart and leaves the engine as it is."""
 from __future__ import annotations
 
 import ast
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import spin.config as config
+import spin.transports as spin_transports
 from nic_emulator.transports import dispatch as transports
 from spin.config import TRANSPORTS, TransportConfig, TransportOption
 from spin.engine import device_kinds
@@ -18,25 +20,26 @@ from spin.engine import state as S
 from spin.engine.codegen import engine_module_source
 from spin.errors import ConfigError
 from spin.registry import Registry
+from spin.transports import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_every_registered_transport_meets_the_contract():
+def test_every_shipped_transport_meets_the_contract():
     modules = transports.transport_modules()
-    assert [m.__name__ for m in modules] == [t.module for t in TRANSPORTS]
+    assert [m.__name__ for m in modules] == [t.module for t in SHIPPED]
     assert TRANSPORTS.names()[S.TR_OPEN_LOOP] == "none"
-    assert {"none", "rc", "ue"} <= set(TRANSPORTS.names())
+    assert [t.name for t in SHIPPED] == ["none", "rc", "ue"] and S.TR_APART == 3
 
 
-def test_the_engine_dispatches_over_the_registered_transports():
+def test_the_engine_dispatches_over_the_shipped_transports_then_the_one_apart():
     _, source = engine_module_source()
-    names = TRANSPORTS.names()
+    names = [t.name for t in SHIPPED]
     for fn, params in transports.CONTRACT.items():
-        assert f"def transport_{fn}(tr, {params}):" in source
-        for code, name in enumerate(names[:-1]):
+        assert f"def transport_{fn}(tr, {transports.dispatch_params(fn)}):" in source
+        for code, name in enumerate(names):
             assert f"    if tr == {code}:\n        return _{name}_{fn}({params})" in source
-        assert f"    return _{names[-1]}_{fn}({params})" in source
+        assert f"    return _apart_{fn}({transports.dispatch_params(fn)})" in source
 
 
 def _plugin(tmp_path, monkeypatch, body: str, name: str = "zz_extra") -> Registry:
@@ -46,7 +49,7 @@ def _plugin(tmp_path, monkeypatch, body: str, name: str = "zz_extra") -> Registr
     extended = Registry("transport", (*TRANSPORTS.entries,
                                       TransportOption(name, "a test transport", f"{name}_transport")))
     monkeypatch.setattr(config, "TRANSPORTS", extended)   # the config field checks it
-    monkeypatch.setattr(transports, "TRANSPORTS", extended)
+    monkeypatch.setattr(spin_transports, "TRANSPORTS", extended)
     return extended
 
 
@@ -56,38 +59,38 @@ _OPEN_LOOP_AGAIN = textwrap.dedent("""
     """)
 
 
-def test_a_new_transport_is_one_module_and_its_registration(tmp_path, monkeypatch):
-    name, _ = engine_module_source()
-    extended = _plugin(tmp_path, monkeypatch, _OPEN_LOOP_AGAIN)
-    code = extended.names().index("zz_extra")
-    source = transports.dispatch_source()
-    assert "from zz_extra_transport import tx_step as _zz_extra_tx_step" in source
-    assert "return _zz_extra_on_timeout(st, dev, c, now)" in source
-    assert f"    if tr == {code - 1}:" in source            # the one before it is a branch now
+def test_a_transport_from_outside_leaves_the_engine_as_it_is(tmp_path, monkeypatch):
+    """A registered transport from outside spin is compiled apart: the engine's source, and so
+    its cache, stay the same; its NICs hold the code TR_APART."""
+    name, source = engine_module_source()
+    _plugin(tmp_path, monkeypatch, _OPEN_LOOP_AGAIN)
+    assert transports.dispatch_source() in source
+    assert "zz_extra" not in transports.dispatch_source()
     assert TransportConfig.make(kind="zz_extra").kind == "zz_extra"   # config, schema, CLI: the registry
+    assert spin_transports.transport_code("zz_extra") == S.TR_APART
+    assert spin_transports.transport_code("ue") == 2
     other, _ = engine_module_source.__wrapped__()
-    assert other != name                                    # a new engine, never a stale one
+    assert other == name
 
 
 def test_a_transport_missing_a_function_is_named(tmp_path, monkeypatch):
+    from spin.assembly.transport_entries import load_transport
     _plugin(tmp_path, monkeypatch, _OPEN_LOOP_AGAIN.replace(" on_trimmed,", ""), "zz_partial")
     with pytest.raises(ConfigError, match=r"transport 'zz_partial' \(zz_partial_transport\) has no "
-                                          r"Numba function on_trimmed\(st, dev, out, now\)"):
-        transports.dispatch_source()
+                                          r"function on_trimmed\(st, dev, out, now\)"):
+        load_transport("zz_partial")
 
 
 def test_a_transport_function_with_other_parameters_is_named(tmp_path, monkeypatch):
+    from spin.assembly.transport_entries import load_transport
     body = _OPEN_LOOP_AGAIN.replace(" tx_step)", ")") + textwrap.dedent("""
-        import numba as nb
-
-        @nb.njit
         def tx_step(st, dev):
             return
         """)
     _plugin(tmp_path, monkeypatch, body, "zz_wrong")
     with pytest.raises(ConfigError, match=r"zz_wrong_transport.tx_step\(st, dev\) must take "
                                           r"\(st, dev, now\)"):
-        transports.dispatch_source()
+        load_transport("zz_wrong")
 
 
 def _functions(paths) -> dict[str, list[str]]:

@@ -2,17 +2,10 @@
 code (``spin.engine.columns.Declares`` in a declaration module its registration names), the
 engine's tables are assembled from the registry and checked at import, and each transport
 validates its own ``[nic.transport.<kind>]`` table.
-
-The last test adds a transport from outside spin — a package in a temporary folder, registered
-by an entry point of group ``spin.transports`` — with a connection column, a counter and a
-parameter of its own, and runs a scenario with it end to end in a fresh process (which
-compiles an engine with the extra transport once, in a private cache)."""
+(A transport from outside spin keeps its state in tables of its own:
+tests/test_transport_apart.py.)"""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -22,7 +15,7 @@ from spin.config import NicConfig, TransportConfig
 from spin.engine import layout as L
 from spin.engine.columns import Columns, Declares, Table
 from spin.errors import ConfigError, StateLayoutError
-from spin.transports import SHARED_PARTS, TRANSPORTS, declarations, transport_params
+from spin.transports import TRANSPORTS, declarations, transport_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,154 +145,6 @@ def test_a_scenario_file_takes_kind_tables(tmp_path: Path):
     assert (tc.kind, tc.rto_us, tc.dcqcn_timer_us) == ("rc", 250.0, 40.0)
 
 
-# --- a transport from outside spin --------------------------------------------------------------
-
-_DECLARES = '''
-"""The toy transport's registration and what it owns (imported when spin lays out its tables)."""
-from pydantic import BaseModel, ConfigDict, Field
-
-from spin.engine.columns import Declares
-from spin.transports import TransportOption
-
-TRANSPORT = TransportOption("toy", "open loop that counts its turns", "spin_toy.transport",
-                            ("spin_toy.declares",))
-
-
-class ToyParams(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    stamp: int = Field(7, ge=0)
-
-
-PARAMS = ToyParams
-DECLARES = Declares(
-    owner="spin_toy.transport",
-    conn=[("TOY_STAMP", "the stamp parameter plus the sending NIC")],
-    ntr=[("TOY_TURNS", "transmit turns taken")],
-    trp=[("TOY_STAMP", "the stamp")],
-    fill=lambda tc, env: {"TOY_STAMP": tc.table("toy").stamp},
-)
-'''
-
-_TRANSPORT = '''
-"""Open loop, plus a counter and a connection column of its own."""
-from nic_emulator.transports import open_loop as base
-from spin.engine import state as S
-from spin.jit import njit
-
-carries, admit, find_message = base.carries, base.admit, base.find_message
-accepted, on_control, on_trimmed, on_timeout = (base.accepted, base.on_control,
-                                                base.on_trimmed, base.on_timeout)
-
-
-@njit(_nrt=False)
-def tx_step(st, dev, now):
-    if st.dev[dev, S.D_TXQ_N] > 0:
-        st.dev[dev, S.D_NTR + S.NT_TOY_TURNS] += 1
-        st.conn[dev, S.C_TOY_STAMP] = st.sc[S.SC_TRP + S.TRP_TOY_STAMP] + dev
-    base.tx_step(st, dev, now)
-'''
-
-_RUN = '''
-import json, sys
-from spin.engine import state as S
-from spin.scenario_file import load_scenario
-from spin.simulation import Simulation
-
-sc, _ = load_scenario(sys.argv[1])
-sim = Simulation(sc)
-result = sim.run()
-view = S.state_view(sim.st)
-print(json.dumps({
-    "kinds": [int(sim.st.dev[d, S.D_TRANSPORT]) for d in range(2)],
-    "turns": [view.transport_counters(d).toy_turns for d in range(2)],
-    "stamps": [int(sim.st.conn[d, S.C_TOY_STAMP]) for d in range(2)],
-    "param": view.transport_params().toy_stamp,
-    "delivered": sorted((m.src, m.dst, m.bytes) for m in result.messages),
-    "finished": all(h.finished for h in result.hosts),
-}))
-'''
-
-_SCENARIO = '''
-[topology]
-kind = "pair"
-
-[engine]
-mtu_bytes = 1024
-
-[nic.transport]
-kind = "toy"
-
-[nic.transport.toy]
-stamp = 1000
-
-[[host_program]]
-node = 0
-ops = [{op = "send", dst = 1, nbytes = 4096, qp = 1}, {op = "wait_recv", qp = 1, count = 1}]
-
-[[host_program]]
-node = 1
-ops = [{op = "send", dst = 0, nbytes = 2048, qp = 1}, {op = "wait_recv", qp = 1, count = 1}]
-'''
-
-
-def _toy_package(tmp_path: Path, declares: str = _DECLARES,
-                 entry: str = "spin_toy.declares:TRANSPORT") -> Path:
-    pkg = tmp_path / "spin_toy"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "declares.py").write_text(declares)
-    (pkg / "transport.py").write_text(_TRANSPORT)
-    dist = tmp_path / "spin_toy-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spin-toy\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[spin.transports]\ntoy = {entry}\n")
-    return tmp_path
-
-
-def _python(tmp_path: Path, code: str, *args: str, timeout: int = 60):
-    env = {**os.environ, "SPIN_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    env.pop("NUMBA_CACHE_DIR", None)
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.mark.parametrize("change, message", [
-    (("spin_toy.declares\",)", "spin_toy.declaration\",)"),
-     "transport 'toy': declaration module 'spin_toy.declaration' is missing"),
-    (("(\"TOY_STAMP\", \"the stamp parameter", "(\"RATE\", \"the stamp parameter"),
-     "table 'conn': column 'RATE' declared by spin_toy.transport is already declared by "
-     "nic_emulator.congestion"),
-    (("owner=\"spin_toy.transport\"", "owner=\"spin_toy.transprot\""),
-     "table 'trp': columns from TOY_STAMP on are declared by 'spin_toy.transprot', which names "
-     "no importable module"),
-])
-def test_a_bad_declaration_is_named_when_the_engine_tables_are_laid_out(tmp_path, change,
-                                                                         message):
-    _toy_package(tmp_path, _DECLARES.replace(*change))
-    proc = _python(tmp_path, "import spin.engine.state")
-    assert proc.returncode != 0
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"spin.errors.StateLayoutError: {message}"), proc.stderr[-2000:]
-
-
-@pytest.mark.timeout(1800)  # a cold compile of the engine and device code, in a private cache
-def test_a_transport_from_a_package_of_its_own_runs_with_its_column_counter_and_parameter(
-        tmp_path: Path):
-    _toy_package(tmp_path)
-    (tmp_path / "toy.toml").write_text(_SCENARIO)
-    proc = _python(tmp_path, _RUN, str(tmp_path / "toy.toml"), timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    toy = len(TRANSPORTS)   # the toy comes after spin's own transports
-    assert got["kinds"] == [toy, toy]
-    assert got["param"] == 1000
-    assert got["turns"] == [4, 2]            # one turn per 1 KiB packet sent
-    assert got["stamps"] == [1000, 1001]     # its parameter, written by its own code
-    assert got["delivered"] == [[0, 1, 4096], [1, 0, 2048]]
-    assert got["finished"] is True
-
-
 def test_the_guide_lists_every_transports_keys():
     """docs/guides/transports.md's table of keys is each transport's PARAMS."""
     text = (ROOT / "docs/guides/transports.md").read_text()
@@ -309,21 +154,3 @@ def test_the_guide_lists_every_transports_keys():
         model = transport_params(t)
         listed = [k.strip(" `") for k in row.split("|")[2].split(",")]
         assert listed == (list(model.model_fields) if model else ["none"]), t
-
-
-def test_entry_points_are_read_only_where_some_package_names_the_group(tmp_path, monkeypatch):
-    """A start skips importlib.metadata when no metadata folder on sys.path names the group;
-    a folder that does, or a zip it cannot look into, sends it to importlib.metadata."""
-    from spin.caches import TRANSPORT_ENTRY_POINTS, _may_publish
-    other = tmp_path / "other-1.0.dist-info"
-    other.mkdir()
-    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
-    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "missing")])
-    assert not _may_publish(TRANSPORT_ENTRY_POINTS)
-    assert _may_publish("console_scripts")
-    _toy_package(tmp_path)
-    assert _may_publish(TRANSPORT_ENTRY_POINTS)
-    zipped = tmp_path / "bundle.zip"
-    zipped.write_bytes(b"PK\x05\x06" + bytes(18))
-    monkeypatch.setattr(sys, "path", [str(zipped)])
-    assert _may_publish(TRANSPORT_ENTRY_POINTS)

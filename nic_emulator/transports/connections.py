@@ -81,6 +81,8 @@ def connection(st, dev, peer, qp, role):
         row[k] = 0
     for k in range(2 * S.WIN_WORDS):
         st.conn_bits[c, k] = 0
+    for k in range(st.apart_conn.shape[1]):   # a transport compiled apart: its own columns
+        st.apart_conn[c, k] = 0
     me = st.dev[dev, S.D_NODE]
     row[S.C_DEV] = dev
     row[S.C_PEER] = peer

@@ -24,6 +24,7 @@ from ..engine.handler_build import (EntryCompileFailure, HandlerTable, build_han
 from ..handler import ExecutionContext, HandlerProgram
 from .compile_report import compile_progress, describe_handler_compile_error
 from .scheme_entries import SchemeTable, build_scheme_table
+from .transport_entries import TransportEntries
 from .state_builder import build_state
 
 if TYPE_CHECKING:  # annotations only
@@ -47,6 +48,7 @@ class Built:
     port_of_link: dict[int, tuple[int, int]]   # link -> its two engine ports (a, b)
     handlers: HandlerTable             # the installed handlers' compiled entries
     schemes: SchemeTable | None        # the port-selection schemes compiled apart, if any
+    transport: TransportEntries | None  # the NICs' transport, if compiled apart
     hmem: np.ndarray                   # the handler-memory arena (uint8)
 
 
@@ -69,11 +71,12 @@ def build(scenario: Scenario, local_devices: set[int] | None = None, quiet: bool
     init_call_block(st)
     handlers = _load_handlers(scenario, programs, st, len(ec_order), quiet)
     schemes = _load_schemes(scenario, st, quiet)
+    transport = _load_transport(scenario, st, quiet)
     hmem = _handler_memory(st, ec_order)
     return Built(scenario=scenario, local=local, standalone=local_devices is None,
                  attached_hosts=attached_hosts, device_names=names, programs=programs,
                  engine=engine, st=st, ec_order=ec_order, port_of_link=state.port_of_link,
-                 handlers=handlers, schemes=schemes, hmem=hmem)
+                 handlers=handlers, schemes=schemes, transport=transport, hmem=hmem)
 
 
 def _load_handlers(scenario: Scenario, programs: tuple[HandlerProgram, ...], st: S.EngineState,
@@ -108,6 +111,28 @@ def _load_schemes(scenario: Scenario, st: S.EngineState, quiet: bool) -> SchemeT
         table = build_scheme_table(names, debug=scenario.engine.debug)
     st.sc[S.SC_LB_ENTRY:S.SC_LB_ENTRY + len(names)] = table.addresses
     return table
+
+
+def _load_transport(scenario: Scenario, st: S.EngineState, quiet: bool
+                    ) -> TransportEntries | None:
+    """Compile (or load from the cache) the NICs' transport when it comes from outside spin,
+    apart from the engine, and write its entry addresses where the engine's dispatch finds them
+    (``nic_emulator.transports.apart``)."""
+    from ..transports import is_shipped
+    kind = scenario.nic.transport.kind
+    if is_shipped(kind):
+        return None
+    import numba
+
+    from ..engine.transport_abi import engine_state_type
+    from .transport_entries import load_transport
+    if numba.typeof(st) != engine_state_type():   # the entries take the state by reference
+        raise AssertionError("spin: the engine state's type differs from the one transports "
+                             "compiled apart are built for (a spin bug)")
+    with compile_progress(f"transport {kind!r}", quiet):
+        entries = load_transport(kind)
+    st.sc[S.SC_TR_ENTRY:S.SC_TR_ENTRY + len(entries.addresses)] = entries.addresses
+    return entries
 
 
 def _handler_memory(st: S.EngineState, ec_order: tuple[ExecutionContext, ...]) -> np.ndarray:

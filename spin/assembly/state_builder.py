@@ -134,6 +134,12 @@ def build_state(scenario, programs: list, local: set[int],
                           f"entries of scheme memory on each of {lb_rows:,} switches need "
                           f"{lb_rows * lb_entries * S.LB_WORDS * 8 / 2**30:.1f} GiB; at most "
                           f"{MAX_SCHEME_MEMORY_BYTES / 2**30:.0f} GiB")
+    from ..transport_api import own_transport_layout
+    own = own_transport_layout(nic.transport.kind)   # a transport compiled apart: its tables
+    if own is not None:
+        sizes = S.StateSizes(**{**sizes.__dict__, "apart_conn_cols": own.conn.width,
+                                "apart_dev_cols": own.dev_width,
+                                "apart_params": own.params.width})
     sizes = S.StateSizes(**{**sizes.__dict__, "n_route_groups": max(tables.n_groups, 1),
                             "n_route_ports": max(tables.n_ports, 1),
                             "n_route_blocks": max(tables.n_blocks, 1),

@@ -26,6 +26,8 @@ MEMORY_DIMS = 4      # axes of a context's handler memory kept in its st.ec row
 N_HANDLER_KINDS = 3  # header, payload, completion
 SCHEMES_APART = 8    # port-selection schemes compiled apart that one run may use
 SCHEME_CALL_WORDS = 16   # words of such a scheme's call block (switch_emulator.lb.apart)
+TRANSPORT_FUNCTIONS = 8  # functions of the transport contract (nic_emulator.transports)
+TRANSPORT_CALL_WORDS = 16   # words of a transport-apart call block (nic_emulator.transports.apart)
 
 # --- the transports' parts, declared by their owners (spin.transports.declarations) ----------
 TRANSPORT_PARTS: tuple[Declares, ...] = declarations()
@@ -97,6 +99,10 @@ SC = Table("sc", "SC_", "NUM_SC", [
     Columns("switch_emulator.lb.apart", [
         ("LB_ENTRY", SCHEMES_APART, "entry addresses of the run's schemes compiled apart"),
     ]),
+    Columns("nic_emulator.transports.apart", [
+        ("TR_ENTRY", TRANSPORT_FUNCTIONS, "entry addresses of the functions of the run's "
+                                          "transport compiled apart, in contract order"),
+    ]),
 ])
 
 # --- st.cur: the running handler (read by the handler API and by error reports) ---------------
@@ -120,6 +126,12 @@ CUR = Table("cur", "CUR_", "NUM_CUR", [
         ("LB_SLOT", "the frame it routes"),
         ("LB_ANSWER", "the local port it returned"),
         ("LB_CALL", SCHEME_CALL_WORDS, "its call block"),
+    ]),
+    Columns("nic_emulator.transports.apart", [
+        ("TR_RUNNING", "1 + contract index of the transport function apart being called "
+                       "(0: none)"),
+        ("TR_DEV", "the NIC calling it"),
+        ("TR_CALL", TRANSPORT_CALL_WORDS, "its call block"),
     ]),
 ])
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..transports import TR_APART  # noqa: F401  (the code of a transport compiled apart)
 from ..wire.drops import NUM_DROP_REASONS
 from . import layout as L
 from .columns import RowView, Table, export
@@ -103,8 +104,8 @@ MSG_FLAG_DROP_ALL = 2
 MSG_FLAG_DELIVERED = 4   # at least one packet took the default path to host memory
 
 # --- transports (nic_emulator.transports) -----------------------------------------------------
-# D_TRANSPORT is the index of the NIC's transport in spin.transports.TRANSPORTS; the open-loop
-# transport, which keeps no connections, is always the first.
+# D_TRANSPORT is the index of the NIC's transport in spin.transports.SHIPPED, or TR_APART for a
+# transport compiled apart; the open-loop transport, which keeps no connections, is the first.
 TR_OPEN_LOOP = 0
 ENT_PER_FLOW = 0
 ENT_SPRAY = 1
@@ -148,6 +149,7 @@ FIELDS = (
     "ec", "prog", "route", "rblock", "rgroup", "rport", "mgroup", "mport", "ctl",
     "port_pq", "qsamples", "lb_table",
     "conn", "conn_bits", "conn_keys", "conn_vals",
+    "apart_conn", "apart_dev", "apart_params",   # a transport compiled apart: its own columns
     "msglog", "txlog", "pend",   # a handler's commands (+ its counters row)
     "cap", "cap_frames", "out", "out_frames",
     "trace",
@@ -208,6 +210,10 @@ class StateSizes:
     lb_rows: int = 1        # switches (rows of lb_table) when a scheme keeps per-switch memory
     lb_entries: int = 1
     calendar_shift: int = 10   # log2 of the event calendar's bucket width, ps (heap.py)
+    # a transport compiled apart (spin.transport_api): widths of its own tables
+    apart_conn_cols: int = 1
+    apart_dev_cols: int = 1
+    apart_params: int = 1
 
 
 def _hash_cap(n: int) -> int:
@@ -305,6 +311,11 @@ def allocate_state(z: StateSizes) -> EngineState:
         conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
         conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
         conn_vals=np.zeros(_hash_cap(max(z.n_conns, 1)), i64),
+        # the columns of a transport compiled apart: per connection (rows of st.conn), per
+        # device (its columns, then its counters) and its parameters (spin.transport_api)
+        apart_conn=np.zeros((max(z.n_conns, 1), max(z.apart_conn_cols, 1)), i64),
+        apart_dev=np.zeros((d, max(z.apart_dev_cols, 1)), i64),
+        apart_params=np.zeros(max(z.apart_params, 1), i64),
         # queue samples: QS_* columns
         qsamples=np.zeros((z.n_qsamples, _C["QS_COLS"]), i64),
         # per-switch memory of the port-selection scheme (switch_emulator.lb), LB_WORDS words

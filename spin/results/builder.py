@@ -8,6 +8,7 @@ from ..engine import layout as L
 from ..engine import state as S
 from ..engine.columns import RowView, Table
 from ..engine.state import StateView, state_view
+from ..transport_api import own_transport_layout
 from .records import HandlerCalls, HostStats, LinkStats, MessageRecord, NicStats, SwitchStats
 from .run_result import RunResult
 
@@ -86,6 +87,15 @@ def _links(sim, topo, st, now: int) -> list[LinkStats]:
     return links
 
 
+def _own_counters(kind: str, st, nodes: np.ndarray) -> dict[str, list[int]]:
+    """The counters of a transport compiled apart (``spin.transport_api``), per node."""
+    own = own_transport_layout(kind)
+    if own is None:
+        return {}
+    return {name.lower(): st.apart_dev[nodes, own.dev.width + c.index].tolist()
+            for name, c in own.ntr.columns.items()}
+
+
 def _nics_and_hosts(sim, topo, st, view: StateView) -> tuple[list[NicStats], list[HostStats]]:
     nodes = np.array([d for d, kind in enumerate(topo.device_kinds())
                       if kind.node and d in sim.local], np.int64)
@@ -99,6 +109,7 @@ def _nics_and_hosts(sim, topo, st, view: StateView) -> tuple[list[NicStats], lis
     ntr = L.DEV.index("NTR")
     transport = {name: dev[:, ntr + L.NT.index(c)].tolist()
                  for name, c in _TRANSPORT_COUNTERS.items()}
+    own = _own_counters(sim.scenario.nic.transport.kind, st, nodes)
     received = st.host_recv_count[nodes].sum(axis=1).tolist()
     nics, hosts = [], []
     for k, d in enumerate(nodes.tolist()):
@@ -112,6 +123,7 @@ def _nics_and_hosts(sim, topo, st, view: StateView) -> tuple[list[NicStats], lis
                              messages_expired=col["msgs_expired"][k],
                              loopback_frames=col["loopback_frames"][k], timers=col["timers"][k],
                              name=topo.hosts[d],
+                             own_counters={name: v[k] for name, v in own.items()},
                              **{name: v[k] for name, v in transport.items()}))
         hosts.append(HostStats(node=d, cpu_busy_ps=col["host_busy_ps"][k],
                                finished=state == S.HOST_DONE, messages_received=received[k],

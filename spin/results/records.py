@@ -172,6 +172,8 @@ class NicStats(DictStyleAccess):
     reorder_degree: int = 0       # the largest such PSN distance
     duplicates: int = 0           # data packets that had arrived already
     min_rate_mbps: int = 0        # lowest DCQCN sending rate of any of its flows (0: never cut)
+    # a transport compiled apart (spin.transport_api): its own counters, by name in lower case
+    own_counters: dict[str, int] = field(default_factory=dict)
     name: str = ""                # its host's name in the topology ("h1"); "" in old results
 
     @property

@@ -7,6 +7,8 @@ events, host calls, captures, failures named in the user's words, and the ``RunR
 """
 from __future__ import annotations
 
+import importlib
+
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +140,7 @@ class Simulation:
         self.port_of_link = built.port_of_link
         self.handlers = built.handlers
         self.schemes = built.schemes
+        self.transport = built.transport
         self.hmem = built.hmem
         self.captured = CapturedFrames.empty(self.st.pool.shape[1])
         self._trace_parts: list[np.ndarray] = []
@@ -280,6 +283,9 @@ class Simulation:
                     "EngineConfig(debug=True), spin run --debug or run(..., debug=True))")
             return HandlerError(self.describe_running_handler(
                 f"failed with {type(exc).__name__}: {exc}{hint}"))
+        if cur[S.CUR_TR_RUNNING] and self.transport is not None:
+            return HandlerError(self.describe_running_transport(
+                f"failed with {type(exc).__name__}: {exc}"))
         if isinstance(exc, MemoryError):
             return ConfigError(str(exc))
         return SpinError(f"engine failed at t={int(st.sc[S.SC_NOW])} ps: {type(exc).__name__}: {exc}")
@@ -321,6 +327,20 @@ class Simulation:
             | int(frame[IP_DST_OFF + 3])
         return (f"port-selection scheme {name!r} on switch {self.device_names[dev]!r} at "
                 f"t={int(self.st.sc[S.SC_NOW])} ps, routing a frame to node {dst}, {reason}")
+
+    def describe_running_transport(self, reason: str) -> str:
+        """The function of the transport compiled apart being called now: the transport, the
+        function with its file and line, the NIC and the time, then ``reason``."""
+        from ..assembly.transport_entries import FUNCTIONS
+        cur, entries = self.st.cur, self.transport
+        fn_name = FUNCTIONS[int(cur[S.CUR_TR_RUNNING]) - 1]
+        fn = getattr(importlib.import_module(entries.transport_module), fn_name)
+        code = getattr(getattr(fn, "py_func", fn), "__code__", None)
+        where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+        dev = int(cur[S.CUR_TR_DEV])
+        on = f" on NIC {self.device_names[dev]!r}" if 0 <= dev < len(self.device_names) else ""
+        return (f"transport {entries.kind!r}: {entries.transport_module}.{fn_name}{where}{on} "
+                f"at t={int(self.st.sc[S.SC_NOW])} ps {reason}")
 
     def _replayed_failing_line(self, file: str | None = None, t_fail: int | None = None) -> str:
         """`` at FILE:LINE: `code` (values: ...)`` of a compiled handler's (or, given its

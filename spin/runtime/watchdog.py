@@ -83,11 +83,12 @@ class _Watchdog:
             if signalled and interrupted_at is None:
                 interrupted_at = now
             cur, sc = sim.st.cur, sim.st.sc
-            if not cur[S.CUR_ACTIVE] and not cur[S.CUR_LB_RUNNING]:
+            if not cur[S.CUR_ACTIVE] and not cur[S.CUR_LB_RUNNING] \
+                    and not cur[S.CUR_TR_RUNNING]:
                 seen = None
                 continue
-            # a handler invocation, or a port-selection scheme's call (no event completes
-            # while it runs)
+            # a handler invocation, a port-selection scheme's call or a transport's compiled
+            # apart (no event completes while it runs)
             key = (id(sim), int(sc[S.SC_HANDLER_CALLS]), int(sc[S.SC_EVENTS]))
             if key != seen:
                 seen, since = key, now
@@ -104,6 +105,8 @@ class _Watchdog:
         try:
             if sim.st.cur[S.CUR_LB_RUNNING]:
                 what = sim.describe_running_scheme(why)
+            elif sim.st.cur[S.CUR_TR_RUNNING] and not sim.st.cur[S.CUR_ACTIVE]:
+                what = sim.describe_running_transport(why)
             else:
                 what = sim.describe_running_handler(why)     # the reason before the frame dump
         except Exception as exc:  # noqa: BLE001 - the process ends anyway: say what we can

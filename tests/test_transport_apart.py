@@ -1,0 +1,290 @@
+"""Transports from outside spin are compiled apart from the engine (``spin.transport_api``).
+
+spin's own RC and UE, registered again under other names, run compiled apart: every result is
+the same as compiled into the engine, under random loss, spraying and trimming. A transport in
+a package of its own (a temporary folder with an entry point of group ``spin.transports``) runs
+with its own connection column, per-NIC column, counter and parameter, on 1 and 2 workers, and
+leaves the engine's sources (so its cache) as they were: nothing but the transport compiles. A
+transport that fails is named with its function, file and NIC; one that does not compile with
+its line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import spin.config as config
+import spin.transports as transports
+from spin.caches import project_source_digest
+from spin.engine import state as S
+from spin.engine.codegen import engine_module_source
+from spin.errors import HandlerCompileError, HandlerError, StateLayoutError
+from spin.registry import Registry
+from spin.simulation import Simulation
+from spin.transports import TR_APART, TransportOption
+from tests.test_transports import _assert_exact, _scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def registered():
+    """``rc_apart`` and ``ue_apart``: spin's own modules registered as transports from outside,
+    and two broken ones, for this module's tests."""
+    options = (TransportOption("rc_apart", "RC compiled apart", "nic_emulator.transports.rc"),
+               TransportOption("ue_apart", "UE compiled apart", "nic_emulator.transports.ue"),
+               TransportOption("zz_bad_index", "writes past its table",
+                               "tests.transport_apart_broken"),
+               TransportOption("zz_no_compile", "adds a string to an int",
+                               "tests.transport_apart_nocompile"))
+    extended = Registry("transport", (*transports.TRANSPORTS.entries, *options))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(config, "TRANSPORTS", extended)
+        mp.setattr(transports, "TRANSPORTS", extended)
+        yield extended
+
+
+def _result(sc):
+    sim = Simulation(sc)
+    return sim, sim.run()
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("rc", dict(loss=0.01)),
+    ("ue", dict(entropy="spray", loss=0.01)),
+    ("ue", dict(entropy="reps", trim=True, incast=True)),
+])
+def test_a_shipped_transport_compiled_apart_gives_the_same_results(registered, kind, options):
+    inside, apart = _scenario(kind, **options), _scenario(f"{kind}_apart", **options)
+    sim_in, got_in = _result(inside)
+    sim_apart, got_apart = _result(apart)
+    assert sim_apart.transport is not None and sim_in.transport is None
+    assert set(sim_apart.st.dev[:4, S.D_TRANSPORT].tolist()) == {TR_APART}
+    _assert_exact(apart, sim_apart, got_apart)
+    assert got_apart.to_dict(include_wall=False) == got_in.to_dict(include_wall=False)
+    assert sum(n.retransmissions + n.naks_sent for n in got_apart.nics) > 0   # it did resend
+
+
+def test_a_failing_transport_is_named_with_its_function_file_and_nic(registered):
+    with pytest.raises(HandlerError) as info:
+        _result(_scenario("zz_bad_index"))
+    message = str(info.value)
+    assert message.startswith("transport 'zz_bad_index': tests.transport_apart_broken.tx_step ("), \
+        message
+    assert "transport_apart_broken.py:" in message and "on NIC 'h" in message
+    assert "failed with IndexError" in message and "\n" not in message
+
+
+def test_a_transport_that_does_not_compile_is_named_with_its_line(registered):
+    with pytest.raises(HandlerCompileError) as info:
+        _result(_scenario("zz_no_compile"))
+    message = str(info.value)
+    assert message.startswith("transport 'zz_no_compile' (tests.transport_apart_nocompile) does "
+                              "not compile at "), message
+    line = next(i for i, text in enumerate(
+        (ROOT / "tests/transport_apart_nocompile.py").read_text().splitlines(), 1)
+        if '"spin" + ' in text)
+    assert f"transport_apart_nocompile.py:{line}:" in message
+
+
+# --- a transport from a package of its own ------------------------------------------------------
+
+_DECLARES = '''
+"""The toy transport's registration and what it owns."""
+from pydantic import BaseModel, ConfigDict, Field
+
+from spin.engine.columns import Declares
+from spin.transport_api import own_columns
+from spin.transports import TransportOption
+
+TRANSPORT = TransportOption("toy", "open loop that counts its turns", "spin_toy.transport",
+                            ("spin_toy.declares",))
+
+
+class ToyParams(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    stamp: int = Field(7, ge=0)
+
+
+PARAMS = ToyParams
+DECLARES = Declares(
+    owner="spin_toy.transport",
+    conn=[("TOY_STAMP", "the stamp parameter plus the sending NIC")],
+    dev=[("TOY_LAST_PS", "time of the latest turn")],
+    ntr=[("TOY_TURNS", "transmit turns taken")],
+    trp=[("TOY_STAMP", "the stamp")],
+    fill=lambda tc, env: {"TOY_STAMP": tc.table("toy").stamp},
+)
+COLUMNS = own_columns(DECLARES)
+'''
+
+_TRANSPORT = '''
+"""Open loop, plus a connection column, a NIC column, a counter and a parameter of its own."""
+from nic_emulator.transports import open_loop as base
+from nic_emulator.transports.connections import ROLE_TX, connection
+from spin.engine import state as S
+
+from .declares import COLUMNS as C
+
+carries, admit, find_message = base.carries, base.admit, base.find_message
+accepted, on_control, on_trimmed, on_timeout = (base.accepted, base.on_control,
+                                                base.on_trimmed, base.on_timeout)
+
+
+def tx_step(st, dev, now):
+    if st.dev[dev, S.D_TXQ_N] > 0:
+        st.apart_dev[dev, C.ntr.TOY_TURNS] += 1
+        st.apart_dev[dev, C.dev.TOY_LAST_PS] = now
+        c = connection(st, dev, 1 - dev, 1, ROLE_TX)
+        st.apart_conn[c, C.conn.TOY_STAMP] = st.apart_params[C.params.TOY_STAMP] + dev
+    base.tx_step(st, dev, now)
+'''
+
+_RUN = '''
+import json, sys
+from spin.caches import project_source_digest
+from spin.engine import state as S
+from spin.engine import state as S
+from spin.engine.codegen import engine_module_source
+from spin.fabric import run_scenario
+from spin.scenario_file import load_scenario
+from spin.simulation import Simulation
+
+sc, _ = load_scenario(sys.argv[1])
+sim = Simulation(sc)
+result = sim.run()
+two = run_scenario(sc, workers=2, timeout_s=600)
+print(json.dumps({
+    "kinds": [int(sim.st.dev[d, S.D_TRANSPORT]) for d in range(2)],
+    "turns": [n.own_counters for n in result.nics],
+    "last_ps": sim.st.apart_dev[:2, 0].tolist(),
+    "stamps": sorted(int(v) for v in sim.st.apart_conn[:, 0] if v),
+    "param": sim.st.apart_params.tolist(),
+    "delivered": sorted((m.src, m.dst, m.bytes) for m in result.messages),
+    "finished": all(h.finished for h in result.hosts),
+    "same_on_two_workers": two.to_dict(include_wall=False) == result.to_dict(include_wall=False),
+    "engine": engine_module_source()[0],
+    "sources": project_source_digest(),
+}))
+'''
+
+_SCENARIO = '''
+[topology]
+kind = "pair"
+
+[engine]
+mtu_bytes = 1024
+
+[nic.transport]
+kind = "toy"
+
+[nic.transport.toy]
+stamp = 1000
+
+[[host_program]]
+node = 0
+ops = [{op = "send", dst = 1, nbytes = 4096, qp = 1}, {op = "wait_recv", qp = 1, count = 1}]
+
+[[host_program]]
+node = 1
+ops = [{op = "send", dst = 0, nbytes = 2048, qp = 1}, {op = "wait_recv", qp = 1, count = 1}]
+'''
+
+
+def toy_package(tmp_path: Path, declares: str = _DECLARES) -> Path:
+    """The toy transport's package and its metadata (entry point ``toy``) in ``tmp_path``."""
+    pkg = tmp_path / "spin_toy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "declares.py").write_text(declares)
+    (pkg / "transport.py").write_text(_TRANSPORT)
+    dist = tmp_path / "spin_toy-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spin-toy\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[spin.transports]\ntoy = spin_toy.declares:TRANSPORT\n")
+    return tmp_path
+
+
+def _python(tmp_path: Path, code: str, *args: str, timeout: int = 300):
+    """``code`` in a fresh interpreter that sees the toy package, with the session's caches."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(900)
+def test_a_transport_from_a_package_of_its_own_runs_apart_with_its_own_state(tmp_path: Path):
+    toy_package(tmp_path)
+    (tmp_path / "toy.toml").write_text(_SCENARIO)
+    proc = _python(tmp_path, _RUN, str(tmp_path / "toy.toml"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["kinds"] == [TR_APART, TR_APART]
+    assert got["param"] == [1000]
+    assert got["turns"] == [{"toy_turns": 4}, {"toy_turns": 2}]   # one per 1 KiB packet sent
+    assert all(t > 0 for t in got["last_ps"])
+    assert got["stamps"] == [1000, 1001]     # its parameter plus the NIC, by its own code
+    assert got["delivered"] == [[0, 1, 4096], [1, 0, 2048]]
+    assert got["finished"] is True and got["same_on_two_workers"] is True
+    # installed, it changed nothing the engine is compiled from: no engine compiled for it
+    assert got["engine"] == engine_module_source()[0]
+    assert got["sources"] == project_source_digest()
+    assert "compiling the engine" not in proc.stderr
+
+
+@pytest.mark.parametrize("change, message", [
+    (("spin_toy.declares\",)", "spin_toy.declaration\",)"),
+     "transport 'toy': declaration module 'spin_toy.declaration' is missing"),
+    (("(\"TOY_LAST_PS\", \"time of the latest turn\")", "(\"TOY_STAMP\", \"again\")"),
+     None),
+    (("conn=[(\"TOY_STAMP\"", "conn=[(\"TOY_LAST_PS\", \"x\"), (\"TOY_LAST_PS\""),
+     "table 'apart_conn': column 'TOY_LAST_PS' declared by spin_toy.transport is already "
+     "declared by spin_toy.transport"),
+    (("owner=\"spin_toy.transport\"", "owner=\"spin_toy.transprot\""),
+     "table 'apart_conn': columns from TOY_STAMP on are declared by 'spin_toy.transprot', "
+     "which names no importable module"),
+])
+def test_a_bad_declaration_is_named_when_its_tables_are_laid_out(tmp_path, change, message):
+    toy_package(tmp_path, _DECLARES.replace(*change))
+    proc = _python(tmp_path, "from spin.transport_api import own_transport_layout as o; "
+                             "print(o('toy').conn.width)")
+    if message is None:   # the same name in another of its tables is no clash
+        assert proc.returncode == 0 and proc.stdout.split() == ["1"], proc.stderr[-2000:]
+        return
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"spin.errors.StateLayoutError: {message}"), proc.stderr[-2000:]
+
+
+def test_entry_points_are_read_only_where_some_package_names_the_group(tmp_path, monkeypatch):
+    """A start skips importlib.metadata when no metadata folder on sys.path names the group;
+    a folder that does, or a zip it cannot look into, sends it to importlib.metadata."""
+    from spin.caches import TRANSPORT_ENTRY_POINTS, _may_publish
+    other = tmp_path / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "missing")])
+    assert not _may_publish(TRANSPORT_ENTRY_POINTS)
+    assert _may_publish("console_scripts")
+    toy_package(tmp_path)
+    assert _may_publish(TRANSPORT_ENTRY_POINTS)
+    zipped = tmp_path / "bundle.zip"
+    zipped.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(zipped)])
+    assert _may_publish(TRANSPORT_ENTRY_POINTS)
+
+
+def test_own_columns_number_each_table_from_zero():
+    from spin.engine.columns import Declares
+    from spin.transport_api import own_columns
+    cols = own_columns(Declares("spin.transport_api", conn=[("A", "a"), ("B", 2, "b")],
+                                dev=[("X", "x")], ntr=[("N", "n")],
+                                trp=[("P", "p")], fill=lambda tc, env: {"P": 1}))
+    assert (cols.conn.A, cols.conn.B, cols.dev.X, cols.ntr.N, cols.params.P) == (0, 1, 0, 1, 0)
+    with pytest.raises(StateLayoutError, match="must be an UPPER_CASE identifier"):
+        own_columns(Declares("spin.transport_api", conn=[("lower", "x")]))
