@@ -25,7 +25,7 @@ ENGINE_SOURCES = ("spin/engine", "spin/wire", "spin/jit.py", "spin/api.py",
                   "spin/port_selection.py", "spin/transports.py")
 # Host-side modules with cached compiled functions of their own: schemes' generated entries,
 # capture drain, the endpoint link and the frames exchanged between workers.
-HOST_SOURCES = ("spin/assembly/scheme_entries.py", "spin/assembly/transport_entries.py", "spin/results/capture.py",
+HOST_SOURCES = ("spin/assembly/scheme_entries.py", "spin/results/capture.py",
                 "spin/runtime/endpoint_link.py", "spin/runtime/fabric_frames.py")
 
 

@@ -85,12 +85,12 @@ def _imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return names
 
 
-def local_sources(module: str) -> list[Path]:
-    """``module``'s file and every project-local module file it imports, transitively, in a
-    stable order."""
+def local_sources(*modules: str) -> list[Path]:
+    """The files of ``modules`` and every project-local module file they import, transitively,
+    in a stable order (one walk, however many modules share their imports)."""
     installed = _installed_roots()
     seen: dict[Path, None] = {}
-    todo = [module]
+    todo = list(modules)
     visited: set[str] = set()
     while todo:
         name = todo.pop()
@@ -112,10 +112,7 @@ def local_sources(module: str) -> list[Path]:
 def sources_digest(modules: list[str]) -> bytes:
     """Digest of the local source files of these modules (paths and contents)."""
     h = hashlib.sha256()
-    files: dict[Path, None] = {}
-    for m in modules:
-        files.update(dict.fromkeys(local_sources(m)))
-    for f in sorted(files):
+    for f in local_sources(*modules):
         h.update(str(f).encode())
         try:
             h.update(f.read_bytes())
@@ -149,12 +146,18 @@ def function_digest(fn) -> bytes:
     counts by value), and the local sources of every other module it reaches (functions
     imported from them, or the module itself). Editing one handler of a module therefore
     leaves the others' digests, and their compiled code, untouched."""
+    return functions_digest([fn])
+
+
+def functions_digest(fns) -> bytes:
+    """``function_digest`` of several functions compiled together (a transport's), with one
+    walk over the local sources they reach."""
     import inspect
     import types
     h = hashlib.sha256()
     modules: set[str] = set()
     seen: set[int] = set()
-    todo = [getattr(fn, "py_func", fn)]
+    todo = [getattr(fn, "py_func", fn) for fn in reversed(list(fns))]
     while todo:
         f = todo.pop()
         if id(f) in seen:

@@ -25,7 +25,7 @@ from spin.engine.generated import import_generated
 from spin.engine.handler_abi import entry_address
 from spin.engine.handler_build import entries_dir
 from spin.errors import HandlerCompileError
-from spin.source_digest import function_digest
+from spin.source_digest import functions_digest
 
 # the contract's functions, in the order of their entry addresses (nic_emulator.transports.apart)
 FUNCTIONS = ("tx_step", "carries", "admit", "find_message", "accepted", "on_control",
@@ -137,8 +137,7 @@ def entry_source(kind: str, module: ModuleType) -> tuple[str, str]:
     for part in (text, numba.__version__, str(engine_state_type())):
         h.update(part.encode())
         h.update(b"\0")
-    for fn in FUNCTIONS:
-        h.update(function_digest(getattr(module, fn)))
+    h.update(functions_digest([getattr(module, fn) for fn in FUNCTIONS]))
     return "spin_transport_" + h.hexdigest()[:24], text
 
 
