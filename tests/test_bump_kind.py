@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from spin.api import SUCCESS
 from spin.config import LinkConfig
 from spin.engine import state as S
 from spin.engine.device_kinds import BUMP, NIC, SWITCH
@@ -112,3 +113,41 @@ def test_a_bump_with_other_than_two_links_is_refused_by_name():
 def test_a_bump_latency_must_be_a_time():
     with pytest.raises(TopologyError, match="latency_ns = -1"):
         Topology().add_bump("b0", latency_ns=-1)
+
+
+def _bumped_scenario() -> Scenario:
+    topo = Topology()
+    topo.add_switch("s0")
+    topo.add_host("h0")
+    topo.add_host("h1")
+    topo.add_link("h0", "s0")
+    topo.add_bump("b0", latency_ns=10)
+    topo.add_link("h1", "b0")
+    topo.add_link("b0", "s0")
+    return Scenario(topo)
+
+
+def _forward(ctx, pkt, mem):
+    return SUCCESS
+
+
+def test_a_bump_refuses_what_it_would_never_run():
+    """A program, a multicast group or a scheme installed on a bump would be held and never
+    run: each is one line naming the bump and where it can go instead."""
+    from spin.errors import ConfigError
+    from spin.handler import ExecutionContext, HandlerProgram
+    sc = _bumped_scenario()
+    program = HandlerProgram("count", header=_forward)
+    with pytest.raises(ConfigError, match=r"^execution context of program 'count': 'b0' is a "
+                                          r"bump device, which runs no handlers, schemes or "
+                                          r"multicast .*; install it on a host's NIC or a "
+                                          r"switch: s0$"):
+        sc.install(ExecutionContext(node="b0", program=program))
+    with pytest.raises(ConfigError, match=r"^multicast group: 'b0' is a bump device"):
+        sc.multicast_group("b0", [0, 1])
+    with pytest.raises(ConfigError, match=r"^load_balancing\('random_spray'\): 'b0' is a bump device"):
+        sc.load_balancing("random_spray", "b0")
+    with pytest.warns(UserWarning, match="applies to all 1 switches"):
+        sc.load_balancing("random_spray")
+    assert sc.switch_load_balancing == {"s0": "random_spray"}
+    sc.install(ExecutionContext(node="s0", program=program))     # the switch takes it

@@ -66,12 +66,27 @@ class Scenario:
         """Node id of a host given by node id or name; a ConfigError naming the hosts else."""
         return self.topology.host_node(node, what)
 
+    def _check_programmable(self, name: str, what: str) -> None:
+        """A device of a kind that runs nothing a scenario installs refuses it, in one line."""
+        kind = self.topology.device_kinds()[self.topology.device_names().index(name)]
+        if not kind.programmable:
+            others = [s for s in self.topology.switches
+                      if self.topology.device_kinds()[self.topology.device_names().index(s)]
+                      .programmable]
+            raise ConfigError(f"{what}: {name!r} is a {kind.name} device, which runs no "
+                              f"handlers, schemes or multicast (it forwards every frame as it "
+                              f"arrives); install it on a host's NIC or a switch"
+                              + (f": {', '.join(others[:8])}" + (", ..." if len(others) > 8
+                                                                  else "") if others else ""))
+
     def install(self, ctx: ExecutionContext) -> ExecutionContext:
         """Install an execution context on a device: a host's NIC (node id or name) or a switch
         (name). Contexts of a device are matched in installation order."""
         what = f"execution context of program {ctx.program.name!r}"
         if not (isinstance(ctx.node, str) and ctx.node in self.topology.switches):
             self.topology.host_node(ctx.node, what, switches_too=True)
+        else:
+            self._check_programmable(ctx.node, what)
         for field_name in ("match_src", "match_dst"):   # matched against packets' node ids
             value = getattr(ctx, field_name)
             if value is not None and (isinstance(value, str) or not 0 <= value < self.n_hosts):
@@ -89,6 +104,7 @@ class Scenario:
         if switch not in self.topology.switches:
             raise ConfigError(f"multicast group: {switch!r} is not a switch; switches: "
                               f"{', '.join(self.topology.switches) or '(none)'}")
+        self._check_programmable(switch, "multicast group")
         n = len(self.topology.ports()[switch])
         bad = [p for p in ports if not 0 <= int(p) < n]
         if not ports or bad:
@@ -110,8 +126,10 @@ class Scenario:
                 raise ConfigError(f"load_balancing: {name!r} is not a switch; switches: "
                                   f"{', '.join(self.topology.switches)}"
                                   f"{did_you_mean(name, self.topology.switches)}")
+            self._check_programmable(name, f"load_balancing({scheme!r})")
         if not switches:
-            switches = tuple(self.topology.switches)
+            kinds = dict(zip(self.topology.device_names(), self.topology.device_kinds()))
+            switches = tuple(s for s in self.topology.switches if kinds[s].programmable)
             warnings.warn(f"Scenario.load_balancing({scheme!r}) names no switch: it applies to "
                           f"all {len(switches)} switches", stacklevel=2)
         for name in switches:

@@ -54,7 +54,9 @@ class DeviceKind:
     ``spin.engine.layout`` the build fills (``DEV_NIC``). ``counters``: the ``st.dev`` columns
     (names without ``D_``) that count what a device did, read back per device
     (``Simulation.device_counters``). ``node``: its devices are nodes (endpoints with a host and
-    a node id), not forwarding elements."""
+    a node id), not forwarding elements. ``programmable``: its devices run what a scenario
+    installs on them (handler programs, port-selection schemes, multicast groups); a device of
+    a kind that runs none refuses them, rather than holding them unused."""
 
     name: str
     templates: tuple[str, ...] = ()
@@ -64,6 +66,7 @@ class DeviceKind:
     counters: tuple[str, ...] = ()
     node: bool = False
     runs_as: str = ""
+    programmable: bool = True
 
     @property
     def code(self) -> int:
@@ -87,7 +90,7 @@ SWITCH = DeviceKind(
 BUMP = DeviceKind(
     "bump", ("bump_emulator/receive_template.py",), sources=("bump_emulator",),
     build="bump_emulator.build:build_bumps", columns=("DEV_BUMP",),
-    counters=("BUMP_FWD_0", "BUMP_FWD_1"))
+    counters=("BUMP_FWD_0", "BUMP_FWD_1"), programmable=False)
 
 # The kinds the engine runs, in code order (``DEV_NIC`` is 0, ``DEV_SWITCH`` 1, ``DEV_BUMP`` 2).
 # A kind placed in a topology but not registered here must run the code of one that is
