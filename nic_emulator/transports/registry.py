@@ -4,8 +4,11 @@ public names, so imports of ``nic_emulator.transports.registry`` keep working fo
 code imports ``nic_emulator.transports.dispatch``."""
 from .dispatch import (  # noqa: F401 (re-exported)
     CONTRACT,
-    transport_modules,
+    checked_module,
+    dispatch_params,
     dispatch_source,
+    transport_modules,
 )
 
-__all__ = ["CONTRACT", "transport_modules", "dispatch_source"]
+__all__ = ["CONTRACT", "checked_module", "dispatch_params", "dispatch_source",
+           "transport_modules"]
