@@ -15,7 +15,8 @@ from .bounds import count as count_field, size_bytes, time_ns, time_us
 from .errors import ConfigError
 from .registry import Registry
 from .suggest import did_you_mean
-from .transports import ENTROPIES, TRANSPORTS, TransportOption  # noqa: F401  (re-exported)
+from .transports import (ENTROPIES, TRANSPORTS, TransportOption,  # noqa: F401  (re-exported)
+                         check_kind, find_transport, is_import_path)
 from .transports import transport_params
 
 # The largest single delay a config may give (1 s of virtual time): far beyond any cable, switch
@@ -158,12 +159,16 @@ class TransportConfig(_Frozen):
         table only) and ``tables``, each checked by its transport's ``PARAMS``."""
         if not isinstance(data, dict):
             return data
-        given = {k: v for k, v in data.items() if k in TRANSPORTS and isinstance(v, dict)}
+        kind = data.get("kind", cls.model_fields["kind"].default)
+        # a transport named by import path: its table is keyed by its option's name
+        own = find_transport(kind, "nic.transport.kind").name if is_import_path(kind) else None
+        given = {k: v for k, v in data.items()
+                 if (k in TRANSPORTS or k == own) and isinstance(v, dict)}
         given.update({k: v for k, v in (data.get("tables") or {}).items() if k not in given})
         if not given:
             return data
         flat = {k: v for k, v in data.items() if k not in given and k != "tables"}
-        kind = flat.get("kind", cls.model_fields["kind"].default)
+        kind = own or kind
         kept: dict[str, dict[str, Any]] = {}
         for name, table in given.items():
             values = check_transport_table(name, table)
@@ -192,7 +197,7 @@ class TransportConfig(_Frozen):
     @field_validator("kind")
     @classmethod
     def _known_transport(cls, name: str) -> str:
-        return TRANSPORTS.check(name)
+        return check_kind(name)
 
     @field_validator("entropy")
     @classmethod

@@ -48,6 +48,7 @@ class Registry(Generic[T]):
     entries: tuple[T, ...]
     aliases: Mapping[str, str] = field(default_factory=dict)
     error: type[ConfigError] = ConfigError
+    others: str = ""      # what else is valid besides the names ("or ... by import path")
     _by_name: Mapping[str, T] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +84,8 @@ class Registry(Generic[T]):
         """The tail of an unknown-name message: what is unknown and the valid choices (for
         errors that are not raised here, such as pydantic's)."""
         text = f"unknown {self.name}; valid choices: {', '.join(self.names())}"
+        if self.others:
+            text += f", {self.others}"
         if self.aliases:
             text += f" (aliases: {', '.join(f'{a}={t}' for a, t in self.aliases.items())})"
         return text

@@ -77,12 +77,62 @@ TR_APART = len(SHIPPED)
 # The NICs' transports and entropy modes (``TransportConfig.kind`` and ``.entropy``): spin's own,
 # then those published by installed packages. The engine's entropy codes (``D_ENTROPY``) are
 # the indices in ``ENTROPIES``.
-TRANSPORTS: Registry[TransportOption] = Registry("transport", _BUILT_IN + _published())
+TRANSPORTS: Registry[TransportOption] = Registry(
+    "transport", _BUILT_IN + _published(),
+    others="or a transport of your own by import path ('package.module:TRANSPORT')")
 ENTROPIES: Registry[Option] = Registry("entropy mode", (
     Option("per_flow", "one entropy value (UDP source port) per connection"),
     Option("spray", "a new entropy value per packet (oblivious spraying)"),
     Option("reps", "recycle the entropy values of unmarked ACKs, freeze on trims (REPS)"),
 ))
+
+
+# transports named by import path ("package.module:TRANSPORT"), loaded in this process: by that
+# path and by their option's name (the key of their [nic.transport.<name>] table)
+_BY_PATH: dict[str, TransportOption] = {}
+
+
+def is_import_path(kind: object) -> bool:
+    """Does ``kind`` name a transport by import path rather than by registered name?"""
+    return isinstance(kind, str) and kind not in TRANSPORTS and ("." in kind or ":" in kind)
+
+
+def find_transport(kind: str, where: str = "transport") -> TransportOption:
+    """The transport ``kind`` names: a registered name (spin's own, or an installed package's
+    entry point), or an import path, ``"package.module:ATTRIBUTE"`` or ``"package.module"``
+    (its ``TRANSPORT``), whose value is a ``TransportOption``; a one-line ConfigError else."""
+    if kind in TRANSPORTS:
+        return TRANSPORTS.get(kind, where)
+    if isinstance(kind, str) and kind in _BY_PATH:
+        return _BY_PATH[kind]
+    if not is_import_path(kind):
+        TRANSPORTS.get(kind, where)         # raises, with the valid choices
+    module, _, attribute = kind.partition(":")
+    attribute = attribute or "TRANSPORT"
+    try:
+        loaded = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's module, named
+        raise ConfigError(f"{where} = {kind!r}: importing {module!r} failed: "
+                          f"{type(exc).__name__}: {exc}") from None
+    option = getattr(loaded, attribute, None)
+    if not isinstance(option, TransportOption):
+        raise ConfigError(f"{where} = {kind!r}: {module}.{attribute} is "
+                          f"{'missing' if option is None else 'a ' + type(option).__name__}; "
+                          f"a transport by import path names a spin.transports.TransportOption")
+    if option.name in TRANSPORTS:
+        raise ConfigError(f"{where} = {kind!r}: its name {option.name!r} is already a registered "
+                          f"transport's; give it another")
+    _BY_PATH[kind] = _BY_PATH[option.name] = option
+    return option
+
+
+def check_kind(kind: Any) -> str:
+    """``kind`` for ``TransportConfig.kind``'s validator: a registered name (checked by the
+    registry, for pydantic's message) or an import path that loads a transport."""
+    if is_import_path(kind):
+        find_transport(kind, "nic.transport.kind")
+        return kind
+    return TRANSPORTS.check(kind)
 
 
 def declaration_module(path: str, who: str) -> Any:
@@ -127,14 +177,14 @@ def declarations() -> tuple[Any, ...]:
 def own_declarations(kind: str) -> tuple[Any, ...]:
     """The ``Declares`` of transport ``kind`` compiled apart: laid out in its own tables
     (``spin.transport_api``), not in the engine's."""
-    option = TRANSPORTS.get(kind, "transport")
+    option = find_transport(kind)
     return _declared([(f"transport {kind!r}", p) for p in option.declares])
 
 
 def transport_params(kind: str) -> Any:
     """The pydantic model of transport ``kind``'s ``[nic.transport.<kind>]`` table (the
     ``PARAMS`` of its first declaration module), or None when it takes no parameters."""
-    option = TRANSPORTS.get(kind, "transport")
+    option = find_transport(kind)
     if not option.declares:
         return None
     return getattr(declaration_module(option.declares[0], f"transport {kind!r}"), "PARAMS",

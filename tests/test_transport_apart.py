@@ -42,7 +42,8 @@ def registered():
                                "tests.transport_apart_broken"),
                TransportOption("zz_no_compile", "adds a string to an int",
                                "tests.transport_apart_nocompile"))
-    extended = Registry("transport", (*transports.TRANSPORTS.entries, *options))
+    extended = Registry("transport", (*transports.TRANSPORTS.entries, *options),
+                        others=transports.TRANSPORTS.others)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(config, "TRANSPORTS", extended)
         mp.setattr(transports, "TRANSPORTS", extended)
@@ -288,3 +289,59 @@ def test_own_columns_number_each_table_from_zero():
     assert (cols.conn.A, cols.conn.B, cols.dev.X, cols.ntr.N, cols.params.P) == (0, 1, 0, 1, 0)
     with pytest.raises(StateLayoutError, match="must be an UPPER_CASE identifier"):
         own_columns(Declares("spin.transport_api", conn=[("lower", "x")]))
+
+
+# --- a transport named by import path -----------------------------------------------------------
+
+_BY_PATH = '''
+[topology]
+kind = "pair"
+
+[engine]
+mtu_bytes = 1024
+
+[nic.transport]
+kind = "tests.transport_apart_path"
+
+[nic.transport.counting]
+step = 3
+
+[[host_program]]
+node = 0
+ops = [{op = "send", dst = 1, nbytes = 4096, qp = 1}]
+
+[[host_program]]
+node = 1
+ops = [{op = "wait_recv", qp = 1, count = 1}]
+'''
+
+
+def test_a_transport_named_by_import_path_runs_apart_with_its_own_table(tmp_path):
+    from spin.scenario_file import load_scenario
+    path = tmp_path / "by_path.toml"
+    path.write_text(_BY_PATH)
+    sc, _ = load_scenario(path)
+    assert sc.nic.transport.kind == "tests.transport_apart_path"
+    assert sc.nic.transport.table("counting").step == 3
+    sim, result = _result(sc)
+    assert [n.own_counters for n in result.nics] == [{"turns": 12}, {"turns": 0}]   # 4 packets
+    assert [(m.src, m.dst, m.bytes) for m in result.messages] == [(0, 1, 4096)]
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("tests.no_such_module:TRANSPORT", "nic.transport.kind = 'tests.no_such_module:TRANSPORT': "
+     "importing 'tests.no_such_module' failed: ModuleNotFoundError"),
+    ("tests.transport_apart_path:NOT_A_TRANSPORT", "tests.transport_apart_path.NOT_A_TRANSPORT "
+     "is a str; a transport by import path names a spin.transports.TransportOption"),
+    ("tests.transport_apart_path:MISSING", "tests.transport_apart_path.MISSING is missing"),
+    ("reliable", "unknown transport; valid choices: none, rc, ue"),
+])
+def test_a_bad_transport_kind_is_one_line(kind, message):
+    from spin.config import TransportConfig
+    from spin.errors import ConfigError
+    with pytest.raises((ConfigError, ValueError)) as info:
+        TransportConfig(kind=kind)
+    text = str(info.value)
+    assert message in text, text
+    if kind == "reliable":
+        assert "or a transport of your own by import path ('package.module:TRANSPORT')" in text

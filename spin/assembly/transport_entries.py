@@ -159,8 +159,8 @@ def load_transport(kind: str) -> TransportEntries:
 
     from nic_emulator.transports.dispatch import checked_module
     from spin.caches import compile_lock, heal_numba_cache
-    from spin.transports import TRANSPORTS
-    option = TRANSPORTS.get(kind, "transport")
+    from spin.transports import find_transport
+    option = find_transport(kind)
     module = checked_module(option)
     heal_numba_cache()
     name, text = entry_source(kind, module)
