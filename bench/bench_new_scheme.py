@@ -10,13 +10,14 @@ Figures only (seconds of wall time, best of --repeat); nothing asserts on them.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.edit_loop import print_best, timed_spin  # noqa: E402
 
 SCHEME = '''
 """Power of two choices, {tag}."""
@@ -36,12 +37,7 @@ SCHEME = PortScheme(name="two_choices", select=two_choices, per_packet=True,
 
 
 def spin_lb(scheme: str, folder: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get(
-        "PYTHONPATH", "")])}
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "spin", "lb", "--topology", "fat_tree:k=4",
-                    "--schemes", scheme], env=env, check=True, capture_output=True, text=True)
-    return time.perf_counter() - t0
+    return timed_spin(["lb", "--topology", "fat_tree:k=4", "--schemes", scheme], folder)
 
 
 def main() -> None:
@@ -69,12 +65,8 @@ def main() -> None:
             times.append(spin_lb(ref, folder))
             for row, t in zip(rows.values(), times):
                 row.append(t)
-    width = max(map(len, rows))
-    print(f"{'figure':{width}s}  {'best (s)':>9s}  {'runs (s)':s}")
-    for name, values in rows.items():
-        print(f"{name:{width}s}  {min(values):9.2f}  "
-              f"{', '.join(f'{v:.2f}' for v in values)}")
-    print("target: a new scheme end to end <= 3 s (issue 28); the engine is never recompiled")
+    print_best(rows, "target: a new scheme end to end <= 3 s (issue 28); the engine is never "
+                     "recompiled")
 
 
 if __name__ == "__main__":

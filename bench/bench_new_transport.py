@@ -11,13 +11,14 @@ Figures only (seconds of wall time, best of --repeat); nothing asserts on them.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.edit_loop import print_best, timed_spin  # noqa: E402
 
 DECLARES = '''
 """Registration and state of {name}: RC that counts its transmit turns."""
@@ -47,13 +48,8 @@ def tx_step(st, dev, now):
 
 
 def spin_lb(transport: str, folder: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get(
-        "PYTHONPATH", "")])}
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "spin", "lb", "--topology", "fat_tree:k=4",
-                    "--schemes", "ecmp", "--transport", transport], env=env, check=True,
-                   capture_output=True, text=True)
-    return time.perf_counter() - t0
+    return timed_spin(["lb", "--topology", "fat_tree:k=4", "--schemes", "ecmp", "--transport",
+                       transport], folder)
 
 
 def write_package(folder: Path, package: str, step: int) -> None:
@@ -91,12 +87,8 @@ def main() -> None:
             times.append(spin_lb(name, folder))
             for row, t in zip(rows.values(), times):
                 row.append(t)
-    width = max(map(len, rows))
-    print(f"{'figure':{width}s}  {'best (s)':>9s}  {'runs (s)':s}")
-    for name, values in rows.items():
-        print(f"{name:{width}s}  {min(values):9.2f}  "
-              f"{', '.join(f'{v:.2f}' for v in values)}")
-    print("the engine is never recompiled: a transport from outside spin is compiled apart")
+    print_best(rows, "the engine is never recompiled: a transport from outside spin is "
+                     "compiled apart")
 
 
 if __name__ == "__main__":

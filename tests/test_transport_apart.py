@@ -174,27 +174,23 @@ print(json.dumps({
 }))
 '''
 
-_SCENARIO = '''
-[topology]
-kind = "pair"
+def pair_scenario(kind: str, table: str, key: str, value: int, back: bool) -> str:
+    """A TOML scenario on two hosts with transport ``kind`` and ``[nic.transport.<table>]``
+    setting ``key``: h0 writes 4 KiB to h1, and with ``back`` h1 writes 2 KiB back, each
+    waiting for the other's."""
+    ops = (['{op = "send", dst = 1, nbytes = 4096, qp = 1}, '
+            '{op = "wait_recv", qp = 1, count = 1}',
+            '{op = "send", dst = 0, nbytes = 2048, qp = 1}, '
+            '{op = "wait_recv", qp = 1, count = 1}'] if back else
+           ['{op = "send", dst = 1, nbytes = 4096, qp = 1}',
+            '{op = "wait_recv", qp = 1, count = 1}'])
+    programs = "".join(f"\n[[host_program]]\nnode = {n}\nops = [{o}]\n"
+                       for n, o in enumerate(ops))
+    return (f'[topology]\nkind = "pair"\n\n[engine]\nmtu_bytes = 1024\n\n[nic.transport]\n'
+            f'kind = "{kind}"\n\n[nic.transport.{table}]\n{key} = {value}\n{programs}')
 
-[engine]
-mtu_bytes = 1024
 
-[nic.transport]
-kind = "toy"
-
-[nic.transport.toy]
-stamp = 1000
-
-[[host_program]]
-node = 0
-ops = [{op = "send", dst = 1, nbytes = 4096, qp = 1}, {op = "wait_recv", qp = 1, count = 1}]
-
-[[host_program]]
-node = 1
-ops = [{op = "send", dst = 0, nbytes = 2048, qp = 1}, {op = "wait_recv", qp = 1, count = 1}]
-'''
+_SCENARIO = pair_scenario("toy", "toy", "stamp", 1000, back=True)
 
 
 def toy_package(tmp_path: Path, declares: str = _DECLARES) -> Path:
@@ -293,27 +289,7 @@ def test_own_columns_number_each_table_from_zero():
 
 # --- a transport named by import path -----------------------------------------------------------
 
-_BY_PATH = '''
-[topology]
-kind = "pair"
-
-[engine]
-mtu_bytes = 1024
-
-[nic.transport]
-kind = "tests.transport_apart_path"
-
-[nic.transport.counting]
-step = 3
-
-[[host_program]]
-node = 0
-ops = [{op = "send", dst = 1, nbytes = 4096, qp = 1}]
-
-[[host_program]]
-node = 1
-ops = [{op = "wait_recv", qp = 1, count = 1}]
-'''
+_BY_PATH = pair_scenario("tests.transport_apart_path", "counting", "step", 3, back=False)
 
 
 def test_a_transport_named_by_import_path_runs_apart_with_its_own_table(tmp_path):
