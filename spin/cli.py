@@ -648,6 +648,17 @@ def _train_options(t: argparse.ArgumentParser) -> None:
     add_options(t)
 
 
+def _transport_kind(value: str) -> str:
+    """``--transport``: a registered transport's name, or an import path that loads one."""
+    from .errors import ConfigError
+    from .transports import find_transport
+    try:
+        find_transport(value, "--transport")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--transport = {value!r}: "))
+    return value
+
+
 def _lb_options(lb: argparse.ArgumentParser) -> None:
     from typing import get_args
 
@@ -676,10 +687,11 @@ def _lb_options(lb: argparse.ArgumentParser) -> None:
     lb.add_argument("--rate-gbps", type=int, default=100, help="link rate in Gb/s (default 100)")
     lb.add_argument("--mtu", type=int, default=4096, choices=mtus,
                     help="MTU in bytes (default 4096)")
-    lb.add_argument("--transport", default="ue", choices=TRANSPORTS.names(),
+    lb.add_argument("--transport", default="ue", type=_transport_kind, metavar="KIND",
                     help="the NICs' transport for every scheme: "
-                    f"{'; '.join(f'{t.name}: {t.summary}' for t in TRANSPORTS)} (default ue, "
-                    "with trimming switches; none runs over lossless PFC switches)")
+                    f"{'; '.join(f'{t.name}: {t.summary}' for t in TRANSPORTS)}; or one of "
+                    "your own by import path, package.module:TRANSPORT (default ue, with "
+                    "trimming switches; none runs over lossless PFC switches)")
     lb.add_argument("--lossy", action="store_true",
                     help="no PFC, also with --transport none (lost frames are then not "
                     "recovered)")

@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import TRANSPORTS, EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
+from ..config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError
 from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
+from ..transports import find_transport
 from ..units import parse_size
 from ..results.report import table
 from ..describe.limits import check_reordering, check_writable
@@ -59,7 +60,7 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
     (``spin.config.TransportConfig.kind``); ``lossless`` (default: only without a transport,
     whose lost frames are never recovered): PFC on. With the Ultra-Ethernet-style transport the
     switches trim instead of dropping, as in htsim's Ultra Ethernet scenarios."""
-    TRANSPORTS.get(transport, "transport")
+    find_transport(transport)
     if lossless is None:
         lossless = transport == "none"
     nic = NicConfig.make(transport={"kind": transport})
