@@ -689,9 +689,10 @@ def _lb_options(lb: argparse.ArgumentParser) -> None:
                     help="MTU in bytes (default 4096)")
     lb.add_argument("--transport", default="ue", type=_transport_kind, metavar="KIND",
                     help="the NICs' transport for every scheme: "
-                    f"{'; '.join(f'{t.name}: {t.summary}' for t in TRANSPORTS)}; or one of "
-                    "your own by import path, package.module:TRANSPORT (default ue, with "
-                    "trimming switches; none runs over lossless PFC switches)")
+                    f"{', '.join(TRANSPORTS.names())}, or one of your own by import path "
+                    "(package.module:TRANSPORT); "
+                    f"{'; '.join(f'{t.name}: {t.summary}' for t in TRANSPORTS)} (default ue, "
+                    "with trimming switches; none runs over lossless PFC switches)")
     lb.add_argument("--lossy", action="store_true",
                     help="no PFC, also with --transport none (lost frames are then not "
                     "recovered)")

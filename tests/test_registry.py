@@ -108,7 +108,7 @@ def test_every_registry_agrees_with_config_cli_schema_and_engine():
         (TOPOLOGIES, None, ("topo", "specs", "help"), True),
         (WORKLOADS, None, ("lb", "--workload", "choices"), True),
         (ALGORITHMS, None, ("allreduce", "--algo", "help"), False),
-        (TRANSPORTS, lambda n: TransportConfig(kind=n).kind, ("lb", "--transport", "choices"),
+        (TRANSPORTS, lambda n: TransportConfig(kind=n).kind, ("lb", "--transport", "help"),
          True),
         (ENTROPIES, lambda n: TransportConfig(kind="rc", entropy=n).entropy, None, True),
         (port_schemes(), lambda n: SwitchConfig(load_balancing=n).load_balancing, None, False),
