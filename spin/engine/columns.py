@@ -14,6 +14,7 @@ columns (handler calls per kind, transport counters, ...) whose constant is its 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,8 @@ def _is_module(module: str) -> bool:
     packages are imported, which its declaration module already imported)."""
     path = _PROJECT_ROOT.joinpath(*module.split("."))
     if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+        return True
+    if module in sys.modules:   # imported already (a script's own module is "__main__")
         return True
     try:
         return importlib.util.find_spec(module) is not None
