@@ -44,13 +44,15 @@ def check_sandbox(fn: Callable, kind: str, program: str) -> None:
                                   f"is refused: {where}: {reason}")
 
 
-def find_escape(fn: Callable) -> tuple[str, str] | None:
+def find_escape(fn: Callable, engine_internals: bool = False) -> tuple[str, str] | None:
     """(where, reason) of the first way out of the sandbox reachable from ``fn`` (a handler or
-    a port-selection scheme), else None."""
-    return _walk(getattr(fn, "py_func", fn), [])
+    a port-selection scheme), else None. ``engine_internals``: the engine's own functions are
+    allowed (a NIC transport calls them by design; object mode, C calls and recursion are
+    still refused)."""
+    return _walk(getattr(fn, "py_func", fn), [], engine_internals)
 
 
-def _walk(fn: types.FunctionType, path: list[types.FunctionType]):
+def _walk(fn: types.FunctionType, path: list[types.FunctionType], internals: bool = False):
     """(where, reason) of the first forbidden use reachable from ``fn``, else None."""
     path = [*path, fn]
     for code in _codes(fn.__code__):
@@ -62,12 +64,12 @@ def _walk(fn: types.FunctionType, path: list[types.FunctionType]):
                 return _where(code, ins), ("uses numba.objmode: a handler runs on a NIC or "
                                            "switch core and may not run Python object code")
             attribute = ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
-            if attribute and name in _RAW_MEMORY_NAMES:   # handler_abi.array_at(...)
+            if attribute and name in _RAW_MEMORY_NAMES and not internals:   # array_at(...)
                 return _where(code, ins), _raw_memory(name)
             if attribute or name not in fn.__globals__:
                 continue
             value = fn.__globals__[name]
-            internal = _internal_module(value)
+            internal = None if internals else _internal_module(value)
             if internal is not None and getattr(value, "__name__", name) in _RAW_MEMORY_NAMES:
                 return _where(code, ins), _raw_memory(name)
             if internal is not None:
@@ -89,7 +91,7 @@ def _walk(fn: types.FunctionType, path: list[types.FunctionType]):
                 cycle = " -> ".join(f.__qualname__ for f in path[path.index(target):])
                 return _where(code, ins), (f"recursion ({cycle} -> {target.__qualname__}): "
                                            f"handlers run on a bounded core stack; use a loop")
-            found = _walk(target, path)
+            found = _walk(target, path, internals)
             if found is not None:
                 return found
     return None

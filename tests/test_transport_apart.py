@@ -41,7 +41,9 @@ def registered():
                TransportOption("zz_bad_index", "writes past its table",
                                "tests.transport_apart_broken"),
                TransportOption("zz_no_compile", "adds a string to an int",
-                               "tests.transport_apart_nocompile"))
+                               "tests.transport_apart_nocompile"),
+               TransportOption("zz_recursion", "recurses", "tests.transport_apart_escape"),
+               TransportOption("zz_objmode", "runs Python", "tests.transport_apart_objmode"))
     extended = Registry("transport", (*transports.TRANSPORTS.entries, *options),
                         others=transports.TRANSPORTS.others)
     with pytest.MonkeyPatch.context() as mp:
@@ -91,6 +93,19 @@ def test_a_transport_that_does_not_compile_is_named_with_its_line(registered):
         (ROOT / "tests/transport_apart_nocompile.py").read_text().splitlines(), 1)
         if '"spin" + ' in text)
     assert f"transport_apart_nocompile.py:{line}:" in message
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("zz_recursion", r"transport 'zz_recursion' \(tests.transport_apart_escape.tx_step\) is "
+     r"refused: .*transport_apart_escape.py:\d+: `_deeper\(st, dev, now, depth - 1\)`: "
+     r"recursion \(_deeper -> _deeper\): transports run on a bounded core stack"),
+    ("zz_objmode", r"transport 'zz_objmode' \(tests.transport_apart_objmode.tx_step\) is "
+     r"refused: .*transport_apart_objmode.py:\d+: .*uses numba.objmode: a transport runs on"),
+])
+def test_a_transport_leaving_the_nics_sandbox_is_refused_before_it_compiles(registered, kind,
+                                                                              message):
+    with pytest.raises(HandlerCompileError, match=message):
+        _result(_scenario(kind))
 
 
 # --- a transport from a package of its own ------------------------------------------------------

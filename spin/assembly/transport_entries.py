@@ -162,6 +162,7 @@ def load_transport(kind: str) -> TransportEntries:
     from spin.transports import find_transport
     option = find_transport(kind)
     module = checked_module(option)
+    _check_sandbox(kind, module)
     heal_numba_cache()
     name, text = entry_source(kind, module)
     if name in sys.modules:
@@ -175,6 +176,20 @@ def load_transport(kind: str) -> TransportEntries:
     addresses = np.array([entry_address(getattr(entries, f"entry_{fn}")) for fn in FUNCTIONS],
                          np.int64)
     return TransportEntries(kind, module.__name__, addresses, entries)
+
+
+def _check_sandbox(kind: str, module: ModuleType) -> None:
+    """A transport runs with the engine's state but, as a handler, on the NIC's silicon: no
+    object mode, no C calls, no recursion (refused before anything compiles, with the line)."""
+    from spin.handler_sandbox import find_escape
+    for fn in FUNCTIONS:
+        escape = find_escape(getattr(module, fn), engine_internals=True)
+        if escape is not None:
+            where, reason = escape
+            reason = reason.replace("a handler runs", "a transport runs").replace(
+                "handlers run", "transports run").replace("handlers may", "transports may")
+            raise HandlerCompileError(f"transport {kind!r} ({module.__name__}.{fn}) is refused: "
+                                      f"{where}: {reason}")
 
 
 def transport_compile_error(kind: str, module: ModuleType, exc: Exception) -> HandlerCompileError:
