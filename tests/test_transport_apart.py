@@ -336,3 +336,28 @@ def test_a_bad_transport_kind_is_one_line(kind, message):
     assert message in text, text
     if kind == "reliable":
         assert "or a transport of your own by import path ('package.module:TRANSPORT')" in text
+
+
+_ENDLESS = '''
+from spin.config import EngineConfig, NicConfig
+from spin.simulation import Scenario, Simulation
+from spin.topology import Topology
+sc = Scenario(Topology.pair(),
+              nic=NicConfig.make(transport={"kind": "tests.transport_apart_endless"}),
+              engine=EngineConfig(handler_timeout_s=1.0))
+sc.host_program(0).send(1, 4096, qp=1)
+Simulation(sc, quiet=True).run()
+'''
+
+
+def test_a_transport_that_never_returns_stops_the_run_naming_it():
+    """The handlers' wall-clock watchdog covers transports compiled apart: the process ends
+    with the transport, its function and the NIC named."""
+    from spin.runtime.watchdog import EXIT_HANDLER_TIMEOUT
+    r = subprocess.run([sys.executable, "-c", _ENDLESS], capture_output=True, text=True,
+                       timeout=600, cwd=ROOT)
+    assert r.returncode == EXIT_HANDLER_TIMEOUT, r.stderr[-2000:]
+    assert ("spin: HandlerError: transport 'tests.transport_apart_endless': "
+            "tests.transport_apart_endless.tx_step (") in r.stderr, r.stderr[-2000:]
+    assert "on NIC 'h0'" in r.stderr
+    assert "did not return within EngineConfig.handler_timeout_s = 1 s" in r.stderr
