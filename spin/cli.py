@@ -7,7 +7,6 @@ exit with status 2; no traceback.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 from dataclasses import replace
