@@ -43,7 +43,8 @@ def registered():
                TransportOption("zz_no_compile", "adds a string to an int",
                                "tests.transport_apart_nocompile"),
                TransportOption("zz_recursion", "recurses", "tests.transport_apart_escape"),
-               TransportOption("zz_objmode", "runs Python", "tests.transport_apart_objmode"))
+               TransportOption("zz_objmode", "runs Python", "tests.transport_apart_objmode"),
+               TransportOption("zz_ghost", "its module is missing", "tests.no_such_transport"))
     extended = Registry("transport", (*transports.TRANSPORTS.entries, *options),
                         others=transports.TRANSPORTS.others)
     with pytest.MonkeyPatch.context() as mp:
@@ -93,6 +94,15 @@ def test_a_transport_that_does_not_compile_is_named_with_its_line(registered):
         (ROOT / "tests/transport_apart_nocompile.py").read_text().splitlines(), 1)
         if '"spin" + ' in text)
     assert f"transport_apart_nocompile.py:{line}:" in message
+
+
+def test_a_transport_whose_module_is_missing_is_one_line(registered):
+    from spin.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"^transport 'zz_ghost': its module "
+                                          r"'tests.no_such_transport' cannot be imported: "
+                                          r"ModuleNotFoundError: No module named "
+                                          r"'tests.no_such_transport'$"):
+        _result(_scenario("zz_ghost"))
 
 
 @pytest.mark.parametrize("kind, message", [

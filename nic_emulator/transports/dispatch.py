@@ -46,7 +46,11 @@ def checked_module(option, numba_only: bool = False) -> object:
     """The module of transport ``option``, checked against the contract. Compiled into the
     engine (``numba_only``), its functions must be Numba functions; compiled apart, plain
     Python functions are compiled too."""
-    module = importlib.import_module(option.module)
+    try:
+        module = importlib.import_module(option.module)
+    except Exception as exc:  # noqa: BLE001 - any failure of its module, named in one line
+        raise ConfigError(f"transport {option.name!r}: its module {option.module!r} cannot be "
+                          f"imported: {type(exc).__name__}: {exc}") from None
     for fn, params in CONTRACT.items():
         impl = getattr(module, fn, None)
         py = getattr(impl, "py_func", None if numba_only else impl)
