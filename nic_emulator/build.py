@@ -67,12 +67,22 @@ class TransportEnv(NamedTuple):
 
 
 def _fill(part, tc, env, params: dict[str, int]) -> None:
-    """Part ``part``'s parameters, checked to be exactly those it declares, into ``params``."""
-    values = part.fill(tc, env)
+    """Part ``part``'s parameters, checked to be exactly those it declares, each an int64,
+    into ``params``; a fill that fails is named with its owner."""
+    try:
+        values = part.fill(tc, env)
+    except Exception as exc:  # noqa: BLE001 - a transport's own code, named in one line
+        raise StateLayoutError(f"{part.owner}: fill(tc, env) failed: {type(exc).__name__}: "
+                               f"{exc}") from None
     own = {spec[0] for spec in part.trp}
-    if set(values) != own:
-        raise StateLayoutError(f"{part.owner}: fill returned parameters {sorted(values)}; "
-                               f"it declares {sorted(own)}")
+    if not isinstance(values, dict) or set(values) != own:
+        got = sorted(values) if isinstance(values, dict) else repr(values)
+        raise StateLayoutError(f"{part.owner}: fill returned parameters {got}; it declares "
+                               f"{sorted(own)}")
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not -2**63 <= value < 2**63:
+            raise StateLayoutError(f"{part.owner}: fill returned {name} = {value!r}; a parameter "
+                                   f"is an int64 (times in ps, rates in Mb/s, sizes in bytes)")
     params.update(values)
 
 

@@ -371,3 +371,31 @@ def test_a_transport_that_never_returns_stops_the_run_naming_it():
             "tests.transport_apart_endless.tx_step (") in r.stderr, r.stderr[-2000:]
     assert "on NIC 'h0'" in r.stderr
     assert "did not return within EngineConfig.handler_timeout_s = 1 s" in r.stderr
+
+
+@pytest.mark.parametrize("fill, message", [
+    ("lambda tc, env: {'STEP': 1 / 0}", "fill(tc, env) failed: ZeroDivisionError: division by "
+     "zero"),
+    ("lambda tc, env: {'STEP': 2.5}", "fill returned STEP = 2.5; a parameter is an int64"),
+    ("lambda tc, env: {'STEP': 2**70}", "fill returned STEP = 1180591620717411303424; a "
+     "parameter is an int64"),
+    ("lambda tc, env: None", "fill returned parameters None; it declares ['STEP']"),
+])
+def test_a_transport_parameter_fill_gone_wrong_is_one_line(tmp_path, fill, message):
+    """A transport's own fill runs its author's code: an exception, a float, an int past
+    int64 or no dict are named with the declaring module, not a traceback."""
+    source = (ROOT / "tests/transport_apart_path.py").read_text().replace(
+        'fill=lambda tc, env: {"STEP": tc.table("counting").step}', f"fill={fill}")
+    (tmp_path / "fill_case.py").write_text(source.replace('"tests.transport_apart_path"',
+                                                          '"fill_case"'))
+    proc = subprocess.run([sys.executable, "-c", f'''
+import sys
+sys.path.insert(0, {str(tmp_path)!r})
+from spin.config import NicConfig
+from spin.simulation import Scenario, Simulation
+from spin.topology import Topology
+sc = Scenario(Topology.pair(), nic=NicConfig.make(transport={{"kind": "fill_case:TRANSPORT"}}))
+Simulation(sc)
+'''], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"spin.errors.StateLayoutError: fill_case: {message}"), proc.stderr
