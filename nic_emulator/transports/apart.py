@@ -7,10 +7,8 @@ function]``, written per process when the run loads the transport) and reads the
 with the types the engine's own transports return. ``CUR_TR_RUNNING`` names the function while
 it runs, so a failure inside it is reported as the transport's.
 """
-import numpy as np
-
 from spin.engine import state as S
-from spin.engine.handler_abi import invoke_entry
+from spin.engine.handler_abi import address_of, invoke_entry
 from spin.engine.transport_abi import (TB_A, TB_B, TB_C, TB_DEV, TB_FRAME, TB_NOW, TB_OUT,
                                        TB_RESULT, TB_STATE, state_address)
 from spin.jit import njit
@@ -19,10 +17,6 @@ from spin.jit import njit
 F_TX_STEP, F_CARRIES, F_ADMIT, F_FIND_MESSAGE = 0, 1, 2, 3
 F_ACCEPTED, F_ON_CONTROL, F_ON_TRIMMED, F_ON_TIMEOUT = 4, 5, 6, 7
 
-
-@njit(cache=True, inline="always", _nrt=False)
-def _address(a):
-    return np.int64(a.ctypes.data)
 
 
 @njit(cache=True, _nrt=False)
@@ -41,14 +35,14 @@ def _call(st, fn, dev, now, a, b, c, out, frame):
     block[TB_A] = a
     block[TB_B] = b
     block[TB_C] = c
-    block[TB_OUT] = _address(out)
+    block[TB_OUT] = address_of(out)
     block[TB_OUT + 1] = out.shape[0]
-    block[TB_FRAME] = _address(frame)
+    block[TB_FRAME] = address_of(frame)
     block[TB_FRAME + 1] = frame.shape[0]
     running, running_dev = cur[S.CUR_TR_RUNNING], cur[S.CUR_TR_DEV]
     cur[S.CUR_TR_RUNNING] = fn + 1
     cur[S.CUR_TR_DEV] = dev
-    invoke_entry(entry, _address(block))
+    invoke_entry(entry, address_of(block))
     cur[S.CUR_TR_RUNNING] = running
     cur[S.CUR_TR_DEV] = running_dev
 

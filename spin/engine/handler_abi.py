@@ -129,7 +129,9 @@ def invoke_entry(typingctx, address, block):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _address(a):
+def address_of(a):
+    """The address of array ``a``'s first element, for a call block (handlers, schemes and
+    transports compiled apart)."""
     return np.int64(a.ctypes.data)
 
 
@@ -162,26 +164,26 @@ def prepare_call(st, kind, dev, m, slot, start, hpu, msg_offset, psn, frame_len,
     b[13] = st.sc[S.SC_N_NODES]
     b[14] = st.dev[dev, S.D_NPORTS]
     if device_kind == S.DEV_NIC:
-        b[CB_HOST_MEM] = _address(st.host_mem) + st.dev[dev, S.D_HOST_MEM_OFF]
+        b[CB_HOST_MEM] = address_of(st.host_mem) + st.dev[dev, S.D_HOST_MEM_OFF]
         b[CB_HOST_MEM + 1] = st.dev[dev, S.D_HOST_MEM_SIZE]
     else:
-        b[CB_HOST_MEM] = _address(st.host_mem)
+        b[CB_HOST_MEM] = address_of(st.host_mem)
         b[CB_HOST_MEM + 1] = 0
-    b[CB_MSG_STATE] = _address(st.msg_state) + m * S.MSG_STATE_WORDS * 8
+    b[CB_MSG_STATE] = address_of(st.msg_state) + m * S.MSG_STATE_WORDS * 8
     if slot >= 0:
-        b[CB_FRAME] = _address(st.pool) + slot * st.pool.shape[1]
+        b[CB_FRAME] = address_of(st.pool) + slot * st.pool.shape[1]
         b[CB_FRAME + 1] = frame_len
         ctl[HC_ICRC] = st.slot_meta[slot, S.SM_ICRC]
     else:
-        b[CB_FRAME] = _address(st.pool)
+        b[CB_FRAME] = address_of(st.pool)
         b[CB_FRAME + 1] = 0
         ctl[HC_ICRC] = ICRC_VALID
-    b[CB_PKT] = _address(pkt)
+    b[CB_PKT] = address_of(pkt)
     b[CB_PKT + 1] = pkt.shape[0]
-    b[CB_MEM] = _address(hmem) + st.ec[ec, S.EC_MEM_OFF]
+    b[CB_MEM] = address_of(hmem) + st.ec[ec, S.EC_MEM_OFF]
     b[CB_MEM + 1] = st.ec[ec, S.EC_MEM_BYTES]
-    b[CB_DIMS] = _address(st.ec) + (ec * st.ec.shape[1] + S.EC_MEM_DIMS) * 8
-    return _address(b)
+    b[CB_DIMS] = address_of(st.ec) + (ec * st.ec.shape[1] + S.EC_MEM_DIMS) * 8
+    return address_of(b)
 
 
 @njit(cache=True, _nrt=False)
@@ -189,10 +191,10 @@ def init_call_block(st):
     """Write the words of the call block that never change: the addresses of the command
     tables and of the staging bytes (once per state, before the first handler runs)."""
     b = st.cur[S.CUR_CALL:S.CUR_CALL + CALL_WORDS]
-    b[CB_CTL] = _address(st.pend[S.MAX_PENDING_ACTIONS])
-    b[CB_PEND] = _address(st.pend)
+    b[CB_CTL] = address_of(st.pend[S.MAX_PENDING_ACTIONS])
+    b[CB_PEND] = address_of(st.pend)
     stage_bytes = S.MAX_PENDING_ACTIONS * st.pool.shape[1]
-    b[CB_STAGE] = _address(st.host_mem) + st.host_mem.shape[0] - stage_bytes
+    b[CB_STAGE] = address_of(st.host_mem) + st.host_mem.shape[0] - stage_bytes
     b[CB_STAGE + 1] = stage_bytes
 
 

@@ -7,10 +7,8 @@ the run loads its schemes), and its answer is checked before the frame moves: a 
 the group would send the frame somewhere routing never meant it to go. ``CUR_LB_RUNNING``
 names the scheme while it runs, so a failure inside it is reported as the scheme's.
 """
-import numpy as np
-
 from spin.engine import state as S
-from spin.engine.handler_abi import invoke_entry
+from spin.engine.handler_abi import address_of, invoke_entry
 from spin.jit import njit
 from spin.port_selection import (
     SB_DST,
@@ -31,10 +29,6 @@ from spin.wire.transport_frames import get_be
 _WORD = 8   # bytes of an int64
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def _address(a):
-    return np.int64(a.ctypes.data)
-
 
 @njit(cache=True, _nrt=False)
 def apart_port(st, dev, slot, group, first, count, now, index):
@@ -53,19 +47,19 @@ def apart_port(st, dev, slot, group, first, count, now, index):
     b[SB_DST] = get_be(st.pool[slot], IP_DST_OFF + 1, 3)   # a node's address: 10.x.y.z
     b[SB_SEED] = st.dev[dev, S.D_SW_SEED]
     b[SB_N_PORTS] = st.dev[dev, S.D_NPORTS]
-    b[SB_PORTS] = _address(st.rport) + first * st.rport.itemsize
+    b[SB_PORTS] = address_of(st.rport) + first * st.rport.itemsize
     b[SB_PORTS + 1] = count
-    b[SB_PORT_ROWS] = _address(st.port) + st.dev[dev, S.D_PORT0] * st.port.shape[1] * _WORD
+    b[SB_PORT_ROWS] = address_of(st.port) + st.dev[dev, S.D_PORT0] * st.port.shape[1] * _WORD
     entries = st.lb_table.shape[1] if sw < st.lb_table.shape[0] else 0
-    b[SB_MEMORY] = _address(st.lb_table) + sw * entries * S.LB_WORDS * _WORD
+    b[SB_MEMORY] = address_of(st.lb_table) + sw * entries * S.LB_WORDS * _WORD
     b[SB_MEMORY + 1] = entries
-    b[SB_RNG] = _address(st.dev) + (dev * st.dev.shape[1] + S.D_SW_RNG) * _WORD
-    b[SB_FRAME] = _address(st.pool) + slot * st.pool.shape[1]
+    b[SB_RNG] = address_of(st.dev) + (dev * st.dev.shape[1] + S.D_SW_RNG) * _WORD
+    b[SB_FRAME] = address_of(st.pool) + slot * st.pool.shape[1]
     b[SB_FRAME + 1] = min(st.slot_meta[slot, S.SM_LEN], st.pool.shape[1])
     cur[S.CUR_LB_RUNNING] = index + 1
     cur[S.CUR_LB_DEV] = dev
     cur[S.CUR_LB_SLOT] = slot
-    port = invoke_entry(entry, _address(b))
+    port = invoke_entry(entry, address_of(b))
     cur[S.CUR_LB_ANSWER] = port
     for i in range(count):
         if st.rport[first + i] == port:
