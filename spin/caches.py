@@ -235,13 +235,16 @@ def _ensure_cache_path_once(numba_ensure):
 def heal_numba_cache() -> None:
     """Make Numba treat an unreadable cache entry as a miss (removed, warned about, rebuilt),
     load entries without refreshing its compiler and check each cache folder once (module
-    docstring). Idempotent.
+    docstring), and read a loaded entry's symbols from its object code
+    (``spin.cached_machine_code``). Idempotent.
 
     Numba's loader only forgives missing files; any other failure (``UnpicklingError``,
     ``EOFError``, a data file that does not rebuild) propagates to the caller."""
     from numba.core import caching
     if getattr(caching.Cache.load_overload, "__spin_heals__", False):
         return
+    from .cached_machine_code import load_without_bitcode
+    load_without_bitcode()
     locator = caching._CacheLocator
     if not getattr(locator.ensure_cache_path, "__spin_once__", False):
         locator.ensure_cache_path = _ensure_cache_path_once(locator.ensure_cache_path)
