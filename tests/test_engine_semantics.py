@@ -137,6 +137,26 @@ def test_malformed_frames_are_dropped_and_counted_by_reason():
     assert "got" in result.marks  # the legitimate message still arrived
 
 
+
+@pytest.mark.parametrize("bad", ["port_past_end", "port_negative", "length_zero",
+                                 "length_past_slot", "arrays_disagree"])
+def test_injecting_frames_directly_with_bad_arrays_raises_and_writes_nothing(bad):
+    """The compiled ``inject_frames`` (callers check batches first) refuses arrays that would
+    make it write outside the state, instead of crashing the process."""
+    sc = _scenario()
+    sc.host_program(0).send(1, 100, qp=1, remote_addr=0)
+    sim = Simulation(sc)
+    width = sim.st.pool.shape[1]
+    port = {"port_past_end": 1_000_000, "port_negative": -1}.get(bad, 0)
+    length = {"length_zero": 0, "length_past_slot": width + 1}.get(bad, 60)
+    times = np.array([1000, 2000] if bad == "arrays_disagree" else [1000], np.int64)
+    before = int(sim.st.sc[S.SC_SLOT_FREE_TOP]), int(sim.st.sc[S.SC_HEAP_N])
+    with pytest.raises((IndexError, ValueError), match="inject_frames"):
+        inject_frames(sim.st, times, np.array([port], np.int32), np.array([7], np.int64),
+                      np.array([length], np.int32), np.zeros((1, width), np.uint8))
+    assert (int(sim.st.sc[S.SC_SLOT_FREE_TOP]), int(sim.st.sc[S.SC_HEAP_N])) == before
+
+
 def test_full_switch_buffer_tail_drops_and_reports_unfinished_hosts():
     topo = Topology.star(5, LinkConfig(rate_gbps=100))
     sc = _scenario(topo, switch=SwitchConfig(port_buffer_bytes=8192))

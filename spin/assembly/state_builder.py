@@ -10,6 +10,7 @@ import numpy as np
 
 from ..engine import state as S
 from ..engine.heap import calendar_shift
+from ..engine.pool import slot_bytes_for_mtu as _slot_rule
 from .device_build import DeviceBuild, build_devices
 from ..errors import ConfigError
 from ..handler import same_program
@@ -47,8 +48,9 @@ def context_order(scenario) -> list:
 
 
 def slot_bytes_for_mtu(mtu_bytes: int) -> int:
-    """A frame slot holding an MTU of payload and its headers, in whole cache lines."""
-    return ((mtu_bytes + 128 + 63) // 64) * 64
+    """A frame slot holding an MTU of payload and its headers, in whole cache lines (the
+    engine's own rule, evaluated here in Python)."""
+    return int(getattr(_slot_rule, "py_func", _slot_rule)(mtu_bytes))
 
 
 def header_slots(sc, programs: list, standalone: bool) -> bool:

@@ -7,6 +7,14 @@ from .freelist import give_free, take_free
 from spin.jit import njit
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def slot_bytes_for_mtu(mtu_bytes):
+    """A frame slot holding an MTU of payload and its headers, in whole cache lines: the longest
+    frame a slot holds (the engine checks injected frames against it, the builder sizes slots
+    with it)."""
+    return (mtu_bytes + 128 + 63) // 64 * 64
+
+
 @njit(cache=True, _nrt=False)
 def alloc_slot(st):
     """Take a free slot; running out is a configuration problem, so it raises instead of dropping

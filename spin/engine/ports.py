@@ -23,7 +23,8 @@ from ..wire.ip_edit import (PAUSE_QUANTUM_BITS, dscp_of, is_header_only, mark_ce
 from . import state as S
 from .heap import push_event
 from .heap import push_event_keyed as _push_keyed
-from .pool import ICRC_EXTERNAL, ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc, free_slot
+from .pool import (ICRC_EXTERNAL, ICRC_PENDING, alloc_slot, copy_bytes, ensure_icrc, free_slot,
+                   slot_bytes_for_mtu)
 from .state_ref import state_ref
 from .tracing import TRACE_LINKS, TRK_LINK, trace_row
 from spin.jit import njit
@@ -495,10 +496,24 @@ def port_down(st, gp, now):
 def inject_frames(st, times, ports, keys, lengths, frames):
     """Queue frames that arrived from another worker (or a test) as arrival events at their
     ingress ports; the sender's event key keeps the order identical to a local delivery. With
-    header slots a frame's row holds its first bytes only (the payload is generated)."""
+    header slots a frame's row holds its first bytes only (the payload is generated).
+
+    Callers check a batch first and name what is wrong (``EngineWorker.deliver``); the checks
+    here only keep a direct call with bad arrays from writing outside the state."""
     st = state_ref(st)
+    n = times.shape[0]
+    if ports.shape[0] < n or keys.shape[0] < n or lengths.shape[0] < n or frames.shape[0] < n:
+        raise IndexError("inject_frames: times, ports, keys, lengths and frames differ in length")
+    longest = st.pool.shape[1]
+    if st.sc[S.SC_HEADER_SLOTS] != 0:
+        longest = slot_bytes_for_mtu(st.sc[S.SC_MTU])
+    for i in range(n):
+        if ports[i] < 0 or ports[i] >= st.port.shape[0]:
+            raise IndexError("inject_frames: a frame's port is not a port of this fabric")
+        if lengths[i] < 1 or lengths[i] > longest:
+            raise ValueError("inject_frames: a frame's length is not 1 B up to the longest frame")
     width = min(frames.shape[1], st.pool.shape[1])
-    for i in range(times.shape[0]):
+    for i in range(n):
         slot = alloc_slot(st)
         copy_bytes(st.pool[slot], 0, frames[i], 0, min(lengths[i], width))
         st.slot_meta[slot, S.SM_LEN] = lengths[i]

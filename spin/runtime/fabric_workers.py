@@ -240,9 +240,9 @@ class EngineWorker:
         return result
 
     def deliver(self, batch: FrameBatch, warm: bool = False) -> None:
-        """Queue a batch's frames at their ingress ports. The engine's ``inject_frames`` trusts
-        its arguments (an out-of-range port writes outside the state), so what the transport
-        path refuses is refused here too, as a TransportError naming the first bad frame."""
+        """Queue a batch's frames at their ingress ports. What the transport path refuses is
+        refused here too, as a TransportError naming the first bad frame (the engine's
+        ``inject_frames`` only refuses, unnamed, what would write outside its state)."""
         if batch.n == 0 and not warm:
             return
         if batch.n:
