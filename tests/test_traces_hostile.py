@@ -117,3 +117,18 @@ def test_a_goal_schedule_past_the_operation_limit(tmp_path, monkeypatch):
     assert "more than 10 operations" in _one_line(exc)
     monkeypatch.setenv("SPIN_GOAL_MAX_OPS", "11")
     assert len(read_goal(path).ranks[0].ops) == 11
+
+
+def test_a_chakra_rank_past_the_node_limit(tmp_path, monkeypatch):
+    nodes = [ChakraNode(i, "COMP_NODE", f"c{i}", duration_micros=1) for i in range(11)]
+    write_rank(tmp_path / "long.0.et", nodes)
+    monkeypatch.setenv("SPIN_TRACE_MAX_NODES", "10")
+    with pytest.raises(TraceError) as exc:
+        read_chakra(tmp_path / "long")
+    assert "more than 10 nodes" in _one_line(exc)
+    monkeypatch.setenv("SPIN_TRACE_MAX_NODES", "11")
+    assert len(read_chakra(tmp_path / "long").ranks[0].ops) == 11
+    monkeypatch.setenv("SPIN_TRACE_MAX_NODES", "many")
+    with pytest.raises(TraceError) as exc:
+        read_chakra(tmp_path / "long")
+    assert "SPIN_TRACE_MAX_NODES: 'many': expected a count of nodes >= 1" in _one_line(exc)

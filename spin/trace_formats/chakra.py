@@ -31,6 +31,7 @@ from . import pytorch_ops as torch_ops
 from .model import (
     COLLECTIVE,
     COMPUTE,
+    count_limit,
     RECV,
     SEND,
     WORLD,
@@ -61,6 +62,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 # memory); SPIN_TRACE_MAX_BYTES raises it for real traces larger than that.
 MAX_RANK_FILE_BYTES = 4 << 30
 MAX_BYTES_ENV = "SPIN_TRACE_MAX_BYTES"
+# The most nodes one rank file may hold: reading one costs a few microseconds of Python and
+# replaying it tens, so a million is minutes of work (a 256 MiB file of small valid nodes held
+# 27 million, read for minutes without a word); SPIN_TRACE_MAX_NODES raises it.
+MAX_RANK_NODES = 1_000_000
+MAX_NODES_ENV = "SPIN_TRACE_MAX_NODES"
 
 
 def read_chakra(prefix: str | Path, groups_file: str | Path | None = None,
@@ -217,6 +223,7 @@ def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 
                            f"{exc.offset}: {exc}") from None
 
     data = file_bytes(path, check_head)
+    node_limit = count_limit(MAX_NODES_ENV, MAX_RANK_NODES, "nodes")
     ops: list[TraceOp] = []
     last_id = None
     try:
@@ -224,6 +231,9 @@ def read_rank(rank: int, path: Path, groups: dict | None = None, n_ranks: int = 
             if index == 0:
                 _metadata(msg, offset)
                 continue
+            if index > node_limit:
+                raise fail(str(path), None, f"more than {node_limit:,} nodes: a rank this long "
+                           f"replays for minutes; set {MAX_NODES_ENV} to allow more")
             op = _node(msg, offset, str(path), groups, n_ranks, launches)
             last_id = op.node_id
             ops.append(op)

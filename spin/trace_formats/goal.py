@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from .model import (COMPUTE, MAX_COMPUTE_NS, MAX_RANKS, MAX_TRANSFER_BYTES, RECV, SEND, RankTrace,
-                    StepTrace, TraceOp, fail, validate)
+                    StepTrace, TraceOp, count_limit, fail, validate)
 
 _OP = re.compile(r"(?P<label>[A-Za-z]\w*)\s*:\s*(?P<body>.*)$")
 OPERATIONS = ("send", "recv", "calc")
@@ -195,13 +195,7 @@ def _number(text: str, name: str, where: str, label, high: int, signed: bool = F
 
 def max_ops() -> int:
     """How many operations a schedule may hold: ``$SPIN_GOAL_MAX_OPS`` or MAX_OPS."""
-    import os
-    given = os.environ.get(MAX_OPS_ENV, "").strip()
-    if not given:
-        return MAX_OPS
-    if not given.isdigit() or int(given) < 1:
-        raise fail(MAX_OPS_ENV, None, f"{given!r}: expected a count of operations >= 1")
-    return int(given)
+    return count_limit(MAX_OPS_ENV, MAX_OPS, "operations")
 
 
 def _placement(rest: str, where: str, label: str) -> None:

@@ -141,6 +141,17 @@ def fail(source: str, node_id, problem: str) -> TraceError:
     return TraceError(f"{where}: {problem}")
 
 
+
+def count_limit(env: str, default: int, what: str) -> int:
+    """A trace reader's bound on how much it reads: ``$env`` (a count >= 1) or ``default``."""
+    import os
+    given = os.environ.get(env, "").strip()
+    if not given:
+        return default
+    if not given.isdigit() or int(given) < 1:
+        raise fail(env, None, f"{given!r}: expected a count of {what} >= 1")
+    return int(given)
+
 def validate(trace: StepTrace) -> StepTrace:
     """``trace`` if it is replayable; the first problem found as a TraceError otherwise."""
     if trace.n_ranks < 1:
