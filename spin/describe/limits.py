@@ -129,6 +129,19 @@ def check_topology_size(n_hosts: int, n_switches: int, n_links: int = 0,
         raise ConfigError(f"{where} {_gib(need)} ({_parts_text(parts)}); {_limit_text(limit)}")
 
 
+
+def check_frame_pool(engine, what: str) -> None:
+    """Refuse tables sized for a fabric (``EngineConfig.for_fabric``) whose frame pool alone,
+    each slot at its smallest (headers only), exceeds the memory limit: called with the host
+    count a file states, before its topology is built (a million-host htsim file took 48 s and
+    3.6 GB to build before the whole state's estimate refused it)."""
+    limit = memory_limit_bytes()
+    need = engine.buffer_slots * HEADER_SLOT_BYTES
+    if limit is not None and need > limit:
+        raise ConfigError(f"{what}: the engine's frame pool alone needs at least {_gib(need)} "
+                          f"(engine.buffer_slots = {engine.buffer_slots:,} of at least "
+                          f"{HEADER_SLOT_BYTES} B); {_limit_text(limit)}")
+
 def send_queue_capacity(sc) -> int:
     """Entries of each NIC's send queue: the most messages one host program posts (sends
     leave the queue when sent, so it never holds more), or ``max_tx_messages`` when handlers

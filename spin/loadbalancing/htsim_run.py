@@ -27,7 +27,9 @@ from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
 from ..describe.scenario import Scenario
 from ..runtime.simulation import Simulation
 from ..units import US
+from ..describe.limits import check_frame_pool
 from ..workloads import load_htsim_topo
+from ..workloads.htsim_topo import htsim_host_count
 from ..workloads.metrics import FctStats, flow_messages
 from .compare import add_workload
 from .htsim_preset import FCT_DEFINITION, HtsimPreset, engine_for, htsim_preset
@@ -155,9 +157,12 @@ def htsim_scenario(topo_file: str | Path, cm_file: str | Path, preset: str = "ht
     preset figures)."""
     if preset not in PRESETS:
         raise ConfigError(f"--preset {preset!r}: valid presets: {', '.join(PRESETS)}")
+    n_hosts = htsim_host_count(topo_file)
+    engine = engine_for(n_hosts, mtu_bytes)
+    check_frame_pool(engine, f"{topo_file}: {n_hosts:,} hosts")
     topo = load_htsim_topo(topo_file)
     p = htsim_preset(topo, mtu_bytes)
-    sc = Scenario(topo, engine=engine_for(len(topo.hosts), mtu_bytes), nic=p.nic_config(),
+    sc = Scenario(topo, engine=engine, nic=p.nic_config(),
                   switch=p.switch_config())
     sc.host = sc.host.make(**{**sc.host.model_dump(), "send_overhead_ns": 0.0,
                               "recv_overhead_ns": 0.0})    # htsim models no host software

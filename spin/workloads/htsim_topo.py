@@ -80,13 +80,23 @@ _RANGES = {"nodes": (1, 1 << 20), "podsize": (1, 1 << 20), "radix_down": (0, 1 <
            "oversubscribed": (1, 1024), "bundle": (1, 1024)}
 
 
-def load_htsim_topo(path: str | Path) -> Topology:
-    """Build the topology an htsim ``.topo`` file describes; errors name file, line or field."""
-    p = str(path)
+def htsim_host_count(path: str | Path) -> int:
+    """The ``Nodes N`` an htsim ``.topo`` file states (read, nothing built)."""
+    return _header(path)[0]["nodes"]
+
+
+def _header(path: str | Path):
     top, tiers, where = _parse(path)
     for k in ("nodes", "tiers"):
         if k not in top:
-            raise TopologyError(f"{p}: no '{k.capitalize()} N' line")
+            raise TopologyError(f"{path}: no '{k.capitalize()} N' line")
+    return top, tiers, where
+
+
+def load_htsim_topo(path: str | Path) -> Topology:
+    """Build the topology an htsim ``.topo`` file describes; errors name file, line or field."""
+    p = str(path)
+    top, tiers, where = _header(path)
     n, nt = top["nodes"], top["tiers"]
     if nt not in (2, 3):
         raise TopologyError(f"{p}:{where['tiers']}: Tiers {nt}: valid: 2, 3")
