@@ -25,6 +25,9 @@ MAX_TIME_US = MAX_TIME_PS / 1_000_000
 MAX_COUNT = 2**31 - 1
 # The largest byte size, address or window (1 PiB; any real one is far below).
 MAX_BYTES = 2**50
+# The longest wall-clock wait a run may be given (joins, silences, heartbeats): one day. ZeroMQ
+# takes timeouts as int32 milliseconds (24.8 days), where a longer one was an OverflowError.
+MAX_WAIT_S = 86_400.0
 
 
 def time_ns(default: Any = ..., *, positive: bool = False) -> Any:
@@ -73,6 +76,11 @@ def check_float(name: str, value: Any, low: float, high: float, unit: str = "",
         raise ConfigError(f"{name} = {shown(value)}: must be finite, {sign} {low:g} and "
                           f"<= {high:g}{unit}")
     return v
+
+
+def check_wait_s(name: str, value: Any) -> float:
+    """A wall-clock wait in seconds: finite, > 0 and at most MAX_WAIT_S."""
+    return check_float(name, value, 0.0, MAX_WAIT_S, " s", low_open=True)
 
 
 def shown(value: Any, limit: int = 40) -> str:

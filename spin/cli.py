@@ -109,8 +109,8 @@ def _run(args: argparse.Namespace, cluster) -> int:
     elif bind != "127.0.0.1" or args.key_file:
         transport = dict(bind=bind, port=args.port, key_file=args.key_file)
     if args.silence_timeout_s is not None:
-        if not 0 < args.silence_timeout_s < float("inf"):
-            raise SpinError(f"--silence-timeout-s {args.silence_timeout_s}: must be a time > 0 s")
+        from .bounds import check_wait_s
+        check_wait_s("--silence-timeout-s", args.silence_timeout_s)
         transport["silence_timeout_s"] = args.silence_timeout_s
     if args.endpoint:
         from .endpoint.spec import parse_endpoint_arg

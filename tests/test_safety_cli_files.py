@@ -20,10 +20,12 @@ def _one_error_line(capsys, *argv: str) -> str:
     return err[0]
 
 
-@pytest.mark.parametrize("value", ["-1", "nan", "inf", "0"])
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "0", "1e300", "2147484"])
 def test_worker_join_timeout_out_of_range(capsys, value):
-    assert f"--join-timeout-s {float(value)}: must be a time > 0 s" in _one_error_line(
-        capsys, "worker", "--join", "tcp://127.0.0.1:1", f"--join-timeout-s={value}")
+    """Past a day (86,400 s) too: ZeroMQ's int32 milliseconds overflowed at 2,147,484 s."""
+    assert (f"--join-timeout-s = {float(value)}: must be finite, > 0 and <= 86400 s"
+            in _one_error_line(capsys, "worker", "--join", "tcp://127.0.0.1:1",
+                               f"--join-timeout-s={value}"))
 
 
 def test_cost_file_that_is_no_text_or_no_file(capsys, tmp_path):

@@ -59,7 +59,7 @@ def test_run_scenario_refuses_more_workers_than_devices():
      "--port 99999: must be 0..65535"),
     (["run", "examples/pingpong.toml", "--remote-workers", "1"], "needs --key-file"),
     (["run", "examples/pingpong.toml", "--workers", "2", "--silence-timeout-s", "nan"],
-     "--silence-timeout-s nan"),
+     "--silence-timeout-s = nan: must be finite"),
 ])
 def test_cli_options_out_of_range(capsys, monkeypatch, argv, text):
     monkeypatch.chdir(ROOT)

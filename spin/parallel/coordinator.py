@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import zmq
 
+from spin.bounds import check_wait_s
 from spin.errors import ConfigError, RunStopped, SpinError, TransportError, WorkerError
 from spin.parallel import codec
 from spin.parallel.addresses import is_loopback
@@ -117,8 +118,7 @@ class CoordinatorConfig:
     def __post_init__(self) -> None:
         for name in ("join_timeout_s", "heartbeat_interval_s", "heartbeat_timeout_s",
                      "silence_timeout_s", "shutdown_grace_s", "lost_grace_s"):
-            if not 0 < getattr(self, name) < float("inf"):
-                raise ConfigError(f"CoordinatorConfig.{name} must be a time > 0 s, got {getattr(self, name)}")
+            check_wait_s(f"CoordinatorConfig.{name}", getattr(self, name))
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise ConfigError(f"CoordinatorConfig.timeout_s must be > 0 or None, got {self.timeout_s}")
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:

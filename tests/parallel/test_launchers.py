@@ -138,7 +138,7 @@ def test_cli_refusals_name_the_option(tmp_path, monkeypatch, capsys) -> None:
         (["--launcher", "mpi", "--key-file", key, "--ssh", "ssh {host}"], {},
          "--ssh applies to --launcher hosts, not --launcher mpi"),
         (["--launcher", "slurm", "--key-file", key, "--join-timeout-s", "0"], {},
-         "--join-timeout-s 0.0: must be a time > 0 s"),
+         "--join-timeout-s = 0.0: must be finite, > 0 and <= 86400 s"),
         (["--launcher", "slurm", "--key-file", key, "--hosts", "h"], {},
          "--hosts applies to --launcher hosts, not --launcher slurm"),
         (["--launcher", "slurm", "--key-file", key, "--workers", "5"],
