@@ -175,6 +175,14 @@ def test_a_truncated_file_is_one_line(tmp_path):
     assert "\n" not in str(err.value)
 
 
+
+def test_a_number_of_thousands_of_digits_is_one_line(tmp_path):
+    text = json.dumps(rank_doc(2, 1)).replace('"nodes"', '"big": ' + "9" * 5000 + ', "nodes"', 1)
+    prefix = write_set(tmp_path, [rank_doc(2, 0), text])
+    with pytest.raises(TraceError, match=r"step\.1\.json: holds a number of more than [\d,]+ "
+                       r"digits; no trace value is that long$"):
+        read_trace(prefix)
+
 def test_a_string_size_is_named(tmp_path):
     def change(doc):
         first_named(doc, "c10d::allreduce_")["inputs"]["shapes"][0] = [["128", 64]]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +118,10 @@ def _load(path: Path):
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
+        if "integer string conversion" in str(exc):   # Python's cap on a number's digits
+            raise fail(str(path), None, "holds a number of more than "
+                       f"{sys.get_int_max_str_digits():,} digits; no trace value is that "
+                       "long") from None
         raise fail(str(path), None, f"not valid JSON ({type(exc).__name__}: "
                    f"{str(exc)[:200]})") from None
 
