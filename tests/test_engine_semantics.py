@@ -138,7 +138,7 @@ def test_malformed_frames_are_dropped_and_counted_by_reason():
 
 
 
-@pytest.mark.parametrize("bad", ["port_past_end", "port_negative", "length_zero",
+@pytest.mark.parametrize("bad", ["port_past_end", "port_negative", "length_negative",
                                  "length_past_slot", "arrays_disagree"])
 def test_injecting_frames_directly_with_bad_arrays_raises_and_writes_nothing(bad):
     """The compiled ``inject_frames`` (callers check batches first) refuses arrays that would
@@ -148,7 +148,7 @@ def test_injecting_frames_directly_with_bad_arrays_raises_and_writes_nothing(bad
     sim = Simulation(sc)
     width = sim.st.pool.shape[1]
     port = {"port_past_end": 1_000_000, "port_negative": -1}.get(bad, 0)
-    length = {"length_zero": 0, "length_past_slot": width + 1}.get(bad, 60)
+    length = {"length_negative": -1, "length_past_slot": width + 1}.get(bad, 60)
     times = np.array([1000, 2000] if bad == "arrays_disagree" else [1000], np.int64)
     before = int(sim.st.sc[S.SC_SLOT_FREE_TOP]), int(sim.st.sc[S.SC_HEAP_N])
     with pytest.raises((IndexError, ValueError), match="inject_frames"):

@@ -510,8 +510,8 @@ def inject_frames(st, times, ports, keys, lengths, frames):
     for i in range(n):
         if ports[i] < 0 or ports[i] >= st.port.shape[0]:
             raise IndexError("inject_frames: a frame's port is not a port of this fabric")
-        if lengths[i] < 1 or lengths[i] > longest:
-            raise ValueError("inject_frames: a frame's length is not 1 B up to the longest frame")
+        if lengths[i] < 0 or lengths[i] > longest:
+            raise ValueError("inject_frames: a frame's length is not 0 B up to the longest frame")
     width = min(frames.shape[1], st.pool.shape[1])
     for i in range(n):
         slot = alloc_slot(st)
