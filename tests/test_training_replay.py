@@ -224,6 +224,9 @@ def test_algorithm_choices_are_checked():
         replay(sample("all_gather", 4), config=ReplayConfig(per_kind={"all_gather": "tree"}))
     with pytest.raises(ConfigError, match="broadcast algorithm='rd'; valid choices: auto, "):
         replay(sample("all_gather", 4), config=ReplayConfig(per_kind={"broadcast": "rd"}))
+    with pytest.raises(ConfigError, match=r"--algo all_reduse=ring: unknown collective type "
+                       r"'all_reduse'; valid types: all_reduce, .* \(did you mean 'all_reduce'\?\)"):
+        replay(sample("all_gather", 4), config=ReplayConfig(per_kind={"all_reduse": "ring"}))
     with pytest.raises(ConfigError, match="slowdown of rank 9: the trace has ranks 0..3"):
         replay(sample("all_gather", 4),
                config=ReplayConfig(compute=ComputeModel(slowdown={9: 2.0})))

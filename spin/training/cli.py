@@ -112,6 +112,8 @@ def algorithms(spec: str) -> tuple[str, dict[str, str], dict[int, str]]:
             per_kind[key] = name
         else:
             default = part
+    from .plan import check_algorithm_choices
+    check_algorithm_choices(per_kind)
     return default, per_kind, per_node
 
 

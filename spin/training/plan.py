@@ -86,6 +86,20 @@ def choose(kind: str, algo: str, per_kind: dict[str, str], n: int, nbytes: int,
     return resolve(kind, chosen or ALGORITHMS[kind][0], n, nbytes, costs, hosts)
 
 
+def check_algorithm_choices(per_kind: dict[str, str]) -> None:
+    """Each ``TYPE=ALGO`` names a collective type and one of its algorithms (checked even if
+    the trace calls no such collective)."""
+    for kind, name in per_kind.items():
+        if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
+            types = ("all_reduce", *FIXED_ALGORITHMS)
+            raise ConfigError(f"--algo {kind}={name}: unknown collective type {kind!r}; valid "
+                              f"types: {', '.join(types)}{did_you_mean(kind, types)}")
+        if kind != "all_reduce" and name not in ALGORITHMS[kind]:
+            raise ConfigError(f"{kind} algorithm={name!r}; valid choices: "
+                              f"{', '.join(ALGORITHMS[kind])}"
+                              f"{did_you_mean(name, ALGORITHMS[kind])}")
+
+
 def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
                 max_memory_bytes: int, per_node: dict[int, str] | None = None,
                 costs: PathCosts | None = None) -> ReplayPlan:
@@ -95,14 +109,7 @@ def plan_replay(trace: StepTrace, algo: str, per_kind: dict[str, str],
     if costs is None:
         costs = PathCosts.of(Topology.star(2), HostConfig(), NicConfig(), SwitchConfig())
     per_node = dict(per_node or {})
-    for kind, name in per_kind.items():
-        if kind not in FIXED_ALGORITHMS and kind != "all_reduce":
-            raise ConfigError(f"algorithm for collective type {kind!r}; valid types: "
-                              f"all_reduce, {', '.join(FIXED_ALGORITHMS)}")
-        if kind != "all_reduce" and name not in ALGORITHMS[kind]:      # even if none is called
-            raise ConfigError(f"{kind} algorithm={name!r}; valid choices: "
-                              f"{', '.join(ALGORITHMS[kind])}"
-                              f"{did_you_mean(name, ALGORITHMS[kind])}")
+    check_algorithm_choices(per_kind)
     n = trace.n_ranks
     per_group: dict[str, dict[int, list[TraceOp]]] = defaultdict(lambda: defaultdict(list))
     p2p_bytes = 0
