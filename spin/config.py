@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .bounds import count as count_field, size_bytes, time_ns, time_us
+from .bounds import count as count_field, shown, size_bytes, time_ns, time_us
 from .errors import ConfigError
 from .registry import Registry
 from .suggest import did_you_mean
@@ -178,8 +178,9 @@ class TransportConfig(_Frozen):
                 if key not in cls.model_fields:
                     kept.setdefault(name, {})[key] = value
                 elif key in flat and flat[key] != value:
-                    raise ConfigError(f"nic.transport.{name}.{key} = {value!r}: also given as "
-                                      f"nic.transport.{key} = {flat[key]!r}; give it once")
+                    raise ConfigError(f"nic.transport.{name}.{key} = {shown(value)}: also given "
+                                      f"as nic.transport.{key} = {shown(flat[key])}; give it "
+                                      f"once")
                 else:
                     flat[key] = value
         return {**flat, "tables": kept}
@@ -232,14 +233,14 @@ def check_transport_table(kind: str, table: dict[str, Any]) -> dict[str, Any]:
             why = f"a [nic.transport] key, not one of [nic.transport.{kind}]"
         else:
             why = f"unknown key{did_you_mean(key, valid + list(TransportConfig.model_fields))}"
-        raise ConfigError(f"nic.transport.{kind}.{key} = {table[key]!r}: {why}; valid keys of "
+        raise ConfigError(f"nic.transport.{kind}.{key} = {shown(table[key])}: {why}; valid keys of "
                           f"[nic.transport.{kind}]: {', '.join(valid) or 'none'}")
     try:
         model(**table)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"nic.transport.{kind}.{key} = {err.get('input')!r}: "
+        raise ConfigError(f"nic.transport.{kind}.{key} = {shown(err.get('input'))}: "
                           f"{err['msg']}") from None
     return dict(table)
 

@@ -134,6 +134,8 @@ class _Loader:
             return model.model_validate(data)
         except ValidationError as exc:
             raise self._convert(model, exc, prefix) from None
+        except ConfigError as exc:   # raised by a model's own check, named without the file
+            raise ConfigError(f"{self.source}: {exc}") from None
 
     def _convert(self, model: type[BaseModel], exc: ValidationError, prefix: list) -> ConfigError:
         lines = []
