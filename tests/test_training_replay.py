@@ -192,6 +192,28 @@ def test_cli_table_shows_the_json_figures_and_quiet_silences_compile_lines(tmp_p
     assert quiet_runs == [True, False]
 
 
+
+def test_a_large_trace_says_what_it_reads_and_plans_before_it_starts(capsys, monkeypatch):
+    """Reading and planning a million-operation trace took 20 s with no line until each was
+    done; above the thresholds (lowered here) a line comes first, the plan's with an estimate,
+    and ``--quiet`` silences both."""
+    import sys
+
+    from spin.cli import main
+    replay_module = sys.modules["spin.training.replay"]
+    cli_module = sys.modules["spin.training.cli"]
+    monkeypatch.setattr(cli_module, "BIG_TRACE_BYTES", 10)
+    monkeypatch.setattr(replay_module, "BIG_TRACE_OPS", 10)
+    goal = EXAMPLES / "pipeline_4stages.goal"
+    n_ops = sum(len(r.ops) for r in read_goal(goal).ranks)
+    assert main(["train", str(goal)]) == 0
+    err = capsys.readouterr().err
+    assert (f"spin train: reading {goal} ({goal.stat().st_size / 1e6:,.0f} MB; a trace this "
+            f"large takes seconds") in err
+    assert f"spin train: planning {n_ops:,} trace operations of 4 ranks (about 0 s at 14 us" in err
+    assert main(["train", str(goal), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
 def test_goal_pipeline_messages_follow_dependencies():
     rep = replay(read_goal(EXAMPLES / "pipeline_4stages.goal"))
     # stage 1's first forward calc starts after stage 0's first calc and activation arrived
