@@ -83,6 +83,15 @@ def check_wait_s(name: str, value: Any) -> float:
     return check_float(name, value, 0.0, MAX_WAIT_S, " s", low_open=True)
 
 
+def field_range(field: Any) -> str:
+    """``"; valid: LOW..HIGH"`` from the bounds a pydantic field declares ("" if not both)."""
+    bounds = {name: getattr(m, name) for m in (getattr(field, "metadata", None) or ())
+              for name in ("ge", "gt", "le", "lt") if getattr(m, name, None) is not None}
+    low = bounds.get("ge", bounds.get("gt"))
+    high = bounds.get("le", bounds.get("lt"))
+    return f"; valid: {low:,}..{high:,}" if low is not None and high is not None else ""
+
+
 def shown(value: Any, limit: int = 40) -> str:
     """A value for a message, at most ``limit`` characters (a 5,000-digit integer is not printed:
     Python refuses to convert one to text)."""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .bounds import count as count_field, shown, size_bytes, time_ns, time_us
+from .bounds import count as count_field, field_range, shown, size_bytes, time_ns, time_us
 from .errors import ConfigError
 from .registry import Registry
 from .suggest import did_you_mean
@@ -240,8 +240,10 @@ def check_transport_table(kind: str, table: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
+        msg = (f"too large for an integer{field_range(model.model_fields.get(key))}"
+               if err["type"] == "int_parsing_size" else err["msg"])
         raise ConfigError(f"nic.transport.{kind}.{key} = {shown(err.get('input'))}: "
-                          f"{err['msg']}") from None
+                          f"{msg}") from None
     return dict(table)
 
 

@@ -105,6 +105,12 @@ HEAD = '[topology]\nkind = "pair"\n'
     ('[[host_program]]\nnode = 0\nops = [{ op = "send", dst = true, nbytes = 8 }]\n',
      ["host_program[0].ops[0].dst = True"]),
     ('[[memory]]\nnode = true\naddr = 0\ndtype = "uint8"\nvalues = [1]\n', ["memory[0].node = True"]),
+    ("[engine]\nmax_tx_messages = 1e300\n",
+     ["engine.max_tx_messages = 1e+300: too large for an integer; valid: 16..2,147,483,647"]),
+    ('[nic.transport]\nkind = "ue"\n[nic.transport.ue]\nack_every_packets = 1e300\n',
+     ["nic.transport.ue.ack_every_packets = 1e+300: too large for an integer; valid: 1..64"]),
+    pytest.param('[nic.transport]\nkind = "ue"\n[nic.transport.ue]\nrto_us = ' + "9" * 4000 + "\n",
+                 ["nic.transport.ue.rto_us = an integer of about 4,00"], id="digits-4000"),
 ])
 def test_scenario_values_out_of_physical_range(body, words):
     with pytest.raises(ConfigError) as info:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from ..bounds import shown
+from ..bounds import field_range, shown
 from ..describe.checks import Check, Dump, build_check, evaluate
 from ..config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
 from ..errors import ConfigError, SpinError
@@ -111,6 +111,11 @@ def _model_at(model: type[BaseModel], loc) -> type[BaseModel] | None:
     return cur
 
 
+def _range_of(model: type[BaseModel], loc: list) -> str:
+    """``"; valid: LOW..HIGH"`` for the field at ``loc`` ("" if it declares no bounds)."""
+    owner = _model_at(model, loc[:-1])
+    return field_range(owner.model_fields.get(loc[-1]) if owner is not None and loc else None)
+
 def _typo_of_missing(model: type[BaseModel], loc: list, given: Any) -> str | None:
     """The key of the table ``given`` that misspells the missing key at ``loc``, if any."""
     owner = _model_at(model, loc[:-1])
@@ -161,6 +166,8 @@ class _Loader:
                 else:
                     msg = "required key is missing"
                     value = None
+            elif err["type"] == "int_parsing_size":   # 1e300 for an integer field
+                msg = f"too large for an integer{_range_of(model, loc)}"
             else:
                 msg = err["msg"]
             lines.append(f"{self.source}: {path} = {shown(value, 200)}: {msg}")
