@@ -6,9 +6,9 @@ Numba parses that bitcode at once, only to list the symbols the library defines 
 records them to hand out function addresses): for spin's engine, 1.8 MB of bitcode, 46 ms of a
 59 ms load on a 2-core VM, and about 25 ms more for the smaller functions a small run loads.
 
-The object code's own symbol table lists the same symbols (``tests/test_caches.py`` checks the
-two agree for cached functions), so spin reads them from there and parses the bitcode only if a
-compile does link against the library. An object code that is not ELF64 little-endian (macOS,
+The object code's own symbol table lists the same symbols
+(``tests/test_cached_machine_code.py`` checks that the two agree), so spin reads them from there
+and parses the bitcode only if a compile does link against the library. An object code that is not ELF64 little-endian (macOS,
 Windows) loads as Numba loads it.
 """
 from __future__ import annotations

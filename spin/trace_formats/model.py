@@ -7,6 +7,7 @@ collectives that the ranks of a group do not all call alike), so a bad trace fai
 line naming its file, the node and the problem, and never half-runs."""
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -144,7 +145,6 @@ def fail(source: str, node_id, problem: str) -> TraceError:
 
 def count_limit(env: str, default: int, what: str) -> int:
     """A trace reader's bound on how much it reads: ``$env`` (a count >= 1) or ``default``."""
-    import os
     given = os.environ.get(env, "").strip()
     if not given:
         return default
