@@ -20,7 +20,8 @@ the cache), ``loop`` (the engine loop), ``results`` (the run's result objects), 
 FCTs and the fabric's figures, as ``spin lb`` prints them), ``outside`` (everything but the loop,
 compile excluded), packet events per second of loop, the process's peak resident memory, and
 the whole process's wall time against its loop (``process/loop``: what start-up, imports and the
-engine's load from the cache add on top of ``outside``).
+engine's load from the cache add on top of ``outside``); each size's process starts as the
+``spin`` command does (``spin.startup``) and ends as it does (no interpreter teardown).
 ``--htsim PATH`` runs ``htsim_uec`` beside the sizes whose htsim files exist, in the same hour.
 
     python bench/bench_scale.py [--sizes 128,1024,8192] [--payload generated|stored]
@@ -74,9 +75,12 @@ def measure_one(size: int, payload: str) -> dict:
     if size == 65536:
         return measure_build_only("fat_tree", {"k": 64})
     ti = time.perf_counter()
-    from spin.loadbalancing.metrics import fabric_figures
-    from spin.runtime.simulation import Simulation
-    from spin.workloads.metrics import workload_report
+    from spin.startup import imports_paused, single_blas_thread
+    single_blas_thread()                           # as the spin command starts
+    with imports_paused():
+        from spin.loadbalancing.metrics import fabric_figures
+        from spin.runtime.simulation import Simulation
+        from spin.workloads.metrics import workload_report
     t0 = time.perf_counter()
     sc, workload = _build(size, payload)
     t1 = time.perf_counter()

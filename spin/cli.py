@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .errors import SpinError
+from .startup import imports_paused, single_blas_thread
 
 EXIT_ERROR = 2
 
@@ -800,9 +801,14 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argpa
 
 def main(argv: list[str] | None = None) -> int:
     """The ``spin`` command. ``argv`` None: this process's command line, and the process is
-    the command's (``spin``, ``python -m spin``), so it ends here (``exit_now``)."""
-    parser = build_parser()
-    args = parse_args(parser, argv)
+    the command's (``spin``, ``python -m spin``), so it starts as one (``spin.startup``: the
+    parser imports what the command runs) and ends here (``exit_now``)."""
+    if argv is None:
+        single_blas_thread()
+        with imports_paused():
+            args = parse_args(build_parser(), argv)
+    else:
+        args = parse_args(build_parser(), argv)
     status = _run_command(args)
     if argv is None:
         exit_now(status)

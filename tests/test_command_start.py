@@ -1,0 +1,54 @@
+"""A process that is a spin command starts with one OpenBLAS thread unless the user chose a
+count, and with the cyclic collector on again, what its imports made frozen (spin.startup)."""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import gc, os, sys
+import spin.cli
+from spin.startup import single_blas_thread
+single_blas_thread()
+print(os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("4", "4")])
+def test_one_blas_thread_unless_the_user_set_a_count(given, expected):
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=120, check=True)
+    assert out.stdout.strip() == expected
+
+
+def test_the_blas_thread_count_is_left_alone_once_numpy_is_loaded(monkeypatch):
+    import numpy  # noqa: F401  (loaded: OpenBLAS has read its count)
+    from spin.startup import single_blas_thread
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    single_blas_thread()
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_the_collector_is_held_off_then_back_as_it_was_with_the_imports_frozen(was_on):
+    from spin.startup import imports_paused
+    (gc.enable if was_on else gc.disable)()
+    try:
+        with imports_paused():
+            assert not gc.isenabled()
+            made = [[] for _ in range(10)]
+        assert gc.isenabled() == was_on
+        assert gc.get_freeze_count() >= len(made)
+    finally:
+        gc.unfreeze()
+        gc.enable()
