@@ -79,16 +79,24 @@ _NEEDS = re.compile(r"memory_bytes >= (\d+)")
 
 
 def add_workload(scenario, kind: str, **params: Any):
-    """Build workload ``kind`` into ``scenario``, growing host memory to what it needs."""
+    """Build workload ``kind`` into ``scenario``, growing host memory to what it needs.
+
+    It is built first on a copy of ``scenario`` without host programs, memory or marks, which
+    says how much memory it needs. When ``scenario`` has none either, the copy is what a second
+    build would make of it and is kept (the second build was half of the workload's set-up)."""
     probe = replace(scenario, host_programs={}, host_memory=[], mark_index={})
     try:
-        build_workload(probe, kind, **params)
+        workload = build_workload(probe, kind, **params)
     except ConfigError as exc:
         m = _NEEDS.search(str(exc))
         if m is None:
             raise
         scenario.host = HostConfig.make(**{**scenario.host.model_dump(),
                                           "memory_bytes": int(m.group(1))})
+    else:
+        if not (scenario.host_programs or scenario.host_memory or scenario.mark_index):
+            vars(scenario).update(vars(probe))
+            return workload
     return build_workload(scenario, kind, **params)
 
 
