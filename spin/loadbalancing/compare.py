@@ -24,7 +24,6 @@ from ..results.report import table
 from ..describe.limits import check_reordering, check_writable
 from ..describe.scenario import Scenario
 from ..topologies import build_topology
-from ..topologies.inventory_tables import parse_params, parse_spec
 from ..units import US, ns
 from ..workloads import build_workload
 from ..workloads.metrics import flow_messages, workload_report
@@ -226,6 +225,9 @@ def run_lb_cli(args) -> int:
     if args.plots:
         require_matplotlib()                                    # fail before running, not after
         check_writable(args.plots, "--plots", directory=True)
+    # the --topology and --param parsers (TOML values, the topologies' cost tables) serve this
+    # command only, not an htsim run, which imports this module for add_workload
+    from ..topologies.inventory_tables import parse_params, parse_spec
     topo_name, topo_params = parse_spec(args.topology)
     size = parse_size(args.size)
     plots_ns = 0.0

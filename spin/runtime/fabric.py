@@ -76,8 +76,10 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
     check_worker_count(workers, len(scenario.topology.device_names()),
                        remote_workers=remote_workers)
     check_payload_mode(scenario, regions)   # before any process starts or any event runs
-    from ..endpoint.spec import attach_endpoints
-    attached = attach_endpoints(scenario, endpoints)
+    attached = ()
+    if endpoints:   # their checks' module is loaded only when a run has endpoints
+        from ..endpoint.spec import attach_endpoints
+        attached = attach_endpoints(scenario, endpoints)
     if until_ps is not None and (workers != 1 or remote_workers):
         raise ConfigError(f"until_ps with workers = {workers}: a time limit is only supported "
                           f"with 1 worker")
