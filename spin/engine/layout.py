@@ -77,7 +77,9 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("CAL_BASE", "start time of the current bucket (its events are in the heap)"),
         ("CAL_N", "events in the calendar's later buckets"),
         ("FAR_N", "events beyond the calendar's horizon, in st.far"),
-        ("CALB_FREE", "first free block of st.calb (-1: none)"),
+        ("CALB_FREE", "first block of st.calb freed for reuse (-1: none)"),
+        ("CALB_FRESH", "first block of st.calb never used: blocks are taken in order, so a "
+         "run touches only the memory its busiest moment needed"),
     ]),
     Columns("nic_emulator.payload", [
         ("PATTERN_OFF", "offset in st.host_mem of the generated-payload pattern"),

@@ -70,12 +70,13 @@ ARRIVE_TIMER = -2
 HEAP_SPARE = 4   # sentinel entries past a 4-ary heap's last one (spin.engine.heap)
 CAL_BUCKETS = 1 << 16   # buckets of the event calendar (spin.engine.heap); a power of two
 CAL_WORDS = CAL_BUCKETS // 64   # its bitmap of non-empty buckets, after the bucket heads
-# a calendar bucket is a list of blocks of st.calb, each a cache-line pair of event ids
-CALB_WORDS = 16
+# a calendar bucket is a list of blocks of st.calb, each four cache lines of events
+CALB_WORDS = 32
 CALB_NEXT = 0        # word of a block: the bucket's next block (-1: last), or the next free one
-CALB_N = 1           # event ids in the block
-CALB_IDS = 2         # the ids, from this word on
-CALB_CAPACITY = CALB_WORDS - CALB_IDS
+CALB_N = 1           # events in the block
+CALB_ENTRIES = 2     # the events, from this word on, each (time_ps, key, event id)
+CALB_ENTRY = 3       # words of an entry
+CALB_CAPACITY = (CALB_WORDS - CALB_ENTRIES) // CALB_ENTRY
 
 # --- device kinds (codes: the order of spin.engine.device_kinds.DEVICE_KINDS) -----------------
 DEV_NIC = DEVICE_KINDS.names().index("nic")
@@ -249,14 +250,6 @@ def calendar_blocks(max_events: int) -> int:
     return max_events // CALB_CAPACITY + min(CAL_BUCKETS, max_events) + 1
 
 
-def _calendar_blocks(n: int) -> np.ndarray:
-    """Calendar blocks (``spin.engine.heap``), all on the free list: each links to the next."""
-    blocks = aligned_zeros((n, CALB_WORDS), np.int64)
-    blocks[:, CALB_NEXT] = np.arange(1, n + 1)
-    blocks[-1, CALB_NEXT] = -1
-    return blocks
-
-
 def allocate_state(z: StateSizes) -> EngineState:
     """Allocate every array of the engine state, zeroed or marked empty."""
     _C = COLUMNS
@@ -273,7 +266,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         cal=np.concatenate([np.full(CAL_BUCKETS, -1, i64), np.zeros(CAL_WORDS, i64)]),
         far=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
         # every pending event in a full block, plus a partly full block per bucket
-        calb=_calendar_blocks(calendar_blocks(z.max_events)),
+        calb=aligned_zeros((calendar_blocks(z.max_events), CALB_WORDS), i64),
         dev=aligned_zeros((d, _C["DEV_COLS"]), i64),
         hpu_free=np.zeros((d, max(z.max_hpus, 1)), i64),
         host_recv_count=np.zeros((d, z.max_qp), i64),
@@ -333,7 +326,7 @@ def allocate_state(z: StateSizes) -> EngineState:
     )
     st = EngineState(**arrays)
     st.sc[_C["SC_EV_FREE_TOP"]] = z.max_events
-    st.sc[_C["SC_CALB_FREE"]] = 0
+    st.sc[_C["SC_CALB_FREE"]] = -1   # none freed yet: blocks are taken from SC_CALB_FRESH on
     st.sc[_C["SC_CAL_SHIFT"]] = z.calendar_shift
     st.sc[_C["SC_SLOT_FREE_TOP"]] = z.n_slots
     st.sc[_C["SC_MSG_FREE_TOP"]] = z.max_rx_messages
