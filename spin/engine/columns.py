@@ -127,13 +127,19 @@ def _check_owner(table: str, part: Columns) -> None:
                                f"{part.owner!r}, which names no importable module")
 
 
+_LINE_WORDS = 8   # int64 columns per 64-byte cache line
+
+
 class Table:
     """A table's layout: its owners' columns in order, numbered from 0 without gaps.
 
     ``prefix`` makes the constants (``D_`` + ``KIND`` -> ``D_KIND``); ``count`` names the
-    constant holding the width (``DEV_COLS``)."""
+    constant holding the width (``DEV_COLS``). ``whole_lines`` rounds the width up to whole
+    64-byte lines of int64 columns, so that rows allocated on a line start on one and each
+    column sits at the same place in its line in every row."""
 
-    def __init__(self, name: str, prefix: str, count: str, parts: Sequence[Columns]) -> None:
+    def __init__(self, name: str, prefix: str, count: str, parts: Sequence[Columns],
+                 whole_lines: bool = False) -> None:
         self.name, self.prefix, self.count_name = name, prefix, count
         self.parts = tuple(parts)
         cols: dict[str, Column] = {}
@@ -150,7 +156,7 @@ class Table:
         for part in self.parts:
             _check_owner(name, part)
         self.columns: Mapping[str, Column] = MappingProxyType(cols)
-        self.width = index
+        self.width = -(-index // _LINE_WORDS) * _LINE_WORDS if whole_lines else index
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {len(self.columns)} fields, {self.width} columns)"
@@ -181,7 +187,9 @@ class Table:
 
     def describe(self) -> str:
         """The layout as text: index, width, owner, name and meaning of every field."""
-        lines = [f"{self.name}: {self.width} columns ({self.count_name})"]
+        used = sum(c.width for c in self.columns.values())
+        pad = f", {self.width - used} unused to end on a line" if self.width > used else ""
+        lines = [f"{self.name}: {self.width} columns ({self.count_name}){pad}"]
         for c in self.columns.values():
             span = f"{c.index}" if c.width == 1 else f"{c.index}..{c.index + c.width - 1}"
             lines.append(f"  {span:>7}  {self.prefix + c.name:<28} {c.owner:<28} {c.doc}")

@@ -213,9 +213,9 @@ DEV = Table("dev", "D_", "DEV_COLS",
 
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [
-    # the columns that every frame's enqueue, transmission and arrival touch come first, in
-    # four 64-byte lines; the row is padded to six whole lines and rows start on a line
-    # (spin.engine.state.aligned_zeros), so a hop misses on as few lines as it can
+    # what every frame's enqueue, transmission and arrival reads comes first, in five 64-byte
+    # lines (through TRIM_DSCP: spin.engine.prefetch fetches those lines one event ahead);
+    # rows are whole lines and start on a line (spin.engine.state.aligned_zeros)
     Columns("spin.engine.ports", [
         ("DEV", "device"),
         ("BUSY", "a frame is serialising"),
@@ -251,9 +251,14 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("BUSY_PS", "time spent serialising"),
         ("TX_FRAMES", "frames sent"),
         ("TX_BYTES", "bytes sent"),
-        ("IN_BYTES", "PFC: bytes that entered on this port and still wait in the switch"),
+        ("PFC_XOFF", "ingress bytes above which a PFC pause is sent upstream (0: PFC off; read "
+         "for every frame a switch queues, of the port it entered on)"),
         ("PQ_HEAD", "priority queue (trimmed headers, PFC frames): ring in st.port_pq"),
         ("PQ_BYTES", "priority queue: bytes"),
+        # what a port does is set per port by its device kind's build (a switch from its
+        # SwitchConfig and the port's overrides), so the queues test ports, not device kinds
+        ("TRIM_DSCP", "-1: a frame that finds the queue full is dropped; else it is trimmed "
+         "to its header, marked with this DSCP, and a header with it takes the priority queue"),
         ("DROPS", "frames dropped at its queue"),
         ("RESUME_SCHED", "a resume event is pending"),
         ("ECN_MARKS", "frames marked CE"),
@@ -267,17 +272,13 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         ("LOCAL_IDX", "index of the port on its device"),
         ("SAMPLED_BUSY_PS", "PT_BUSY_PS at the last queue sample (utilisation over time)"),
         ("LOSS_STATE", "random loss: the port's xorshift32 state"),
-        # what a port does is set per port by its device kind's build (a switch from its
-        # SwitchConfig and the port's overrides), so the queues test ports, not device kinds
-        ("TRIM_DSCP", "-1: a frame that finds the queue full is dropped; else it is trimmed "
-         "to its header, marked with this DSCP, and a header with it takes the priority queue"),
-        ("PFC_XOFF", "ingress bytes above which a PFC pause is sent upstream (0: PFC off)"),
+        ("IN_BYTES", "PFC: bytes that entered on this port and still wait in the switch"),
         ("PFC_XON", "ingress bytes below which the pause is lifted"),
         ("PFC_QUANTA", "pause time sent in a PFC frame, in 512-bit quanta"),
         ("PFC_WATCHDOG_PS", "PFC watchdog: paused this long with data waiting, the port drops "
          "its queue and ignores pauses as long again (0: off)"),
     ]),
-])
+], whole_lines=True)
 
 # --- st.msg: receive messages being matched and handled --------------------------------------
 MSG = Table("msg", "M_", "MSG_COLS", [

@@ -20,6 +20,10 @@ from .ports import ring_address
 from spin.jit import njit
 
 _LINE = 64
+# the port columns every hop reads: the row's first lines, through TRIM_DSCP (spin.engine.layout)
+_PORT_HOT_BYTES = (S.PT_TRIM_DSCP + 1) * 8
+# the frame bytes a hop parses: Ethernet, IPv4, UDP, BTH and RETH or AETH (spin.wire.roce)
+_HEADER_BYTES = 2 * _LINE
 
 
 @intrinsic
@@ -65,13 +69,13 @@ def prefetch_next_events(st):
     a = st.ev[nxt, S.E_A]
     b = st.ev[nxt, S.E_B]
     if kind == S.EV_TX_DONE or kind == S.EV_ENQUEUE or (kind == S.EV_ARRIVE and a >= 0):
-        _lines(_row(st.port, a), st.port.shape[1] * st.port.itemsize)
+        _lines(_row(st.port, a), _PORT_HOT_BYTES)
         # the device's first line: its kind, and the sequence number every event it schedules
         # takes
         prefetch(_row(st.dev, st.ev[nxt, S.E_DEV]))
     if kind == S.EV_ARRIVE or kind == S.EV_ENQUEUE:
         prefetch(_row(st.slot_meta, b))
-        prefetch(_row(st.pool, b))
+        _lines(_row(st.pool, b), min(_HEADER_BYTES, st.pool.shape[1]))
     elif kind == S.EV_TX_DONE:
         # the frame sent, its place in the port's ring and the frame after it: what the pop
         # and the next start read (left by start_tx; stale hints only cost a useless fetch)
