@@ -9,51 +9,15 @@ runs, the rows event i + 1 needs and the event rows of i + 2's candidates are fe
 time they are used they are in cache, and their misses overlap with event i's work instead of
 following it. Prefetches are hints: they change no result.
 """
-import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
-
 from . import state as S
+from .hints import LINE_BYTES, prefetch, prefetch_lines as _lines, row_address as _row
 from .ports import ring_address
 from spin.jit import njit
 
-_LINE = 64
 # the port columns every hop reads: the row's first lines, through TRIM_DSCP (spin.engine.layout)
 _PORT_HOT_BYTES = (S.PT_TRIM_DSCP + 1) * 8
 # the frame bytes a hop parses: Ethernet, IPv4, UDP, BTH and RETH or AETH (spin.wire.roce)
-_HEADER_BYTES = 2 * _LINE
-
-
-@intrinsic
-def prefetch(typingctx, address):
-    """Hint the processor to bring the cache line at integer ``address`` into all cache levels
-    for reading (``llvm.prefetch``); no effect on results, no fault on any address."""
-    sig = types.void(address)
-
-    def codegen(context, builder, signature, args):
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        ptr = builder.inttoptr(args[0], byte_ptr)
-        # read, highest temporal locality, data cache
-        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
-        return context.get_dummy_value()
-    return sig, codegen
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _row(a, i):
-    """Address of row ``i`` of the C-contiguous 2-D array ``a``."""
-    return np.int64(a.ctypes.data) + i * a.shape[1] * a.itemsize
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _lines(address, nbytes):
-    for off in range(0, nbytes, _LINE):
-        prefetch(address + off)
+_HEADER_BYTES = 2 * LINE_BYTES
 
 
 @njit(cache=True, _nrt=False)

@@ -70,11 +70,12 @@ ARRIVE_TIMER = -2
 HEAP_SPARE = 4   # sentinel entries past a 4-ary heap's last one (spin.engine.heap)
 CAL_BUCKETS = 1 << 16   # buckets of the event calendar (spin.engine.heap); a power of two
 CAL_WORDS = CAL_BUCKETS // 64   # its bitmap of non-empty buckets, after the bucket heads
-# a calendar bucket is a list of blocks of st.calb, each four cache lines of events
+# a calendar bucket is a list of blocks of st.calb, each four cache lines of events; its
+# head block's fill count is kept with the bucket's head in st.cal (spin.engine.heap), the
+# blocks behind it are full
 CALB_WORDS = 32
 CALB_NEXT = 0        # word of a block: the bucket's next block (-1: last), or the next free one
-CALB_N = 1           # events in the block
-CALB_ENTRIES = 2     # the events, from this word on, each (time_ps, key, event id)
+CALB_ENTRIES = 1     # the events, from this word on, each (time_ps, key, event id)
 CALB_ENTRY = 3       # words of an entry
 CALB_CAPACITY = (CALB_WORDS - CALB_ENTRIES) // CALB_ENTRY
 
@@ -262,7 +263,8 @@ def allocate_state(z: StateSizes) -> EngineState:
         ev_free=np.arange(z.max_events, dtype=i32)[::-1].copy(),
         # spare entries past the last event always hold the sentinel (spin.engine.heap)
         heap=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
-        # calendar: the head event of each bucket (-1: empty), then the non-empty bitmap
+        # calendar: each bucket's head block and its fill count (-1: empty), then the
+        # non-empty bitmap
         cal=np.concatenate([np.full(CAL_BUCKETS, -1, i64), np.zeros(CAL_WORDS, i64)]),
         far=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
         # every pending event in a full block, plus a partly full block per bucket
