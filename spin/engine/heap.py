@@ -28,7 +28,7 @@ import numpy as np
 
 from . import state as S
 from .freelist import give_free, take_free
-from .hints import prefetch, row_address
+from .hints import prefetch, prefetch_lines, row_address
 from spin.jit import njit
 
 _SENTINEL = np.iinfo(np.int64).max
@@ -214,13 +214,15 @@ def _load_bucket(st, idx):
     n = head >> _FILL_SHIFT
     moved = 0
     while True:
+        nxt = calb[blk, S.CALB_NEXT]
+        if nxt >= 0:   # fetched while this block's events go into the heap
+            prefetch_lines(row_address(calb, nxt), S.CALB_WORDS * 8)
         for j in range(n):
             w = S.CALB_ENTRIES + j * S.CALB_ENTRY
             eid = calb[blk, w + 2]
             prefetch(row_address(st.ev, eid))
             _heap_push(st.heap, sc, S.SC_HEAP_N, calb[blk, w], calb[blk, w + 1], eid)
         moved += n
-        nxt = calb[blk, S.CALB_NEXT]
         calb[blk, S.CALB_NEXT] = sc[S.SC_CALB_FREE]
         sc[S.SC_CALB_FREE] = blk
         if nxt < 0:
@@ -228,6 +230,11 @@ def _load_bucket(st, idx):
         blk = nxt
         n = S.CALB_CAPACITY   # the blocks behind the head are full
     sc[S.SC_CAL_N] -= moved
+    # the next bucket is usually the next one loaded: fetch its head block while this one's
+    # events run
+    after = cal[(idx + 1) & _MASK]
+    if after >= 0:
+        prefetch_lines(row_address(calb, after & _BLOCK_MASK), S.CALB_WORDS * 8)
 
 
 @njit(cache=True, _nrt=False)
