@@ -214,7 +214,7 @@ DEV = Table("dev", "D_", "DEV_COLS",
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [
     # what every frame's enqueue, transmission and arrival reads comes first, in five 64-byte
-    # lines (through TRIM_DSCP: spin.engine.prefetch fetches those lines one event ahead);
+    # lines (through TX_EVENT: spin.engine.prefetch fetches those lines one event ahead);
     # rows are whole lines and start on a line (spin.engine.state.aligned_zeros)
     Columns("spin.engine.ports", [
         ("DEV", "device"),
@@ -259,6 +259,8 @@ PORT = Table("port", "PT_", "PORT_COLS", [
         # SwitchConfig and the port's overrides), so the queues test ports, not device kinds
         ("TRIM_DSCP", "-1: a frame that finds the queue full is dropped; else it is trimmed "
          "to its header, marked with this DSCP, and a header with it takes the priority queue"),
+        ("TX_EVENT", "while a data frame serialises: its EV_TX_DONE's row, where the enqueue of "
+         "the frame behind it leaves that frame as a prefetch hint"),
         ("DROPS", "frames dropped at its queue"),
         ("RESUME_SCHED", "a resume event is pending"),
         ("ECN_MARKS", "frames marked CE"),
@@ -350,10 +352,10 @@ CTL = Table("ctl", "CTL_", "CTL_COLS", [Columns("spin.engine.control", [
 EV = Table("ev", "E_", "EV_COLS", [Columns("spin.engine.heap", [
     ("TIME", "time, ps"), ("KEY", "deterministic tie-breaking key"), ("KIND", "EV_*"),
     ("DEV", "device"), ("A", "argument a"), ("B", "argument b"),
-    ("HINT", "prefetch hint of an EV_TX_DONE: the slot sent, and in the high 32 bits the next "
-     "queued slot + 1 (0: none yet); read by spin.engine.prefetch only"),
-    ("HINT_POS", "prefetch hint of an EV_TX_DONE: the data ring position of the slot sent "
-     "(-1: a priority frame)"),
+    ("HINT", "prefetch hint of an EV_TX_DONE: the slot sent, and in the high 32 bits its data "
+     "ring position + 1 (0: a priority frame); read by spin.engine.prefetch only"),
+    ("HINT_AFTER", "prefetch hint of an EV_TX_DONE: the data frame queued behind the one sent "
+     "+ 1 (0: none yet), left by start_tx or by the enqueue that queued it"),
 ])])
 
 # --- st.heap: pending events as a 4-ary min-heap, each entry its event's order and id ---------

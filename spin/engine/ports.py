@@ -110,8 +110,13 @@ def enqueue_frame(st, gp, slot, now):
     ring_put(st.port_q, gp, (st.port[gp, S.PT_Q_HEAD] + n) % qcap, slot)
     st.port[gp, S.PT_Q_N] = n + 1
     _account_queue(st, gp, now, length)
-    if st.port[gp, S.PT_BUSY] == BUSY_IDLE:
+    busy = st.port[gp, S.PT_BUSY]
+    if busy == BUSY_IDLE:
         start_tx(st, gp, now)
+    elif busy == BUSY_DATA and n == 1:
+        # queued right behind the frame on the wire: its tx-done will start this one, so its
+        # prefetch hint names it (a store only: the event row need not be read)
+        st.ev[st.port[gp, S.PT_TX_EVENT], S.E_HINT_AFTER] = np.int64(slot) + 1
     return True
 
 
@@ -213,8 +218,9 @@ def start_tx(st, gp, now):
                   1 if st.port[gp, S.PT_BUSY] == BUSY_PRIORITY else 0, 0, 0, 0, 0)
     eid = push_event(st, now + ser, st.port[gp, S.PT_DEV], S.EV_TX_DONE, st.port[gp, S.PT_DEV],
                      gp, st.port[gp, S.PT_GEN])
-    st.ev[eid, S.E_HINT] = np.int64(slot) | (after << 32)
-    st.ev[eid, S.E_HINT_POS] = pos
+    st.ev[eid, S.E_HINT] = np.int64(slot) | ((pos + 1) << 32)
+    st.ev[eid, S.E_HINT_AFTER] = after
+    st.port[gp, S.PT_TX_EVENT] = eid
 
 
 @njit(cache=True, _nrt=False)

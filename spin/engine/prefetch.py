@@ -14,8 +14,8 @@ from .hints import LINE_BYTES, prefetch, prefetch_lines as _lines, row_address a
 from .ports import ring_address
 from spin.jit import njit
 
-# the port columns every hop reads: the row's first lines, through TRIM_DSCP (spin.engine.layout)
-_PORT_HOT_BYTES = (S.PT_TRIM_DSCP + 1) * 8
+# the port columns every hop reads: the row's first lines, through TX_EVENT (spin.engine.layout)
+_PORT_HOT_BYTES = (S.PT_TX_EVENT + 1) * 8
 # the frame bytes a hop parses: Ethernet, IPv4, UDP, BTH and RETH or AETH (spin.wire.roce)
 _HEADER_BYTES = 2 * LINE_BYTES
 
@@ -42,14 +42,17 @@ def prefetch_next_events(st):
         _lines(_row(st.pool, b), min(_HEADER_BYTES, st.pool.shape[1]))
     elif kind == S.EV_TX_DONE:
         # the frame sent, its place in the port's ring and the frame after it: what the pop
-        # and the next start read (left by start_tx; stale hints only cost a useless fetch)
+        # and the next start read (left by start_tx and enqueue_frame; stale hints only cost
+        # a useless fetch)
         hint = st.ev[nxt, S.E_HINT]
         prefetch(_row(st.slot_meta, hint & 0xFFFFFFFF))
-        if hint >> 32 > 0:
-            prefetch(_row(st.slot_meta, (hint >> 32) - 1))
-        pos = st.ev[nxt, S.E_HINT_POS]
+        pos = (hint >> 32) - 1
         if pos >= 0:
             prefetch(ring_address(st.port_q, a, pos))
             prefetch(ring_address(st.port_q, a, pos + 1))
+        after = st.ev[nxt, S.E_HINT_AFTER] - 1
+        if after >= 0:
+            prefetch(_row(st.slot_meta, after))
+            prefetch(_row(st.pool, after))   # its IP header's ECN bits, if marked on dequeue
     for c in range(1, min(n, 5)):
         prefetch(_row(st.ev, h[c * S.HEAP_COLS + S.HP_EVENT]))
