@@ -32,7 +32,11 @@ def test_columns_are_unique_and_contiguous_from_zero(table: Table):
     covered = []
     for c in cols:
         covered += range(c.index, c.index + c.width)
-    assert covered == list(range(table.width)), f"{table.name}: gaps or overlaps"
+    assert covered == list(range(table.used)), f"{table.name}: gaps or overlaps"
+    if table.whole_lines:   # rows of whole 64-byte lines, padded by less than one
+        assert table.width % 8 == 0 and 0 <= table.width - table.used < 8, table
+    else:
+        assert table.width == table.used
     # the owners' parts follow one another in their declared order
     assert [c.owner for c in cols] == [p.owner for p in table.parts for _ in p.specs]
 
@@ -73,6 +77,21 @@ def test_allocated_arrays_are_as_wide_as_their_tables():
             assert arr.ndim == 1 and arr.shape[0] % table.width == 0, (table.name, arr.shape)
             continue
         assert arr.shape[-1] == table.width, (table.name, arr.shape, table.width)
+
+
+def test_rows_a_hop_reads_are_whole_lines_and_start_on_one():
+    """The tables read per packet have rows of whole cache lines, allocated on a line, and the
+    port columns every hop reads lie in the lines the prefetch one event ahead fetches."""
+    from spin.engine.prefetch import _PORT_HOT_BYTES
+    st = _small_state()
+    for name in ("port", "dev", "conn", "msg", "txm", "ev", "calb", "conn_bits"):
+        arr = getattr(st, name)
+        assert arr.ctypes.data % 64 == 0 and arr.strides[0] % 64 == 0, (name, arr.strides)
+    hot = ("DEV", "BUSY", "GEN", "PEER", "PEER_DEV", "RATE_GBPS", "LAT_PS", "UP", "Q_HEAD",
+           "Q_N", "Q_BYTES", "Q_LIMIT_BYTES", "HDR_PRIO", "PQ_N", "LOSS_THRESHOLD",
+           "ECN_DEQUEUE", "ECN_THRESH", "PAUSED_UNTIL", "BLOCKED_SINCE", "Q_AREA", "Q_LAST_T",
+           "PFC_XOFF", "PQ_HEAD", "TRIM_DSCP", "TX_EVENT")
+    assert max(L.PORT.index(c) for c in hot) * 8 < _PORT_HOT_BYTES <= 5 * 64
 
 
 def test_multi_column_fields_match_what_their_users_index():

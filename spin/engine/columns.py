@@ -156,7 +156,9 @@ class Table:
         for part in self.parts:
             _check_owner(name, part)
         self.columns: Mapping[str, Column] = MappingProxyType(cols)
+        self.used = index   # columns declared; the rest of a whole-lines row is unused
         self.width = -(-index // _LINE_WORDS) * _LINE_WORDS if whole_lines else index
+        self.whole_lines = whole_lines
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {len(self.columns)} fields, {self.width} columns)"
@@ -187,8 +189,8 @@ class Table:
 
     def describe(self) -> str:
         """The layout as text: index, width, owner, name and meaning of every field."""
-        used = sum(c.width for c in self.columns.values())
-        pad = f", {self.width - used} unused to end on a line" if self.width > used else ""
+        pad = f", {self.width - self.used} unused to end on a line" if self.width > self.used \
+            else ""
         lines = [f"{self.name}: {self.width} columns ({self.count_name}){pad}"]
         for c in self.columns.values():
             span = f"{c.index}" if c.width == 1 else f"{c.index}..{c.index + c.width - 1}"

@@ -209,7 +209,7 @@ DEV_LB = tuple(c for c in (d.columns("dev") for d in scheme_declarations()) if c
 DEV_BUMP = declaration_module("bump_emulator.columns", "device kind 'bump'").DECLARES.columns("dev")
 DEV = Table("dev", "D_", "DEV_COLS",
             [DEV_ENGINE, DEV_HANDLERS, DEV_NIC, DEV_HOST, *DEV_TRANSPORT, DEV_SWITCH, *DEV_LB,
-             DEV_BUMP])
+             DEV_BUMP], whole_lines=True)
 
 # --- st.port: one row per port (both directions of a link are two ports) ----------------------
 PORT = Table("port", "PT_", "PORT_COLS", [
@@ -299,7 +299,7 @@ MSG = Table("msg", "M_", "MSG_COLS", [
     Columns("nic_emulator.transports", [
         ("CONN", "reliable transports: the receiving connection's row in st.conn"),
     ]),
-])
+], whole_lines=True)
 
 # --- st.txm: messages a NIC transmits ---------------------------------------------------------
 TXM = Table("txm", "T_", "TXM_COLS", [
@@ -315,10 +315,10 @@ TXM = Table("txm", "T_", "TXM_COLS", [
         ("NEXT", "next packet index to send (go-back-N rewinds it)"),
         ("CONN", "the sending connection's row in st.conn"),
     ]),
-])
+], whole_lines=True)
 
 # --- st.conn: one row per (NIC, peer, QP) connection, as sender or receiver ------------------
-CONN = Table("conn", "C_", "CONN_COLS", _parts("conn"))
+CONN = Table("conn", "C_", "CONN_COLS", _parts("conn"), whole_lines=True)
 REPS_SLOTS = CONN.columns["REPS0"].width   # REPS' circular EV buffer (nic_emulator.entropy)
 
 # --- st.ec: execution contexts (match rules and handler memory) ------------------------------

@@ -303,7 +303,7 @@ def allocate_state(z: StateSizes) -> EngineState:
         ctl=np.zeros((max(z.n_control, 1), _C["CTL_COLS"]), i64),
         port_pq=aligned_zeros((_ring_lines(z.queue_frames), p, RING_LINE), i32),
         conn=aligned_zeros((max(z.n_conns, 1), _C["CONN_COLS"]), i64),
-        conn_bits=np.zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
+        conn_bits=aligned_zeros((max(z.n_conns, 1), 2 * WIN_WORDS), i64),
         conn_keys=np.full(_hash_cap(max(z.n_conns, 1)), -1, i64),
         conn_vals=np.zeros(_hash_cap(max(z.n_conns, 1)), i64),
         # the columns of a transport compiled apart: per connection (rows of st.conn), per
