@@ -12,11 +12,12 @@ link latency or a serialisation time ahead, so events are bucketed by time inste
 the calendar's horizon (``CAL_BUCKETS`` buckets ahead of ``CAL_BASE``) as a list of blocks of
 events (``st.calb``, ten (time, key, id) entries a block). Only the current bucket's events are
 in the near heap ``st.heap``, a few dozen entries that stay in cache; a bucket is moved into it
-when the heap runs dry, found through a bitmap of non-empty buckets. Events beyond the horizon (timers) wait in the far heap
-``st.far`` and move into the calendar as it reaches them. Invariant: whenever any event is
-pending, the earliest one is at the top of ``st.heap``, so ``next_time`` and ``SC_HEAP_N > 0``
-mean what they meant with one heap. The bucket width is chosen per fabric from its expected
-event density (``calendar_shift``) so that a bucket holds tens of events.
+when the heap runs dry, found through a bitmap of non-empty buckets. Events beyond the horizon
+(timers) wait in the far heap ``st.far`` and move into the calendar as it reaches them.
+Invariant: whenever any event is pending, the earliest one is at the top of ``st.heap``, so
+``next_time`` and ``SC_HEAP_N > 0`` mean what they meant with one heap. The bucket width is
+chosen per fabric from its expected event density (``calendar_shift``) so that a bucket holds
+tens of events.
 
 The heaps are shaped for the same reason as before (a profile of the 8-host star): 4-ary (half
 the levels), each entry carries its event's time and key next to its id in four words of a flat
