@@ -12,8 +12,8 @@ Sizes (``--sizes``, default ``128,1024,8192``):
 - ``8193``: htsim's 8,192-host scenario (``examples/htsim``: three-tier fat tree of radix-32
   switches ``fat_tree_8192_1os.topo``, 2 MB permutation ``perm_8192n_8192c_2MB.cm``), same
   preset, spray; htsim runs it too.
-- ``65536``: ``fat_tree:k=64`` built with its routing tables, nothing run (build time and
-  memory only).
+- ``65536``: ``fat_tree:k=64`` built with its routing tables and a 64 KiB permutation of
+  generated payload, engine state included, nothing run (build time and memory only).
 
 Per size: ``build`` (topology, scenario, workload), ``setup`` (engine state, engine loaded from
 the cache), ``loop`` (the engine loop), ``results`` (the run's result objects), ``report`` (ideal
@@ -107,11 +107,17 @@ def measure_one(size: int, payload: str) -> dict:
 
 
 def measure_build_only(topology: str, params: dict) -> dict:
-    """Topology with its routing tables and the engine state, nothing run."""
-    from spin.loadbalancing.compare import fabric_scenario
+    """Topology with its routing tables, a permutation of 64 KiB per host with generated
+    payload (as ``spin lb --topology fat_tree:k=64 --size 64KiB`` builds it) and the engine
+    state sized for it, nothing run. Without a workload the state is sized by the defaults
+    (every byte stored, the largest frame pool), which no machine of this kind holds at
+    65,536 hosts: the estimate refuses it before allocating."""
+    from spin.loadbalancing.compare import add_workload, fabric_scenario
     from spin.runtime.simulation import Simulation
     t0 = time.perf_counter()
     sc = fabric_scenario(topology, params, transport="ue")
+    add_workload(sc, "permutation", message_bytes=64 * 1024, seed=0, fill=False,
+                 payload="generated")
     t1 = time.perf_counter()
     Simulation(sc, quiet=True)
     t2 = time.perf_counter()
