@@ -6,6 +6,8 @@ with a temporary one:
 
 * ``engines/``: the generated engine module (``spin.engine.codegen``);
 * ``handlers/``: the generated entry of each handler (``spin.engine.handler_build``);
+* ``runtime/``: Numba's runtime module, compiled once per Numba version and CPU
+  (``spin.cached_runtime``);
 * ``numba/<digest>/``: Numba's machine-code cache of spin's own modules, of the generated
   engines and of any ``cache=True`` function of the process (``NUMBA_CACHE_DIR`` is pointed
   there when ``spin`` is imported, unless the user set it; without this, Numba writes next to
@@ -40,6 +42,7 @@ from pathlib import Path
 from .errors import ConfigError, SpinError
 
 NUMBA_SUBDIR = "numba"
+RUNTIME_SUBDIR = "runtime"   # Numba's runtime module, compiled once (spin.cached_runtime)
 _SET_BY_SPIN = "SPIN_NUMBA_CACHE_DIR_SET"  # marks a NUMBA_CACHE_DIR spin chose, not the user
 
 
@@ -244,7 +247,9 @@ def heal_numba_cache() -> None:
     if getattr(caching.Cache.load_overload, "__spin_heals__", False):
         return
     from .cached_machine_code import load_without_bitcode
+    from .cached_runtime import load_runtime_from_cache
     load_without_bitcode()
+    load_runtime_from_cache(lambda: cache_root() / RUNTIME_SUBDIR)
     locator = caching._CacheLocator
     if not getattr(locator.ensure_cache_path, "__spin_once__", False):
         locator.ensure_cache_path = _ensure_cache_path_once(locator.ensure_cache_path)

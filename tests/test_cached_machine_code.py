@@ -55,7 +55,8 @@ LOADER = textwrap.dedent("""
 
     linked = caller(4)
     symbols = {}
-    for f, from_object in zip((m.histogram, m.scaled), read):
+    for f in (m.histogram, m.scaled):   # (the runtime's own cached module is read too)
+        from_object = next(r for r in read if any(f.__name__ in name for name in r))
         lib = f.overloads[next(iter(f.overloads))].library
         bitcode = lib._get_module_for_linking()
         from_bitcode = {g.name for gs in (bitcode.functions, bitcode.global_variables)
