@@ -11,6 +11,7 @@ import numpy as np
 from ..engine import state as S
 from ..engine.heap import calendar_shift
 from ..engine.pool import slot_bytes_for_mtu as _slot_rule
+from ..engine.prefetch import prefetching
 from .device_build import DeviceBuild, build_devices
 from ..errors import ConfigError
 from ..handler import same_program
@@ -159,6 +160,7 @@ def build_state(scenario, programs: list, local: set[int],
     st.sc[S.SC_TRACE] = _tracing(sc).flags if _tracing(sc) is not None else 0
     st.sc[S.SC_MSG_TIMEOUT_PS] = ns(eng.message_timeout_ns)
     st.sc[S.SC_SAMPLE_PS] = ns(eng.queue_sample_ns)
+    st.sc[S.SC_PREFETCH] = 1 if prefetching(eng.prefetch, sc.n_hosts) else 0
     tables.write(st)
     # devices and ports, and both directions of every link, as whole columns
     nports = np.diff(wiring.first)

@@ -81,6 +81,9 @@ SC = Table("sc", "SC_", "NUM_SC", [
         ("CALB_FRESH", "first block of st.calb never used: blocks are taken in order, so a "
          "run touches only the memory its busiest moment needed"),
     ]),
+    Columns("spin.engine.prefetch", [
+        ("PREFETCH", "1: prefetch the next event's rows while one runs (EngineConfig.prefetch)"),
+    ]),
     Columns("nic_emulator.payload", [
         ("PATTERN_OFF", "offset in st.host_mem of the generated-payload pattern"),
         ("HEADER_SLOTS", "1: frame slots hold headers only, the generated payload unstored"),

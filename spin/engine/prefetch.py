@@ -8,6 +8,10 @@ in cache; the rows of the event after it are among the top's four children. So w
 runs, the rows event i + 1 needs and the event rows of i + 2's candidates are fetched: by the
 time they are used they are in cache, and their misses overlap with event i's work instead of
 following it. Prefetches are hints: they change no result.
+
+In a small fabric the rows stay in cache and the prefetches are pure overhead (3-7 % of the
+events/s of a 2- to 128-host run); they pay from about 512 hosts (30 % more events/s at
+1,024). ``EngineConfig.prefetch`` chooses; ``"auto"`` prefetches from ``PREFETCH_AUTO_HOSTS``.
 """
 from . import state as S
 from .hints import LINE_BYTES, prefetch, prefetch_lines as _lines, row_address as _row
@@ -18,6 +22,14 @@ from spin.jit import njit
 _PORT_HOT_BYTES = (S.PT_TX_EVENT + 1) * 8
 # the frame bytes a hop parses: Ethernet, IPv4, UDP, BTH and RETH or AETH (spin.wire.roce)
 _HEADER_BYTES = 2 * LINE_BYTES
+# "auto" prefetches from this many hosts (bench/bench_scale.py and fabrics of 256-1,024 hosts:
+# neutral to 2 % slower at 256-432 hosts, faster from 512)
+PREFETCH_AUTO_HOSTS = 512
+
+
+def prefetching(setting: str, n_hosts: int) -> bool:
+    """Whether a fabric of ``n_hosts`` prefetches under ``EngineConfig.prefetch = setting``."""
+    return setting == "on" or (setting == "auto" and n_hosts >= PREFETCH_AUTO_HOSTS)
 
 
 @njit(cache=True, _nrt=False)
