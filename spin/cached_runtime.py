@@ -4,9 +4,9 @@ Starting Numba's runtime (NRT) compiles a small LLVM module (reference counting,
 abort for unresolved symbols) with the optimiser and code generator: about 17 ms of every
 process that loads cached machine code, on a 2-core VM, for the same machine code each time.
 ``runtime_library`` compiles it once per Numba version and CPU, stores its object code and
-bitcode in a cache folder (``runtime/`` of the spin cache, ``spin.caches``), and loads that afterwards (about 2 ms), as Numba
-loads any cached function. A file that cannot be read or does not define the module's symbols
-is compiled anew and replaced.
+bitcode in a cache folder (``runtime/`` of the spin cache, ``spin.caches``) and loads that
+afterwards (about 2 ms), as Numba loads any cached function. A file that cannot be read or
+does not define the module's symbols is compiled anew and replaced.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 from .cached_machine_code import defined_symbols
-
 
 # what the runtime module defines (numba.core.runtime.nrtdynmod), checked on load
 RUNTIME_SYMBOLS = frozenset({"nrt_atomic_add", "nrt_atomic_sub", "nrt_atomic_cas",

@@ -151,7 +151,7 @@ def run_until(st, hmem, t_end, max_events):
     st = state_ref(st)   # one pointer per call below, not ~450 words (spin.engine.state_ref)
     sc = st.sc
     sc[S.SC_STATUS] = S.STATUS_DONE
-    prefetch = sc[S.SC_PREFETCH] != 0
+    prefetching = sc[S.SC_PREFETCH] != 0   # EngineConfig.prefetch (spin.engine.prefetch)
     n = 0
     while sc[S.SC_HEAP_N] > 0:
         t = next_time(st)
@@ -181,7 +181,7 @@ def run_until(st, hmem, t_end, max_events):
         a = st.ev[eid, S.E_A]
         b = st.ev[eid, S.E_B]
         free_event(st, eid)
-        if prefetch:
+        if prefetching:
             prefetch_next_events(st)   # while this event runs (spin.engine.prefetch)
         now_before = sc[S.SC_NOW]
         sc[S.SC_NOW] = t
