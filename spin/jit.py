@@ -16,6 +16,11 @@ decorated: setting up a function's cache costs about 0.2 ms (its cache folder an
 and a run that loads the engine whole from the cache never compiles the engine's 230 functions
 one by one, so it skips that set-up (some 40 ms of every start).
 
+A function decorated here compiles or loads its machine code only once spin's cache loader
+is installed (``spin.caches.heal_numba_cache``): a damaged entry is then compiled anew, and
+loading needs Numba's runtime, not its compiler. Modules that only declare (header formats,
+state layouts) can therefore be imported without Numba's loader, or Numba, being set up.
+
 Everything else is ``numba.njit``: the same options, caching and dispatcher.
 """
 from __future__ import annotations
@@ -25,6 +30,8 @@ from typing import Any, Callable
 import numba as nb
 from numba.core import types
 from numba.core.registry import CPUDispatcher
+
+from .caches import heal_numba_cache
 
 
 def general_type(ty: types.Type) -> types.Type:
@@ -42,6 +49,7 @@ class GeneralDispatcher(CPUDispatcher):
     _cache_on_compile = False   # ``cache=True`` was asked for; switched on at the first compile
 
     def compile(self, sig):
+        heal_numba_cache()   # the loader for spin's cache is in place before anything loads
         if self._cache_on_compile:
             self._cache_on_compile = False
             self.enable_caching()

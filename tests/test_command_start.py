@@ -52,3 +52,39 @@ def test_the_collector_is_held_off_then_back_as_it_was_with_the_imports_frozen(w
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+# Commands and modules that compile nothing start without Numba (importing it takes 0.2 s).
+NO_NUMBA = """
+import contextlib, io, sys
+import spin.wire, spin.wire.headers, spin.wire.drops, spin.topologies
+assert "numba" not in sys.modules, "importing declarations loaded Numba"
+from spin.cli import main
+for argv in ({commands}):
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            status = main(argv)
+        except SystemExit as exc:    # --help
+            status = exc.code
+    assert status in (0, None), (argv, status)
+    assert "numba" not in sys.modules, f"spin {{' '.join(argv)}} loaded Numba"
+print("ok")
+"""
+
+
+def test_commands_that_compile_nothing_do_not_import_numba():
+    commands = [["topo", "fat_tree:k=4"], ["topo", "--help"], ["lb", "--help"],
+                ["allreduce", "--help"], ["run", "--help"]]
+    code = NO_NUMBA.format(commands=", ".join(repr(c) for c in commands))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_the_wire_package_still_offers_its_compiled_half():
+    import spin.wire as wire
+    from spin.wire import build_frame, parse, roce
+    assert wire.parse_frame is roce.parse_frame and build_frame is roce.build_frame
+    assert callable(parse)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        wire.nope  # noqa: B018
