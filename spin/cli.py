@@ -838,9 +838,16 @@ def exit_now(status: int | None) -> None:
     os._exit(0 if status is None else int(status))
 
 
+EXIT_BROKEN_PIPE = 141   # what a shell reports for a writer killed by SIGPIPE (128 + 13)
+
+
 def _run_command(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
+    except BrokenPipeError:   # the reader went away (`spin ... | head`): stop without a word
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        return EXIT_BROKEN_PIPE
     except SpinError as exc:
         print(f"spin: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -107,3 +107,15 @@ def test_run_skips_host_memory_digests_unless_asked(tmp_path):
     r = spin("run", "examples/pingpong.toml", "--digests", "--json", str(out))
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout
     assert len(json.loads(out.read_text())["host_memory_sha256"]) == 2
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """`spin topo ... | head -1`: the pipe's reader is gone before the table is written; the
+    command stops with the shell's SIGPIPE status and no traceback."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "spin", "topo", "fat_tree:k=4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()                     # the reader goes away before anything is read
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""
