@@ -57,8 +57,12 @@ def test_heap_pops_in_time_then_key_order():
 def test_heap_interleaved_and_full():
     """Pushes and pops interleaved at random, and a heap filled to the event pool's last row:
     the spare sentinel row past the last entry never lets a stale entry or a missing child
-    change the order."""
+    change the order. Only the spare entries start as sentinels; the rest of both heaps'
+    vectors starts as untouched zeros, which no push or pop may read."""
     st = _small_state()
+    spare = S.HEAP_SPARE * S.HEAP_COLS
+    for h in (st.heap, st.far):
+        assert (h[:spare] == np.iinfo(np.int64).max).all() and not h[spare:].any()
     rng = np.random.default_rng(7)
     ref = []
     for i in range(20000):

@@ -240,6 +240,17 @@ RING_LINE_SHIFT = 4
 RING_LINE = 1 << RING_LINE_SHIFT   # int32 entries of a port ring per 64-byte cache line
 
 
+def _heap_vector(max_events: int) -> np.ndarray:
+    """A 4-ary heap's vector for ``max_events`` entries, empty: its first ``HEAP_SPARE``
+    entries hold the sentinel. Only those must: every push and pop keeps the sentinel in the
+    spare entries past the last one, and no entry further out is read (spin.engine.heap), so
+    the rest stays untouched memory. Filled whole, the near and far heaps were 268 MB written
+    at 65,536 hosts (0.4 s of the state's set-up) for the few dozen events they hold."""
+    h = np.zeros((max_events + HEAP_SPARE) * COLUMNS["HEAP_COLS"], np.int64)
+    h[:HEAP_SPARE * COLUMNS["HEAP_COLS"]] = np.iinfo(np.int64).max
+    return h
+
+
 def _ring_lines(frames: int) -> int:
     """Lines of a port's ring that hold ``frames`` entries (rounded up to whole lines)."""
     return max(-(-frames // RING_LINE), 1)
@@ -261,12 +272,11 @@ def allocate_state(z: StateSizes) -> EngineState:
         drops=np.zeros((d, NUM_DROP_REASONS), i64), parsed=np.zeros(32, i64),
         ev=aligned_zeros((z.max_events, _C["EV_COLS"]), i64),
         ev_free=np.arange(z.max_events, dtype=i32)[::-1].copy(),
-        # spare entries past the last event always hold the sentinel (spin.engine.heap)
-        heap=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
+        heap=_heap_vector(z.max_events),
         # calendar: each bucket's head block and its fill count (-1: empty), then the
         # non-empty bitmap
         cal=np.concatenate([np.full(CAL_BUCKETS, -1, i64), np.zeros(CAL_WORDS, i64)]),
-        far=np.full((z.max_events + HEAP_SPARE) * _C["HEAP_COLS"], np.iinfo(i64).max, i64),
+        far=_heap_vector(z.max_events),
         # every pending event in a full block, plus a partly full block per bucket
         calb=aligned_zeros((calendar_blocks(z.max_events), CALB_WORDS), i64),
         dev=aligned_zeros((d, _C["DEV_COLS"]), i64),
