@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.tracing import TRACE_HEADROOM, TRACE_LINKS, TRACE_ON
+from ..engine.trace_kinds import TRACE_HEADROOM, TRACE_LINKS, TRACE_ON
 from ..errors import ConfigError
 
 MIN_BUFFER_RECORDS = 8 * TRACE_HEADROOM

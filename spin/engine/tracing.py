@@ -1,6 +1,7 @@
 """Trace records written by the engine while a run is traced (``Scenario.trace``).
 
-Each record is one row of ``st.trace`` (columns ``S.TRC_*``): what happened (``TRK_*``), on which
+Each record is one row of ``st.trace`` (columns ``S.TRC_*``): what happened (``TRK_*``, declared
+in ``spin.engine.trace_kinds``), on which
 device, from when to when (ps), and up to seven kind-specific arguments. The engine only appends
 rows; ``spin.simulation`` drains the table whenever it is nearly full (the event loop stops with
 ``STATUS_CAPTURE_FULL`` while ``TRACE_HEADROOM`` rows are still free) and
@@ -23,21 +24,11 @@ Arguments (A..G) per kind:
 """
 
 from . import state as S
+from .trace_kinds import (  # noqa: F401  (the kinds and flags, declared apart)
+    TRACE_HEADROOM, TRACE_LINKS, TRACE_ON, TRK_DMA_READ, TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST,
+    TRK_LINK,
+)
 from spin.jit import njit
-
-TRK_HANDLER = 1
-TRK_DMA_WRITE = 2
-TRK_DMA_READ = 3
-TRK_LINK = 4
-TRK_HOST = 5
-
-# st.sc[S.SC_TRACE] bits
-TRACE_ON = 1
-TRACE_LINKS = 2
-
-# Most rows one event can write: two handlers whose every pending action is a PCIe write plus
-# its event, the default-path write, and a frame started on each port of a wide switch.
-TRACE_HEADROOM = 4 * S.MAX_PENDING_ACTIONS + 64
 
 
 @njit(cache=True, _nrt=False)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import state as S
-from ..engine.tracing import TRK_DMA_READ, TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST, TRK_LINK
+from ..engine.trace_kinds import TRK_DMA_READ, TRK_DMA_WRITE, TRK_HANDLER, TRK_HOST, TRK_LINK
 from ..errors import ConfigError
 from ..assembly.state_builder import context_order
 # what Scenario.trace records is part of the description; re-exported here, where it was

@@ -33,6 +33,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'spin.wire' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _ROCE_NAMES)
+
+
 __all__ = [
     # declarations
     "BitSlot", "Field", "HeaderFormat", "ETH", "IPV4", "UDP", "BTH", "RETH",
