@@ -88,5 +88,6 @@ def test_the_wire_package_still_offers_its_compiled_half():
     from spin.wire import build_frame, parse, roce
     assert wire.parse_frame is roce.parse_frame and build_frame is roce.build_frame
     assert callable(parse) and {"parse_frame", "build_frame", "ETH"} <= set(dir(wire))
+    assert all(getattr(wire, name) is not None for name in wire.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         wire.nope  # noqa: B018
