@@ -18,6 +18,15 @@ class ConfigError(SpinError):
     """A configuration or scenario value is invalid (names the field, value and valid choices)."""
 
 
+class HostMemoryError(ConfigError):
+    """Host memory is smaller than a workload's or collective's buffers; ``needed_bytes`` is
+    the size that fits, so a caller may grow the memory instead of parsing the message."""
+
+    def __init__(self, message: str, needed_bytes: int):
+        super().__init__(message)
+        self.needed_bytes = needed_bytes
+
+
 class TopologyError(ConfigError):
     """The topology cannot be built or routed (unknown device, unreachable destination...)."""
 

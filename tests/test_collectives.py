@@ -14,7 +14,7 @@ from spin.collectives.measure import (allreduce_scenario, check_result, evaluate
                                       measure)
 from spin.collectives.theory import ring_model
 from spin.config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
-from spin.errors import ConfigError
+from spin.errors import ConfigError, HostMemoryError
 from spin.testing import run, run_both
 from spin.topology import Topology
 
@@ -126,8 +126,9 @@ def test_plans_describe_layout_and_refuse_bad_input():
         measure("ring", 2, 6, "float32")
     from spin.simulation import Scenario
     small = Scenario(Topology.star(4))
-    with pytest.raises(ConfigError, match="HostConfig.memory_bytes >= "):
+    with pytest.raises(HostMemoryError, match="HostConfig.memory_bytes >= ") as short:
         ALGORITHMS.get("rd", "algorithm").build(small, 1 << 18, "float32")
+    assert f"memory_bytes >= {short.value.needed_bytes};" in str(short.value)
     assert Fold(6).p == 4 and [Fold(6).new_rank(r) for r in range(6)] == [-1, 0, -1, 1, 2, 3]
     assert block_counts(7, 3) == [3, 2, 2]
 

@@ -7,7 +7,7 @@ import pytest
 
 from spin import Scenario, Simulation
 from spin.config import HostConfig
-from spin.errors import ConfigError
+from spin.errors import ConfigError, HostMemoryError
 from spin.fabric import run_scenario
 from spin.tools.scenario_file import load_scenario, load_scenario_text
 from spin.topologies import build_topology
@@ -155,8 +155,9 @@ def test_clear_errors():
         build_workload(sc, "tornado")
     with pytest.raises(ConfigError, match=r"workload.message_bytes = 0: .*valid: >= 1"):
         build_workload(sc, "permutation", message_bytes=0)
-    with pytest.raises(ConfigError, match="set \\[host\\] memory_bytes >= 4194304"):
+    with pytest.raises(ConfigError, match="set \\[host\\] memory_bytes >= 4194304") as short:
         build_workload(sc, "permutation", message_bytes=2 * MIB)
+    assert isinstance(short.value, HostMemoryError) and short.value.needed_bytes == 4 * MIB
     with pytest.raises(ConfigError, match="must be a multiple of the 4 hosts"):
         build_workload(sc, "ring_allreduce", message_bytes=4098)
     with pytest.raises(ConfigError, match="senders = 9: at most 3"):

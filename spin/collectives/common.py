@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import NicConfig, TransportConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, HostMemoryError
 
 # name -> (storage dtype in host memory, bytes per element)
 DTYPES = {"int32": "int32", "float32": "float32", "float16": "float16", "bfloat16": "uint16"}
@@ -255,9 +255,9 @@ def write_inputs(scenario, plan: AllreducePlan, inputs) -> None:
 def check_memory(scenario, plan: AllreducePlan) -> None:
     """Refuse a layout that does not fit the scenario's host memory, naming what it needs."""
     if plan.memory_bytes > scenario.host.memory_bytes:
-        raise ConfigError(f"{plan.algorithm} allreduce of {plan.nbytes} B on {plan.n} ranks "
-                          f"needs HostConfig.memory_bytes >= {plan.memory_bytes}; it is "
-                          f"{scenario.host.memory_bytes}")
+        raise HostMemoryError(f"{plan.algorithm} allreduce of {plan.nbytes} B on {plan.n} "
+                              f"ranks needs HostConfig.memory_bytes >= {plan.memory_bytes}; it "
+                              f"is {scenario.host.memory_bytes}", plan.memory_bytes)
 
 
 def scratch_regions_memory(n: int, count: int, dtype: str) -> int:

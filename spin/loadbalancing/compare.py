@@ -8,7 +8,6 @@ state, not code), compiled before the first timed run, so wall times exclude com
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import EngineConfig, HostConfig, LinkConfig, NicConfig, SwitchConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, HostMemoryError
 from ..runtime.fabric import check_worker_count, compile_engine, run_scenario
 from ..transports import find_transport
 from ..units import parse_size
@@ -74,9 +73,6 @@ def fabric_scenario(topology: str = "fat_tree", params: dict[str, Any] | None = 
     return Scenario(topo, engine=engine, nic=nic, switch=SwitchConfig.make(**switch))
 
 
-_NEEDS = re.compile(r"memory_bytes >= (\d+)")
-
-
 def add_workload(scenario, kind: str, **params: Any):
     """Build workload ``kind`` into ``scenario``, growing host memory to what it needs.
 
@@ -86,12 +82,9 @@ def add_workload(scenario, kind: str, **params: Any):
     probe = replace(scenario, host_programs={}, host_memory=[], mark_index={})
     try:
         workload = build_workload(probe, kind, **params)
-    except ConfigError as exc:
-        m = _NEEDS.search(str(exc))
-        if m is None:
-            raise
+    except HostMemoryError as exc:
         scenario.host = HostConfig.make(**{**scenario.host.model_dump(),
-                                          "memory_bytes": int(m.group(1))})
+                                          "memory_bytes": exc.needed_bytes})
     else:
         if not (scenario.host_programs or scenario.host_memory or scenario.mark_index):
             vars(scenario).update(vars(probe))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, HostMemoryError
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,9 @@ def check_memory(scenario, kind: str, needed_bytes: int, what: str) -> None:
     """Refuse a layout that does not fit, saying which memory size would."""
     have = scenario.host.memory_bytes
     if needed_bytes > have:
-        raise ConfigError(f"{kind} needs {needed_bytes:,} B of host memory per host ({what}); "
-                          f"host.memory_bytes = {have:,}: set [host] memory_bytes >= "
-                          f"{needed_bytes}")
+        raise HostMemoryError(f"{kind} needs {needed_bytes:,} B of host memory per host "
+                              f"({what}); host.memory_bytes = {have:,}: set [host] "
+                              f"memory_bytes >= {needed_bytes}", needed_bytes)
 
 
 def prepare(scenario, workload: Workload, senders) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, HostMemoryError
 from ..suggest import did_you_mean, misspelt_key
 from ..topologies.declare import first_sentence, valid_range
 from .common import Workload
@@ -83,6 +83,9 @@ class WorkloadKind:
             p = p.model_copy(update={"fill": False})
         try:
             workload = self.build(scenario, p)
+        except HostMemoryError as exc:     # keeps the size that fits, for add_workload
+            raise HostMemoryError(f"{where} (kind = {self.name!r}): {exc}",
+                                  exc.needed_bytes) from None
         except ConfigError as exc:
             raise ConfigError(f"{where} (kind = {self.name!r}): {exc}") from None
         if p.payload == "generated":
