@@ -43,6 +43,7 @@ from spin.parallel import codec
 from spin.parallel.addresses import is_loopback
 from spin.parallel.auth import KeyPair, load_keys, make_server, start_authenticator
 from spin.parallel.control import (
+    MAX_CONTROL_BYTES,
     MSG_ABORT,
     MSG_BEAT,
     MSG_BYE,
@@ -64,6 +65,17 @@ from spin.parallel.procs import exit_text, log_tail, reap
 from spin.parallel.progress import Progress
 
 _POLL_MS = 50
+
+
+def _raised_on_purpose(kind: str) -> bool:
+    """Whether a worker's error is one spin raises on purpose (a SpinError): its message says
+    what went wrong, so its traceback is left out of the message (kept on the WorkerError)."""
+    classes, names = [SpinError], set()
+    while classes:
+        cls = classes.pop()
+        names.add(cls.__name__)
+        classes.extend(cls.__subclasses__())
+    return kind in names
 DEFAULT_SILENCE_TIMEOUT_S = 15.0
 WILDCARDS = ("0.0.0.0", "::", "*")
 
@@ -359,6 +371,8 @@ class Coordinator:
                 msg = parse([f.bytes for f in frames], self.rejected)
                 if msg is not None:
                     self._dispatch(members, *msg, fd=frames[0].get(zmq.SRCFD))
+                else:
+                    self._refuse_oversized_result(members, frames)
         now = time.monotonic()
         for m in members:
             if m.proc is not None and m.state != "done" and m.proc.poll() is not None:
@@ -381,6 +395,17 @@ class Coordinator:
             if live:
                 progress.update(min(b["t_ps"] for b in live), sum(b["events"] for b in live),
                                 max(b["rounds"] for b in live))
+
+    def _refuse_oversized_result(self, members: list[Member], frames: list) -> None:
+        """A worker's result too large to take is the end of the run, not a message dropped
+        while the run waits for it for ever (the worker itself refuses to send one)."""
+        if len(frames) != 3 or frames[1].bytes != MSG_RESULT or len(frames[2]) <= MAX_CONTROL_BYTES:
+            return
+        for m in members:
+            if m.identity and frames[0].bytes == m.identity:
+                raise self._error(m, f"sent a result of {len(frames[2]) / 2**20:,.0f} MiB, above "
+                                     f"the {MAX_CONTROL_BYTES >> 20} MiB a worker may send: run "
+                                     f"with --workers 1, or check, dump or capture less")
 
     def _silence(self, m: Member, started: bool) -> str:
         """What a silent worker was doing, and so what the run was waiting for."""
@@ -420,7 +445,8 @@ class Coordinator:
                 elif kind == MSG_ERROR:
                     m.description = body["describe"][:2000] or m.description
                     self._send(m, MSG_BYE, b"", required=False)  # it waits for this before exiting
-                    raise self._error(m, f"failed: {body['kind']}: {body['message']}", body["traceback"])
+                    raise self._error(m, f"failed: {body['kind']}: {body['message']}", body["traceback"],
+                                      show_traceback=not _raised_on_purpose(body["kind"]))
                 else:
                     self.rejected["out_of_order"] += 1
                 return
@@ -479,11 +505,12 @@ class Coordinator:
         if launched is not None and launched.notify is not None:
             launched.notify(phase, details)
 
-    def _error(self, m: Member, what: str, remote_tb: str = "") -> WorkerError:
+    def _error(self, m: Member, what: str, remote_tb: str = "",
+               show_traceback: bool = True) -> WorkerError:
         text = f"{m.who()} {what}"
-        if remote_tb:
+        if remote_tb and show_traceback:
             text += f"\n--- remote traceback ---\n{remote_tb.rstrip()}"
-        elif m.stderr_path and (tail := log_tail(m.stderr_path)):
+        elif not remote_tb and m.stderr_path and (tail := log_tail(m.stderr_path)):
             text += f"\n--- worker output (tail) ---\n{tail}"
         err = WorkerError(text)
         err.worker_id, err.pid, err.description, err.remote_traceback = m.worker_id, m.pid, m.description, remote_tb

@@ -42,6 +42,7 @@ from spin.parallel.control import (
     MSG_REJECT,
     MSG_RESULT,
     MSG_SETUP,
+    MAX_CONTROL_BYTES,
     MSG_START,
     Aborted,
     Setup,
@@ -204,6 +205,18 @@ def _send(sock: zmq.Socket, kind: bytes, payload: dict) -> None:
     sock.send_multipart([kind, json.dumps(payload).encode()])
 
 
+def _send_result(sock: zmq.Socket, payload: dict) -> None:
+    """Send the run's result, or fail naming its size: the coordinator drops a control message
+    above MAX_CONTROL_BYTES, and would then wait for this result for ever."""
+    body = json.dumps(payload).encode()
+    if len(body) > MAX_CONTROL_BYTES:
+        raise TransportError(
+            f"its result is {len(body) / 2**20:,.0f} MiB, above the {MAX_CONTROL_BYTES >> 20} MiB "
+            f"a worker may send (host memory returned for checks, dumps and digests, and captured "
+            f"frames make it large): run with --workers 1, or check, dump or capture less")
+    sock.send_multipart([MSG_RESULT, body])
+
+
 def _wait(sock: zmq.Socket, timeout_s: float, check=None) -> list[bytes] | None:
     """The next message from the coordinator, at least [kind, payload]."""
     deadline = time.monotonic() + timeout_s
@@ -308,9 +321,8 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
             rtt_s, rtt_cpu_s = (rtt_s + after_s) / 2, (rtt_cpu_s + after_cpu_s) / 2
         shared.phase = f"after its {out.rounds} rounds, while sending its result"
         result = program.result()
-        _send(
+        _send_result(
             ctl,
-            MSG_RESULT,
             {
                 "result": result,
                 "rounds": out.rounds,

@@ -42,6 +42,45 @@ def test_worker_failure_stops_the_run(tmp_path, mode: str, expect: str) -> None:
     assert len(pids) == 3 and not wait_dead(list(pids.values()), 1.0)
 
 
+def test_a_result_too_large_to_send_ends_the_run_naming_the_worker(tmp_path) -> None:
+    """The coordinator drops a control message above MAX_CONTROL_BYTES: the worker refuses to
+    send such a result, instead of the run waiting for it for ever."""
+    from spin.parallel.control import MAX_CONTROL_BYTES
+    spec = ToySpec(hops=20, pid_dir=str(tmp_path), result_pad_bytes=MAX_CONTROL_BYTES)
+    started = time.monotonic()
+    with pytest.raises(WorkerError) as info:
+        run_fabric(TOY, spec, n_workers=2, timeout_s=60)
+    msg = str(info.value)
+    assert "TransportError: its result is 256 MiB, above the 256 MiB a worker may send" in msg, msg
+    assert "--workers 1" in msg and "--- remote traceback ---" not in msg, msg
+    assert info.value.remote_traceback      # kept for whoever wants it
+    assert time.monotonic() - started < 30
+    assert not wait_dead(list(read_pids(tmp_path).values()), 2.0)
+
+
+def test_an_oversized_result_that_arrives_ends_the_run() -> None:
+    """A result above the limit that does reach the coordinator (a worker of another version)
+    names its sender instead of being dropped while the run waits."""
+    from types import SimpleNamespace
+
+    from spin.parallel.control import MAX_CONTROL_BYTES, MSG_RESULT
+    from spin.parallel.coordinator import Coordinator
+
+    class Frame(SimpleNamespace):
+        def __len__(self) -> int:
+            return self.n
+
+    member = SimpleNamespace(identity=b"w1", who=lambda: "worker 1 (pid 7)", stderr_path="",
+                             worker_id=1, pid=7, description="")
+    coord = Coordinator.__new__(Coordinator)
+    frames = [Frame(bytes=b"w1", n=2), Frame(bytes=MSG_RESULT, n=6),
+              Frame(bytes=b"", n=MAX_CONTROL_BYTES + 1)]
+    with pytest.raises(WorkerError, match=r"worker 1 \(pid 7\) sent a result of 256 MiB, above"):
+        coord._refuse_oversized_result([member], frames)
+    coord._refuse_oversized_result([member], [frames[0], frames[1], Frame(bytes=b"", n=10)])
+    coord._refuse_oversized_result([member], [Frame(bytes=b"w2", n=2), *frames[1:]])   # a stranger
+
+
 def _drive(tmp_path, n: int, remote: int, slow: float = 0.02, key: str = "") -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(HERE / "drive.py"), str(n), str(remote), str(tmp_path), str(slow), "100000",

@@ -52,6 +52,7 @@ class ToySpec:
     slow_s: float = 0.0  # sleep per round (to keep a run alive in signal tests)
     fail: FailPlan | None = None
     pid_dir: str | None = None
+    result_pad_bytes: int = 0  # a result this much larger (tests the control channel's limit)
 
 
 class ToyProgram:
@@ -162,6 +163,7 @@ class ToyProgram:
             "devices": {str(d): [self.acc[d], self.count[d]] for d in self.owned},
             "events": self.events,
             "frames_out": self.frames_out,
+            "pad": "x" * self.spec.result_pad_bytes,
         }
 
 
