@@ -178,5 +178,5 @@ def nic_complete(st, hmem, dev, m, now):
         row[S.ML_EC] = ec
         row[S.ML_HANDLED] = handled
         row[S.ML_FIRST_PSN] = st.msg[m, S.M_FIRST_PSN] & PSN_MASK
-        sc[S.SC_MSGLOG_N] = k + 1
+    sc[S.SC_MSGLOG_N] = k + 1      # counts past the log's end: the results say how many are missing
     free_message(st, m)

@@ -65,5 +65,5 @@ def post_message(st, dev, dst_node, qp, nbytes, host_addr, remote_va, rkey, t_po
         row[S.TL_BYTES] = nbytes
         row[S.TL_T_POST_PS] = t_post
         row[S.TL_FIRST_PSN] = st.txm[m, S.T_PSN] & PSN_MASK
-        sc[S.SC_TXLOG_N] = k + 1
+    sc[S.SC_TXLOG_N] = k + 1       # counts past the log's end, as the receive log does
     kick_tx(st, dev, t_post)

@@ -423,6 +423,8 @@ class EngineConfig(_Frozen):
     max_events_pending: int = count_field(1 << 16, low=64)
     max_rx_messages: int = count_field(1 << 14, low=16)
     max_tx_messages: int = count_field(1 << 14, low=16)
+    # Rows of the delivered-message and post logs (each worker's): what results list per
+    # message; beyond them messages are counted, not listed (RunResult.unlogged says how many).
     log_messages: int = count_field(1 << 16, low=0)
     # Verify the ICRC of frames entering from outside this engine (other workers, injection);
     # frames built by the engine are correct by construction.

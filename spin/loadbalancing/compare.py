@@ -160,6 +160,10 @@ def comparison_table(runs: list[SchemeRun], title: str = "") -> str:
             hint = (" (a per-packet scheme: packets that overtake their message's first packet "
                     "are not placed by a receiver without out-of-order placement)"
                     if get_scheme(r.scheme).per_packet else "")
+            if r.result.unlogged:
+                notes.append(f"{r.scheme}: {r.flows - r.completed} of {r.flows} flows not in the "
+                             f"results: {r.result.unlogged_note()}")
+                continue
             notes.append(f"{r.scheme}: {r.flows - r.completed} of {r.flows} flows not delivered;"
                          f" drops: {why}{hint}")
     return out + "\n\n" + "\n".join(notes)

@@ -64,6 +64,12 @@ def _messages(st, sc) -> tuple[list[list[int]], list[MessageRecord]]:
     return posts, messages
 
 
+def _unlogged(st, sc) -> dict[str, int]:
+    """Delivered messages and posts the full message log left out (the engine counts them)."""
+    left = {"messages": sc.msglog_n - st.msglog.shape[0], "posts": sc.txlog_n - st.txlog.shape[0]}
+    return {k: int(n) for k, n in left.items() if n > 0}
+
+
 def _links(sim, topo, st, now: int) -> list[LinkStats]:
     """Both directions of every link whose transmitting port this worker owns."""
     fields = ("dev", "tx_frames", "tx_bytes", "drops", "max_q_bytes", "busy_ps", "q_area",
@@ -203,7 +209,8 @@ def _build_result(sim) -> RunResult:
     result = RunResult(end_time_ps=end, events=sc.events, packet_events=sc.pkt_events,
                        messages=messages, links=links, nics=nics, hosts=hosts, switches=switches, drops=dict(sorted(drops.items())),
                        marks=marks, host_memory_sha256=digests, posts=posts,
-                       queue_samples=queue_samples, link_samples=link_samples)
+                       queue_samples=queue_samples, link_samples=link_samples,
+                       unlogged=_unlogged(st, sc))
     result.handler_memories = sim.local_handler_memories()
     result.handler_contexts = tuple(scen.contexts)
     result.pair_posts()

@@ -222,12 +222,31 @@ def run_summary(result, name: str = "") -> str:
                            [[k, count(v)] for k, v in sorted(result.drops.items())], "drops"))
     else:
         parts.append("drops: none")
+    if getattr(result, "unlogged", None):
+        parts.append(result.unlogged_note())
     if result.marks:
+        parts.append(mark_table(result))
+    return "\n\n".join(parts)
+
+
+def mark_table(result) -> str:
+    """Every mark by host while they fit a screen; beyond, one row per label (its hosts, first
+    and last time), and beyond that the first and last labels (every mark is in --json)."""
+    n_marks = sum(len(per) for per in result.marks.values())
+    if n_marks <= LINK_ROWS_SHOWN:
         names = _host_names(result)     # once: host_name per row searched every host
         rows = [[label, names.get(node, f"node {node}"), us(t)]
                 for label, per in result.marks.items() for node, t in sorted(per.items())]
-        parts.append(table(["mark", "host", "time (µs)"], rows, "marks"))
-    return "\n\n".join(parts)
+        return table(["mark", "host", "time (µs)"], rows, "marks")
+    rows = [[label, count(len(per)), us(min(per.values())), us(max(per.values()))]
+            for label, per in result.marks.items() if per]
+    title = f"marks ({count(n_marks)}, per label)"
+    if len(rows) > LINK_ROWS_SHOWN:
+        half = LINK_ROWS_SHOWN // 2
+        title = (f"marks ({count(n_marks)}, per label): the first and last {half} of "
+                 f"{count(len(rows))} labels (every mark: --json)")
+        rows = rows[:half] + [["...", "", "", ""]] + rows[-half:]
+    return table(["mark", "hosts", "first (µs)", "last (µs)"], rows, title)
 
 
 # --- bench ----------------------------------------------------------------------------------------

@@ -98,6 +98,9 @@ class RunResult:
     # or of equality, like the wall-clock figures it is too large to compare
     trace: Trace | None = field(default=None, repr=False, compare=False)
     endpoints: list[EndpointStats] = field(default_factory=list)
+    # delivered messages and posts left out of ``messages`` and ``posts``: the message log
+    # (EngineConfig.log_messages) was full
+    unlogged: dict[str, int] = field(default_factory=dict)
     # handler memory of every execution context after the run, by its index in
     # scenario.contexts (read with handler_memory()); arrays, so not part of to_dict()
     handler_memories: dict[int, np.ndarray] = field(default_factory=dict, repr=False,
@@ -298,11 +301,22 @@ class RunResult:
             queue_samples=[q for p in parts for q in p.queue_samples],
             link_samples=[q for p in parts for q in p.link_samples],
             endpoints=[e for p in parts for e in p.endpoints],
+            unlogged={k: sum(p.unlogged.get(k, 0) for p in parts)
+                      for k in sorted({k for p in parts for k in p.unlogged})},
             handler_memories=dict(sorted(memories.items())),
             handler_contexts=parts[0].handler_contexts if parts else ())
         merged.pair_posts()
         merged.canonicalize()
         return merged
+
+    def unlogged_note(self) -> str:
+        """One line when the message log was full (what ``messages`` and ``posts`` miss), else
+        empty: a flow missing from them was then not necessarily lost."""
+        if not self.unlogged:
+            return ""
+        what = " and ".join(f"{n:,} {k}" for k, n in self.unlogged.items())
+        return (f"message log full: {what} not logged (engine.log_messages rows each); raise "
+                f"[engine] log_messages to see them")
 
     def pair_posts(self) -> None:
         """Give each received message the post time of its send, matched on (src, dst, qp,

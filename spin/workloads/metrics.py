@@ -59,6 +59,7 @@ class WorkloadReport:
     ideal_collective_ps: int
     missing_flows: int               # workload flows that never completed
     base_rtt_ps: int                 # longest path's round trip (links and switches), reference
+    unlogged_note: str = ""          # the message log was full: missing flows may have arrived
 
     def table(self) -> str:
         us = lambda ps: f"{ps / US:,.3f}"                         # noqa: E731
@@ -77,7 +78,9 @@ class WorkloadReport:
         line = lambda r: "  ".join(x.ljust(w[0]) if c == 0 else x.rjust(w[c])   # noqa: E731
                                    for c, x in enumerate(r))
         out = [line(head), "  ".join("-" * x for x in w)] + [line(r) for r in rows]
-        if self.missing_flows:
+        if self.missing_flows and self.unlogged_note:
+            out.append(f"{self.missing_flows} flows not in the results: {self.unlogged_note}")
+        elif self.missing_flows:
             out.append(f"{self.missing_flows} flows did not complete (frames dropped: see the "
                        f"run's drops); no collective completion time")
         return "\n".join(out)
@@ -239,7 +242,8 @@ def workload_report(workload: Workload, scenario, result) -> WorkloadReport:
         collective, model.ideal_iteration_ps(per_iter),
         len(workload.flows) - len(msgs),
         max(2 * lat for lat in model.paths([f.src for f in per_iter],
-                                           [f.dst for f in per_iter])[0].tolist()))
+                                           [f.dst for f in per_iter])[0].tolist()),
+        result.unlogged_note())
 
 
 def report_text(workload: Workload, scenario, result) -> str:
