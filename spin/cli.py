@@ -134,6 +134,10 @@ def _run(args: argparse.Namespace, cluster) -> int:
     for d in dumps:   # written after the run: fail now, not then
         from .describe.limits import check_writable
         check_writable(str(d.path), "--dump", directory=False)
+    from .describe.limits import check_distinct_outputs
+    check_distinct_outputs({"the scenario file": args.scenario},
+                           [(f, p) for f, p in (("--json", args.json), ("--trace", args.trace))
+                            if p] + [("--dump", str(d.path)) for d in dumps])
     run = run_loaded(scenario, options, pcap_dir=args.pcap, quiet=args.quiet, dumps=dumps,
                      **transport)
     if not args.quiet:

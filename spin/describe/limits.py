@@ -389,6 +389,18 @@ def check_writable(path: str, flag: str, directory: bool) -> None:
                           f"{exc.strerror or exc}") from None
 
 
+def check_distinct_outputs(inputs: dict[str, str], outputs: list[tuple[str, str]]) -> None:
+    """Refuse an output that would overwrite an input of the run (``spin run pp.toml --json
+    pp.toml``) or another output of it (``--json out --trace out``: one write lost)."""
+    seen = {Path(path).resolve(): what for what, path in inputs.items()}
+    for flag, path in outputs:
+        where = Path(path).resolve()
+        if where in seen:
+            raise ConfigError(f"{flag} {path}: is also {seen[where]}; give each output its own "
+                              f"file, apart from the run's inputs")
+        seen[where] = f"{flag} {path}"
+
+
 def _suspect_ops(ops, size: int, handled: set, S) -> list[int]:
     """Indices of the ops whose ranges may leave host memory, found with array arithmetic: a
     1024-rank ring has six million ops, too many to check one by one in Python."""
