@@ -30,6 +30,7 @@ def _write_json(path: str, data) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .tools.demo import demo_table, run_demo
+    _check_json_first(args.json)
     if not args.quiet:
         print("spin demo: host-based baseline vs NIC offload (virtual time)", flush=True)
     else:  # compile (or load) the engine silently first: the runs then find it ready
@@ -241,9 +242,17 @@ def _unfinished(result, stopped_early: bool) -> bool:
     return False
 
 
+def _check_json_first(path: str | None) -> None:
+    """A --json written after minutes of running: refuse an unwritable one before them."""
+    if path:
+        from .describe.limits import check_writable
+        check_writable(path, "--json", directory=False)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .tools.bench import run_bench
     from .results.report import bench_lines
+    _check_json_first(args.json)
     figures = run_bench(quick=args.quick, progress=None if args.json_only else print)
     print(bench_lines(figures))
     if args.json:
@@ -258,6 +267,9 @@ def cmd_topo(args: argparse.Namespace) -> int:
                                               inventory_table, kinds_text, label, parse_params,
                                               parse_spec)
     if args.list:
+        if args.json:
+            raise SpinError("--json writes inventories or a comparison; --list only prints the "
+                            "topology kinds")
         print(kinds_text())
         return 0
     if args.param and len(args.specs) != 1:
@@ -273,7 +285,12 @@ def cmd_topo(args: argparse.Namespace) -> int:
         raise SpinError("name a topology (spin topo fat_tree --param k=8), several, --compare "
                         "or --list")
     if args.param:
-        specs[0] = (specs[0][0], {**specs[0][1], **parse_params(args.param)})
+        extra = parse_params(args.param)
+        twice = sorted(specs[0][1].keys() & extra.keys())     # two values for one parameter
+        if twice:
+            raise SpinError(f"--param {twice[0]}={extra[twice[0]]}: {twice[0]} is given in "
+                            f"{args.specs[0]} too; give it once")
+        specs[0] = (specs[0][0], {**specs[0][1], **extra})
         if specs[0][0] in TOPOLOGIES:
             TOPOLOGIES.get(specs[0][0], "topology.kind").refuse_reserved(specs[0][1])
     if args.json:

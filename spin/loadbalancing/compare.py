@@ -233,9 +233,12 @@ def run_lb_cli(args) -> int:
     lossless = False if args.lossy else (args.transport == "none")
     sc = fabric_scenario(topo_name, topo_params, rate_gbps=args.rate_gbps, mtu_bytes=args.mtu,
                          lossless=lossless, queue_sample_ns=plots_ns, transport=args.transport)
+    extra = parse_params(args.param or [], "--param")
+    for name, flag in (("message_bytes", "--size"), ("seed", "--seed"), ("payload", "--payload")):
+        if name in extra:     # two ways of giving one value: the header would show the other
+            raise ConfigError(f"--param {name}={extra[name]}: give it as {flag} instead")
     params = {"message_bytes": size, "seed": args.seed, "fill": False,
-              "payload": getattr(args, "payload", "stored"),
-              **parse_params(args.param or [], "--param")}
+              "payload": getattr(args, "payload", "stored"), **extra}
     check_worker_count(args.workers, len(sc.topology.device_names()), "--workers")
     workload = add_workload(sc, args.workload, **params)
     n = len(sc.topology.hosts)

@@ -1,0 +1,29 @@
+"""Options that contradict each other, or outputs that cannot be written, are refused before
+any work: nothing runs for minutes to fail at the end, and no value silently wins."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _spin(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spin", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("lb", "--size", "4KiB", "--param", "message_bytes=1048576"),
+     "--param message_bytes=1048576: give it as --size instead"),
+    (("lb", "--param", "seed=1"), "--param seed=1: give it as --seed instead"),
+    (("topo", "fat_tree:k=4", "--param", "k=8"),
+     "--param k=8: k is given in fat_tree:k=4 too; give it once"),
+    (("topo", "--list", "--json", "kinds.json"), "--list only prints the topology kinds"),
+    (("bench", "--json", "/proc/spin-nowhere/b.json"), "--json /proc/spin-nowhere/b.json: cannot write"),
+    (("demo", "--json", "/proc/spin-nowhere/d.json"), "--json /proc/spin-nowhere/d.json: cannot write"),
+])
+def test_refused_before_any_work(args, message) -> None:
+    proc = _spin(*args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout.count("\n") <= 1
