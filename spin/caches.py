@@ -65,6 +65,12 @@ def check_cache_root() -> None:
     if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"cache folder {str(root)!r} (SPIN_CACHE_DIR, default ~/.cache/spin): "
                           f"{str(existing)!r} is not writable")
+    try:    # root passes os.access on /proc and /sys, where no folder can be made
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cache folder {str(root)!r} (SPIN_CACHE_DIR, default ~/.cache/spin): "
+                          f"cannot be made: {exc.strerror or exc}; point SPIN_CACHE_DIR "
+                          f"elsewhere") from None
 
 
 # Every file or folder, relative to the project root, whose code Numba compiles and caches or

@@ -90,6 +90,23 @@ def test_a_cache_folder_that_is_a_file(tmp_path):
     assert r.stderr.strip().splitlines() == [expected], r.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc on this system")
+def test_a_cache_folder_that_cannot_be_made(tmp_path):
+    """/proc passes os.access for root, yet no folder can be made there."""
+    env = dict(os.environ, SPIN_CACHE_DIR="/proc/spin-cache", PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("SPIN_NUMBA_CACHE_DIR_SET", None)
+    r = subprocess.run([sys.executable, "-m", "spin.cli", "run", "examples/pingpong.toml"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                       check=False)
+    assert r.returncode == 2
+    why = ("cannot be made: No such file or directory; point SPIN_CACHE_DIR elsewhere"
+           if os.geteuid() == 0 else "'/proc' is not writable")
+    assert r.stderr.strip().splitlines() == [
+        f"spin: error: cache folder '/proc/spin-cache' (SPIN_CACHE_DIR, default ~/.cache/spin): "
+        f"{why}"], r.stderr
+
+
 HEAD = '[topology]\nkind = "pair"\n'
 
 
