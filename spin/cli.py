@@ -7,6 +7,7 @@ exit with status 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from dataclasses import replace
@@ -863,6 +864,9 @@ EXIT_BROKEN_PIPE = 141   # what a shell reports for a writer killed by SIGPIPE (
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    for stream in (sys.stdout, sys.stderr):   # µs and names on an ASCII terminal: escaped
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return args.func(args)
     except BrokenPipeError:   # the reader went away (`spin ... | head`): stop without a word
@@ -871,6 +875,12 @@ def _run_command(args: argparse.Namespace) -> int:
         return EXIT_BROKEN_PIPE
     except SpinError as exc:
         print(f"spin: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:   # an output that could not be written (a full disk, a lost folder)
+        if exc.filename is None and exc.errno != errno.ENOSPC:
+            raise
+        print(f"spin: error: cannot write {exc.filename or 'the output'}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # only pydantic's (a config built from options), re-raised otherwise
         from pydantic import ValidationError
@@ -883,12 +893,6 @@ def _run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("spin: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:   # an output that could not be written (a full disk, a lost folder)
-        if exc.filename is None:
-            raise
-        print(f"spin: error: cannot write {exc.filename}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return EXIT_ERROR
 
 
 if __name__ == "__main__":
