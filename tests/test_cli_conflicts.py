@@ -27,3 +27,14 @@ def test_refused_before_any_work(args, message) -> None:
     proc = _spin(*args)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout.count("\n") <= 1
+
+
+def test_an_allreduce_refused_midway_keeps_the_rows_measured_and_names_the_algorithm() -> None:
+    import os
+    proc = subprocess.run([sys.executable, "-m", "spin", "allreduce", "--topology", "star:hosts=4",
+                           "--size", "1MiB", "--algo", "ring,rd"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "SPIN_MEMORY_LIMIT": "65MiB"})
+    assert proc.returncode == 2, proc.stderr
+    assert "1,048,576       ring  float32" in proc.stdout            # ring (60.7 MiB) measured
+    assert proc.stderr.startswith("spin: error: --algo rd at --size 1,048,576 B: the engine "
+                                  "state needs about 69.7 MiB"), proc.stderr

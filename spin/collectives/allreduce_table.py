@@ -135,9 +135,14 @@ def run_allreduce_cli(args) -> int:
         for alg in algs:
             extra = {"engine_programs": programs} if alg.programs is not None else {}
             host = HostConfig.preset(getattr(args, "host_preset", "cpu"))
-            results.append(measure(alg.name, hosts, nbytes, args.dtype, workers=args.workers,
-                                   topology=topo, recover_loss=args.loss > 0, host=host,
-                                   quiet=False, **extra))   # compile lines and long-run bars
+            try:
+                results.append(measure(alg.name, hosts, nbytes, args.dtype, workers=args.workers,
+                                       topology=topo, recover_loss=args.loss > 0, host=host,
+                                       quiet=False, **extra))   # compile lines and bars
+            except ConfigError as exc:   # keep what was measured; name what was refused
+                if results:
+                    print(allreduce_table(with_speedup(results), hosts, where))
+                raise ConfigError(f"--algo {alg.name} at --size {nbytes:,} B: {exc}") from None
     rows = with_speedup(results)
     print(allreduce_table(rows, hosts, where))
     if plot:
