@@ -38,3 +38,17 @@ def test_an_allreduce_refused_midway_keeps_the_rows_measured_and_names_the_algor
     assert "1,048,576       ring  float32" in proc.stdout            # ring (60.7 MiB) measured
     assert proc.stderr.startswith("spin: error: --algo rd at --size 1,048,576 B: the engine "
                                   "state needs about 69.7 MiB"), proc.stderr
+
+
+def test_a_multi_worker_run_over_the_memory_limit_is_refused_before_its_workers_start(
+        monkeypatch) -> None:
+    from spin import Scenario
+    from spin.collectives import ALGORITHMS
+    from spin.errors import ConfigError
+    from spin.fabric import run_scenario
+    from spin.topologies import build_topology
+    sc = Scenario(build_topology("star", hosts=4))
+    ALGORITHMS.get("ring", "algorithm").build(sc, 1 << 14, "float32")
+    monkeypatch.setenv("SPIN_MEMORY_LIMIT", "1MiB")
+    with pytest.raises(ConfigError, match=r"^the engine state needs about .*SPIN_MEMORY_LIMIT"):
+        run_scenario(sc, workers=2, quiet=True)      # a WorkerError when a worker found it

@@ -93,6 +93,9 @@ def run_scenario(scenario: Scenario, workers: int = 1, *, pcap_dir: str | Path |
         result.memory_regions = {(n, a, k): sim.host_memory(n)[a:a + k].tobytes()
                                  for n, a, k in regions}
         return result
+    if remote_workers == 0 and launched is None:   # every part on this machine: all of it
+        from ..describe.limits import check_fits_in_memory
+        check_fits_in_memory(scenario)    # here, not in a worker after the others started
     compile_engine(scenario, quiet=quiet)
     from .fabric_workers import run_partitioned
     return run_partitioned(scenario, workers, pcap_dir=pcap_dir, quiet=quiet,
