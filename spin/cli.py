@@ -347,21 +347,31 @@ def cmd_lb(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from .parallel.auth import generate_keys
+    from .errors import ConfigError
+    from .parallel.auth import existing_keys, generate_keys
+    existing = existing_keys(args.directory)
+    if existing and not args.force:     # replacing them locks out the workers holding them
+        raise ConfigError(f"spin keys {args.directory}: {' and '.join(map(str, existing))} "
+                        f"already exist{'s' if len(existing) == 1 else ''}; workers holding that "
+                        f"key could no longer join: --force replaces it")
     try:
-        secret = generate_keys(args.directory)
+        secret = generate_keys(args.directory, force=args.force)
     except OSError as exc:
         raise SpinError(f"spin keys {args.directory}: cannot write the key files there: "
                         f"{exc.strerror or exc}") from None
+    if existing:
+        print(f"replaced {' and '.join(map(str, existing))}: workers holding the old key can no "
+              f"longer join")
     print(f"secret key: {secret}  (give it to the coordinator and every worker with --key-file;"
           f" anyone holding it can join a run)")
     return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from .parallel.worker_main import main as worker_main
+    from .parallel.worker_main import endpoint_host, main as worker_main
     from .tools.launched_run import check_join_timeout
     check_join_timeout(args.join_timeout_s)
+    endpoint_host(args.join)      # a bad address: refused now, not after the join timeout
     argv = ["--join", args.join]
     if args.key_file:
         argv += ["--key-file", args.key_file]
@@ -474,7 +484,8 @@ def build_parser(complete: bool = False) -> argparse.ArgumentParser:
                    "DIRECTORY. A run that listens beyond loopback (spin run --bind, spin "
                    "worker --join) needs it on every machine: workers prove they hold the "
                    "secret, and frames between machines are encrypted. Keep spin.key_secret "
-                   "private (it is written readable by its owner only).",
+                   "private (it is written readable by its owner only). An existing pair is "
+                   "kept (workers holding it would be locked out): --force replaces it.",
                    add_options=_keys_options)
     sub.add_parser("bench", help="engine performance figures (wall clock)",
                    description="Measure the handler call cost (ns/packet), engine speed "
@@ -758,6 +769,9 @@ def _lb_options(lb: argparse.ArgumentParser) -> None:
 
 def _keys_options(k: argparse.ArgumentParser) -> None:
     k.add_argument("directory", help="folder to write spin.key / spin.key_secret into")
+    k.add_argument("--force", action="store_true",
+                   help="replace a key pair already in DIRECTORY; workers holding the old key "
+                        "can no longer join until they get the new one")
     k.set_defaults(func=cmd_keys)
 
 

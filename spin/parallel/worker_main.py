@@ -71,10 +71,15 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def endpoint_host(endpoint: str) -> str:
-    host = urlparse(endpoint).hostname
-    if urlparse(endpoint).scheme != "tcp" or not host:
-        raise ConfigError(f"coordinator endpoint must look like tcp://HOST:PORT, got {endpoint!r}")
-    return host
+    url = urlparse(endpoint)
+    try:
+        port = url.port
+    except ValueError:          # beyond 65535
+        port = 0
+    if url.scheme != "tcp" or not url.hostname or not port:
+        raise ConfigError(f"coordinator endpoint must look like tcp://HOST:PORT with a port "
+                          f"1..65535, got {endpoint!r}")
+    return url.hostname
 
 
 def is_loopback_host(host: str) -> bool:
@@ -278,11 +283,12 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
             "slot": slot,
             "token": token,
         }
+        deadline = time.monotonic() + join_timeout_s    # one wait in all, not one per step
         try:
             _send(ctl, MSG_HELLO, hello)
         except zmq.Again:
             raise _join_failed(endpoint, join_timeout_s, keys is not None) from None
-        got = _wait(ctl, join_timeout_s)
+        got = _wait(ctl, max(0.0, deadline - time.monotonic()))
         if got is None:
             raise _join_failed(endpoint, join_timeout_s, keys is not None)
         kind, payload = got[0], got[1]
@@ -346,14 +352,14 @@ def serve(endpoint: str, keys: KeyPair | None, slot: int, token: str, join_timeo
             "traceback": traceback.format_exc(),
             "describe": describe(program) if program is not None else "program not built",
         }
-        try:
-            _send(ctl, MSG_ERROR, report)
+        try:   # without waiting: a coordinator never reached would hold this for the timeout
+            ctl.send_multipart([MSG_ERROR, json.dumps(report).encode()], flags=zmq.DONTWAIT)
             if worker_id >= 0:  # a member of the run: wait until the coordinator has the report
                 _wait(ctl, 2.0)
         except zmq.ZMQError:
             pass
-        who = (f"spin worker {worker_id} (" + (f"rank {rank}, " if rank is not None else "")
-               + f"pid {os.getpid()})")
+        who = (f"spin worker {f'{worker_id} ' if worker_id >= 0 else ''}("
+               + (f"rank {rank}, " if rank is not None else "") + f"pid {os.getpid()})")
         sys.stderr.write(f"{who}: {type(exc).__name__}: {exc}\n")
         return EXIT_JOIN if worker_id < 0 else EXIT_FAILED
     finally:

@@ -98,3 +98,22 @@ def test_a_keyless_local_process_gets_no_slot_and_no_scenario(tmp_path) -> None:
             coord.run(TOY, ToySpec(hops=50), n_workers=2)
         t.join(5)
     assert got == []  # no setup (and so no spec) ever reached it
+
+
+def test_a_worker_gives_up_once_on_a_coordinator_that_never_answers() -> None:
+    """A bad address is refused at once; an unanswered one after the join timeout, once (the
+    failure report does not wait for the absent coordinator a second time)."""
+    import subprocess
+    import sys
+    with zmq.Context() as ctx, ctx.socket(zmq.REP) as free:
+        port = free.bind_to_random_port("tcp://127.0.0.1")
+    worker = [sys.executable, "-m", "spin", "worker", "--join"]
+    bad = subprocess.run(worker + ["tcp://127.0.0.1:99999"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "with a port 1..65535, got 'tcp://127.0.0.1:99999'" in bad.stderr
+    started = time.monotonic()
+    silent = subprocess.run(worker + [f"tcp://127.0.0.1:{port}", "--join-timeout-s", "5"],
+                            capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    assert silent.returncode != 0 and "spin worker (pid " in silent.stderr, silent.stderr
+    assert "no answer from the coordinator" in silent.stderr and took < 5 + 3.5, took   # twice: over 10 s
