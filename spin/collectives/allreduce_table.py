@@ -123,6 +123,8 @@ def run_allreduce_cli(args) -> int:
                           f"{default_algorithms(topo, args.dtype)})")
     algs = selected_algorithms(args.algo or default_algorithms(topo, args.dtype), args.dtype)
     sizes = [parse_size(s) for s in args.size.split(",") if s.strip()]
+    if not sizes:
+        raise ConfigError(f"--size {args.size!r} names no size; e.g. --size 64KiB,1MiB")
     plot = getattr(args, "plot", None)
     if args.json:   # written after the runs: fail now, not then
         check_writable(args.json, "--json", directory=False)
