@@ -195,6 +195,17 @@ def test_collectives_that_do_not_match_across_ranks(tmp_path):
         read_chakra(prefix)
 
 
+def test_a_collective_missing_on_the_first_rank_is_named_as_missing(tmp_path):
+    prefix = write_set(tmp_path, [[comp(1)], [coll(1, size=64)], [coll(1, size=64)]])
+    with pytest.raises(TraceError, match=r"step\.1\.et: node 1: collective #0 of group 'world' "
+                                         r"is all_reduce of 64 B here but nothing on rank 0"):
+        read_chakra(prefix)
+    prefix = write_set(tmp_path, [[coll(1, size=64)], [comp(1)]])     # missing on the other
+    with pytest.raises(TraceError, match=r"step\.0\.et: node 1: collective #0 of group 'world' "
+                                         r"is all_reduce of 64 B here but nothing on rank 1"):
+        read_chakra(prefix)
+
+
 def test_send_without_its_receive(tmp_path):
     send = ChakraNode(2, "COMM_SEND_NODE", "s", attrs={"comm_dst": 1, "comm_size": 64})
     prefix = write_set(tmp_path, [[comp(1), send], [comp(1)]])

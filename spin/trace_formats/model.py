@@ -294,8 +294,9 @@ def _check_collectives(trace: StepTrace) -> None:
                                                                            b.nbytes):
                     bad_rank, bad = (r, b) if b is not None else (ref_rank, a)
                     desc = (f"{bad.collective} of {bad.nbytes} B" if bad else "nothing")
-                    want = (f"{a.collective} of {a.nbytes} B" if a and bad_rank == r
-                            else f"{b.collective} of {b.nbytes} B" if b else "nothing")
+                    other = a if bad_rank == r else b     # the same call on the other rank
+                    want = (f"{other.collective} of {other.nbytes} B" if other is not None
+                            else "nothing")
                     raise fail(trace.ranks[bad_rank].source,
                                trace.ranks[bad_rank].ref(bad.node_id),
                                f"collective #{i} of group {group or 'world'!r} is {desc} "
