@@ -14,6 +14,7 @@ import pytest
 
 from spin import cli
 from spin.errors import ConfigError
+from spin.parallel.auth import generate_keys
 from spin.tools.scenario_file import load_scenario_text
 from spin.simulation import Scenario
 from spin.topology import Topology
@@ -72,6 +73,39 @@ def test_outputs_that_cannot_be_written(capsys, tmp_path):
     a_file = tmp_path / "f"
     a_file.write_text("")
     assert "cannot write the key files there" in _cli(capsys, "keys", str(a_file / "keys"))
+
+
+def test_keys_are_not_replaced_without_force(capsys, tmp_path):
+    """A new pair would lock out the workers holding the old one: refused, naming the files."""
+    assert cli.main(["keys", str(tmp_path)]) == 0
+    public, secret = tmp_path / "spin.key", tmp_path / "spin.key_secret"
+    before = public.read_bytes(), secret.read_bytes()
+    capsys.readouterr()
+    assert _cli(capsys, "keys", str(tmp_path)) == (
+        f"spin: error: spin keys {tmp_path}: {public} and {secret} already exist; workers holding "
+        f"that key could no longer join: --force replaces it")
+    public.unlink()
+    assert f"{secret} already exists;" in _cli(capsys, "keys", str(tmp_path))
+    assert not public.exists() and secret.read_bytes() == before[1]
+    with pytest.raises(ConfigError, match="spin.key_secret already exists: .*force=True"):
+        generate_keys(tmp_path)
+    assert secret.read_bytes() == before[1]
+
+
+def test_keys_force_replaces_the_pair(capsys, tmp_path):
+    assert cli.main(["keys", str(tmp_path)]) == 0
+    public, secret = tmp_path / "spin.key", tmp_path / "spin.key_secret"
+    before = public.read_bytes(), secret.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["keys", str(tmp_path), "--force"]) == 0
+    assert capsys.readouterr().out.startswith(f"replaced {public} and {secret}: ")
+    assert public.read_bytes() != before[0] and secret.read_bytes() != before[1]
+    assert secret.stat().st_mode & 0o777 == 0o600
+    elsewhere = tmp_path / "elsewhere"
+    secret.unlink()
+    secret.symlink_to(elsewhere)          # a link is replaced, not written through
+    assert generate_keys(tmp_path, force=True) == secret
+    assert not elsewhere.exists() and not secret.is_symlink()
 
 
 def test_a_cache_folder_that_is_a_file(tmp_path):

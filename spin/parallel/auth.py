@@ -29,10 +29,29 @@ class KeyPair:
     path: str  # the secret key file it came from (passed on to local workers)
 
 
-def generate_keys(directory: str | os.PathLike) -> Path:
-    """Create the run's keypair in ``directory``; returns the secret key file to pass as --key-file."""
+def key_files(directory: str | os.PathLike) -> tuple[Path, Path]:
+    """The public and the secret key file generate_keys writes into ``directory``."""
+    d = Path(directory)
+    return d / f"{KEY_NAME}.key", d / f"{KEY_NAME}.key_secret"
+
+
+def existing_keys(directory: str | os.PathLike) -> list[Path]:
+    """The key files already in ``directory`` (a dangling link too: writing would follow it)."""
+    return [p for p in key_files(directory) if os.path.lexists(p)]
+
+
+def generate_keys(directory: str | os.PathLike, *, force: bool = False) -> Path:
+    """Create the run's keypair in ``directory``; returns the secret key file to pass as --key-file.
+    An existing pair is kept unless ``force``: a new one locks out every worker holding the old."""
+    existing = existing_keys(directory)
+    if existing and not force:
+        raise ConfigError(f"{' and '.join(map(str, existing))} already "
+                          f"exist{'s' if len(existing) == 1 else ''}: a new key pair would lock "
+                          f"out the workers holding it; pass force=True to replace it")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
+    for old in existing:   # new files, not writes through whatever the old names point to
+        old.unlink()
     _public, secret_file = zmq.auth.create_certificates(str(d), KEY_NAME)
     os.chmod(secret_file, 0o600)
     return Path(secret_file)
