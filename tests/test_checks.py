@@ -179,3 +179,81 @@ def test_dump_spec_errors(spec, words):
         parse_dump(spec, ["h0", "h1"], 1 << 20)
     for w in words:
         assert w in str(exc.value)
+
+
+NAN_SCENARIO = """
+[topology]
+kind = "pair"
+[[memory]]                    # h0: a NaN, a value, -0.0, inf, then NaN payloads as raw bits
+node = 0
+addr = 0
+dtype = "float32"
+values = [nan, 1.5, -0.0, inf]
+[[memory]]
+node = 0
+addr = 16
+dtype = "uint32"
+values = [0x7fc00001, 0xffc00000]
+[[memory]]                    # h1: other NaN payloads at 1016, where nothing is sent
+node = 1
+addr = 1016
+dtype = "uint32"
+values = [0x7fc00000, 0x7fc00000]
+[[host_program]]
+node = 0
+ops = [{ op = "send", dst = 1, nbytes = 24, qp = 1, remote_addr = 0 }]
+[[host_program]]
+node = 1
+ops = [{ op = "wait_recv", qp = 1 }]
+[[check]]                     # a copy is bytes: every NaN payload arrived as it left
+node = 1
+addr = 0
+dtype = "float32"
+count = 6
+expect = "copy"
+sources = [{ node = 0, addr = 0 }]
+[[check]]                     # values: NaN matches any NaN, -0.0 equals 0.0
+node = 1
+addr = 0
+dtype = "float32"
+count = 6
+expect = "values"
+values = [nan, 1.5, 0.0, inf, nan, nan]
+[[check]]                     # a copy with other NaN payloads is not a copy
+node = 1
+addr = 1016
+dtype = "float32"
+count = 2
+expect = "copy"
+sources = [{ node = 0, addr = 16 }]
+"""
+
+
+def test_nan_data_copies_by_bytes_and_matches_nan_values(tmp_path):
+    path = tmp_path / "nan.toml"
+    path.write_text(NAN_SCENARIO)
+    sc, opts = load_scenario(path)
+    run = run_loaded(sc, opts)
+    assert [line.split(":")[0] for line in run.check_lines] == [
+        "check ok check[0]", "check ok check[1]", "check FAILED check[2]"], run.check_lines
+    assert run.check_lines[2] == ("check FAILED check[2]: host 'h1' (node 1) addr 1016: element 0 "
+                                  "is nan, expected nan (2 of 2 float32 elements differ)")
+
+
+def test_values_check_still_fails_on_a_nan_where_a_number_is_expected(tmp_path):
+    path = tmp_path / "nan.toml"
+    path.write_text(NAN_SCENARIO.replace("values = [nan, 1.5, 0.0", "values = [2.0, 1.5, 0.0"))
+    sc, opts = load_scenario(path)
+    run = run_loaded(sc, replace(opts, checks=opts.checks[1:2]))
+    assert run.check_lines == ["check FAILED check[1]: host 'h1' (node 1) addr 0: element 0 is "
+                               "nan, expected 2.0 (1 of 6 float32 elements differ)"]
+
+
+def test_sum_without_sources_is_refused_at_load(tmp_path):
+    path = tmp_path / "sum.toml"
+    path.write_text(NAN_SCENARIO.split("[[check]]")[0] + '[[check]]\nnode = 1\naddr = 0\n'
+                    'dtype = "float32"\ncount = 6\nexpect = "sum"\nsources = []\n')
+    with pytest.raises(ConfigError) as exc:
+        load_scenario(path)
+    assert str(exc.value) == (f"{path}: check[0].sources = []: expect = 'sum' takes at least one "
+                              "source region")

@@ -35,6 +35,7 @@ class Check:
     predicate: Callable[[np.ndarray], Any] | None = None   # fn(actual) -> array or bool
     source: str = ""                    # where the expectation comes from (file, function)
     host: str = ""                      # the host's name, for messages
+    exact: bool = False                 # compare bytes (a copy), not values
 
     @property
     def nbytes(self) -> int:
@@ -110,12 +111,16 @@ def build_check(c, path: str, sc, node_of: Callable[[Any, str], int],
     if c.expect == "copy" and len(c.sources) != 1:
         raise error(f"{path}.sources", [s.model_dump() for s in c.sources],
                     "expect = 'copy' takes exactly one source region")
+    if c.expect == "sum" and not c.sources:
+        raise error(f"{path}.sources", [], "expect = 'sum' takes at least one source region")
     regions = []
     for k, s in enumerate(c.sources):
         n = node_of(s.node, f"{path}.sources[{k}].node")
         if s.addr + nbytes > sc.host.memory_bytes:
             raise error(f"{path}.sources[{k}].addr", s.addr, "region exceeds host memory")
         regions.append(_initial_region(sc, n, s.addr, nbytes).view(dt))
+    if c.expect == "copy":
+        return make(expected=regions[0].copy(), exact=True)
     if len(regions) == 1:
         return make(expected=regions[0].copy())
     return make(expected=np.sum(np.stack(regions), axis=0, dtype=dt))
@@ -152,7 +157,7 @@ def evaluate(c: Check, region: np.ndarray) -> tuple[bool, str]:
         if expected.shape != got.shape:
             return False, (f"check FAILED {head}: {c.source} returned shape {expected.shape}, "
                            f"the region has ({c.count},) {c.dtype} elements")
-    bad = np.flatnonzero(got != expected)
+    bad = _differing(c, got, expected)
     if bad.size:
         i = int(bad[0])
         return False, (f"check FAILED {head}: element {i} is {got[i]}, expected {expected[i]} "
@@ -160,6 +165,21 @@ def evaluate(c: Check, region: np.ndarray) -> tuple[bool, str]:
                        + (f" [{c.source}]" if c.source else ""))
     return True, (f"check ok {head}: {got.size} {c.dtype} elements as expected"
                   + (f" ({c.source})" if c.source else ""))
+
+
+def _differing(c: Check, got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Indices of the elements that differ: by bytes for a copy (NaN payloads, -0.0 included),
+    else by value, where NaN matches NaN for float dtypes (NaN != NaN would fail any NaN)."""
+    if c.exact:
+        raw = np.dtype(f"u{got.itemsize}")
+        return np.flatnonzero(got.view(raw) != np.ascontiguousarray(expected).view(raw))
+    bad = got != expected
+    if got.dtype.kind == "f":
+        try:
+            bad &= ~(np.isnan(got) & np.isnan(expected))
+        except TypeError:       # a function's output NaN cannot be (objects): values decide
+            pass
+    return np.flatnonzero(bad)
 
 
 # --- dumps ----------------------------------------------------------------------------------------
