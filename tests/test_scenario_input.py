@@ -1,7 +1,12 @@
 """Scenario input no run can honour fails at once, before the run, with one line naming the
 field: undecodable files, bad seeds, sizes that cannot be allocated, impossible time limits,
 unwritable outputs, op counts that would take minutes to unroll, addresses outside host memory."""
+import os
+import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +16,9 @@ from spin.errors import ConfigError
 from spin.scenario_file import load_scenario
 from spin.simulation import Scenario, Simulation
 from spin.topology import Topology
+from spin.tools.scenario_file import MAX_SCENARIO_BYTES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BASE = """
 [topology]
@@ -46,6 +54,57 @@ def test_non_utf8_file(tmp_path):
     path = tmp_path / "latin1.toml"
     path.write_bytes(BASE.format(extra='name = "caf\xe9"', ops=SEND).encode("latin-1"))
     _refused(path, "not a UTF-8 text file", "0xe9")
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a read of it all: MemoryError
+
+
+def _spin_run_refuses(path: str, *words: str) -> None:
+    """`spin run PATH` in a child with 4 GiB of address space and 60 s: one error line, exit 2
+    (reading a device or a huge file whole would end in MemoryError, a FIFO would block)."""
+    r = subprocess.run([sys.executable, "-m", "spin", "run", path], capture_output=True,
+                       text=True, timeout=60, preexec_fn=_limit_memory,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.startswith(f"spin: error: {path}: cannot read scenario file: "), r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    for w in words:
+        assert w in r.stderr, (w, r.stderr)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "s.toml")
+    _spin_run_refuses(str(tmp_path / "s.toml"), "a FIFO; a scenario is a regular TOML file")
+
+
+def test_a_device_is_refused_unread():
+    _spin_run_refuses("/dev/zero", "a character device")
+
+
+def test_a_huge_file_is_refused_unread(tmp_path):
+    path = tmp_path / "huge.toml"
+    with open(path, "wb") as f:
+        f.truncate(2 << 30)        # sparse: 2 GiB long, no disk used
+    _spin_run_refuses(str(path), f"{2 << 30} B is larger than the limit of {MAX_SCENARIO_BYTES} B")
+
+
+def test_the_size_limit_is_inclusive(tmp_path, monkeypatch):
+    path = _file(tmp_path)
+    monkeypatch.setattr("spin.tools.scenario_file.MAX_SCENARIO_BYTES", path.stat().st_size)
+    assert load_scenario(path)[0].topology.hosts == ["h0", "h1"]
+    monkeypatch.setattr("spin.tools.scenario_file.MAX_SCENARIO_BYTES", path.stat().st_size - 1)
+    _refused(path, f"{path.stat().st_size} B is larger than the limit")
+
+
+def test_a_directory_and_an_empty_path_are_named(tmp_path, capsys):
+    _refused(tmp_path, "cannot read scenario file: a directory")
+    with pytest.raises(ConfigError, match=r"^scenario file path = '': empty; name a TOML scenario "
+                                          r"file$"):
+        load_scenario("")
+    assert main(["run", ""]) == 2
+    assert capsys.readouterr().err == ("spin: error: scenario file path = '': empty; name a TOML "
+                                       "scenario file\n")
 
 
 @pytest.mark.parametrize("seed", ["-1", "inf", "1e300"])

@@ -4,7 +4,9 @@ in ``spin.tools.scenario_schema``."""
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import stat
 import tomllib
 import typing
 from dataclasses import dataclass, field, replace
@@ -530,16 +532,64 @@ def _endpoints(ld: _Loader, sc: Scenario, tables: list, base_dir: Path | None) -
     return tuple(specs)
 
 
-def load_scenario(path: str | Path) -> tuple[Scenario, RunOptions]:
-    """Load a TOML scenario file; raise ConfigError naming file, field, value and choices."""
-    p = Path(path)
+# A scenario is a few kB; a file beyond this is a wrong path (a disk image, a log), and reading it
+# whole could exhaust memory before the TOML parser says anything.
+MAX_SCENARIO_BYTES = 64 << 20
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(path: str | Path, st: os.stat_result) -> None:
+    """Refuse what is not a regular file of at most MAX_SCENARIO_BYTES: a FIFO would block the
+    read forever, a device (/dev/zero) or a huge file would fill memory."""
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a file")
+        raise ConfigError(f"{path}: cannot read scenario file: {kind}; a scenario is a regular "
+                          f"TOML file")
+    if st.st_size > MAX_SCENARIO_BYTES:
+        raise _too_big(path, st.st_size)
+
+
+def _too_big(path: str | Path, size: int) -> ConfigError:
+    """The error for a file of ``size`` bytes, above the limit."""
+    return ConfigError(f"{path}: cannot read scenario file: {size} B is larger than the limit "
+                       f"of {MAX_SCENARIO_BYTES} B ({MAX_SCENARIO_BYTES >> 20} MiB) for a scenario")
+
+
+def _read_scenario_bytes(path: str | Path) -> bytes:
+    """The bytes of a scenario file, checked before opening (no device is opened) and again on
+    the open file (the path may have been replaced); never more than the limit plus one."""
+    if str(path) == "":                 # Path("") is ".", which would read as a directory
+        raise ConfigError("scenario file path = '': empty; name a TOML scenario file")
     try:
-        text = p.read_text(encoding="utf-8")
+        _check_regular(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)     # a FIFO swapped in does not block
+        with os.fdopen(fd, "rb") as f:
+            _check_regular(path, os.fstat(f.fileno()))
+            raw = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read scenario file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_SCENARIO_BYTES:   # grew after the checks
+        raise _too_big(path, len(raw))
+    return raw
+
+
+def _read_scenario_file(path: str | Path) -> str:
+    """The text of a scenario file, newlines translated as a text-mode read does."""
+    raw = _read_scenario_bytes(path)
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not a UTF-8 text file (TOML is UTF-8): byte "
                           f"{exc.object[exc.start]:#04x} at offset {exc.start}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def load_scenario(path: str | Path) -> tuple[Scenario, RunOptions]:
+    """Load a TOML scenario file; raise ConfigError naming file, field, value and choices."""
+    text = _read_scenario_file(path)
+    p = Path(path)
     sc, opts = load_scenario_text(text, str(path), p.resolve().parent)
     if not opts.name:
         opts = replace(opts, name=p.stem)
