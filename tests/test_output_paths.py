@@ -35,3 +35,15 @@ def test_two_outputs_to_one_file_are_refused(tmp_path) -> None:
         check_distinct_outputs({}, [("--json", out), ("--dump", str(tmp_path / "." / "out.json"))])
     check_distinct_outputs({"the scenario file": "a.toml"},
                            [("--json", out), ("--trace", str(tmp_path / "trace.json"))])
+
+
+def test_a_dump_is_written_at_exactly_its_name_and_whole(tmp_path) -> None:
+    import numpy as np
+    target = tmp_path / "region.bin"           # no .npy: numpy's own save would add one
+    proc = subprocess.run([sys.executable, "-m", "spin", "run", str(ROOT / "examples" /
+                           "pingpong.toml"), "--dump", f"h0:0:16:uint8={target}"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"to {target}" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["region.bin"]   # no .npy, no .part
+    assert np.load(target).shape == (16,)

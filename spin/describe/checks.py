@@ -9,6 +9,7 @@ any worker count (the regions come back from the workers that own them).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -205,9 +206,22 @@ class Dump:
         return host_label(self.node, self.host)
 
     def write(self, data: bytes) -> Path:
-        """Write the region's bytes (read after the run) as a ``.npy`` of ``dtype``."""
+        """Write the region's bytes (read after the run) as a ``.npy`` of ``dtype``, at exactly
+        ``path`` (``np.save`` given a name adds ``.npy``), whole or not at all: through a
+        temporary file beside it, unless ``path`` is something other than a file (a device)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(self.path, np.frombuffer(data, self.dtype))
+        array = np.frombuffer(data, self.dtype)
+        if self.path.exists() and not self.path.is_file():
+            with open(self.path, "wb") as f:
+                np.save(f, array)
+            return self.path
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+        try:
+            with open(tmp, "wb") as f:
+                np.save(f, array)
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
         return self.path
 
 
