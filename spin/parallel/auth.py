@@ -52,8 +52,13 @@ def generate_keys(directory: str | os.PathLike, *, force: bool = False) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     for old in existing:   # new files, not writes through whatever the old names point to
         old.unlink()
-    _public, secret_file = zmq.auth.create_certificates(str(d), KEY_NAME)
+    umask = os.umask(0o077)     # the secret is never readable by others, not even until chmod
+    try:
+        public_file, secret_file = zmq.auth.create_certificates(str(d), KEY_NAME)
+    finally:
+        os.umask(umask)
     os.chmod(secret_file, 0o600)
+    os.chmod(public_file, 0o644)
     return Path(secret_file)
 
 
