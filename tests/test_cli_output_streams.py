@@ -27,3 +27,16 @@ def test_a_full_stdout_is_one_line() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "spin: error: cannot write the output: No space left on device"], proc.stderr
+
+
+def test_names_from_the_scenario_cannot_drive_the_terminal(tmp_path) -> None:
+    scenario = tmp_path / "ctl.toml"
+    scenario.write_text('name = "\\u001b[2J\\u001b[31mPWN\\u0000"\n[topology]\nkind = "pair"\n'
+                        '[[host_program]]\nnode = "h0"\n'
+                        'ops = [{op = "mark", label = "\\u202e\\u0000evil\\n\\u001b[31mred"}]\n')
+    proc = subprocess.run([sys.executable, "-m", "spin", "run", str(scenario)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x00" not in proc.stdout and "\u202e" not in proc.stdout
+    assert "scenario \\x1b[2J\\x1b[31mPWN\\x00" in proc.stdout
+    assert "\\u202e\\x00evil\\n\\x1b[31mred    h0" in proc.stdout     # one row, not two

@@ -12,9 +12,17 @@ from typing import Any, Iterable, Sequence
 from ..units import US
 
 
+def shown(text: str) -> str:
+    """``text`` with control and format characters escaped: names and labels come from the
+    scenario, and an escape sequence or a newline in one must not drive the terminal or break
+    a table."""
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> str:
     """Left-align the first column, right-align the others."""
-    rows = [[str(c) for c in r] for r in rows]
+    rows = [[shown(str(c)) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells):
@@ -203,7 +211,7 @@ def transport_table(result) -> str:
 def run_summary(result, name: str = "") -> str:
     """Summary of a ``RunResult``: totals, messages, links, NICs/hosts, drops, marks."""
     tot = result.totals()
-    head = [f"scenario {name}" if name else "scenario",
+    head = [f"scenario {shown(name)}" if name else "scenario",
             f"  end time: {us(result.end_time_ps)} µs (virtual)",
             f"  events: {count(result.events)} ({count(result.packet_events)} packet events)",
             f"  totals: link {count(tot.link_bytes)} B, PCIe/DMA {count(tot.pcie_bytes)} B, "
