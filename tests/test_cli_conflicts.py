@@ -21,6 +21,7 @@ def _spin(*args: str) -> subprocess.CompletedProcess:
      "--param k=8: k is given in fat_tree:k=4 too; give it once"),
     (("topo", "--list", "--json", "kinds.json"), "--list only prints the topology kinds"),
     (("allreduce", "--size", ","), "--size ',' names no size"),
+    (("lb", "--size", "99999999999999999999"), "no host may have that much memory"),
     (("bench", "--json", "/proc/spin-nowhere/b.json"), "--json /proc/spin-nowhere/b.json: cannot write"),
     (("demo", "--json", "/proc/spin-nowhere/d.json"), "--json /proc/spin-nowhere/d.json: cannot write"),
 ])

@@ -83,8 +83,12 @@ def add_workload(scenario, kind: str, **params: Any):
     try:
         workload = build_workload(probe, kind, **params)
     except HostMemoryError as exc:
-        scenario.host = HostConfig.make(**{**scenario.host.model_dump(),
-                                          "memory_bytes": exc.needed_bytes})
+        try:
+            scenario.host = HostConfig.make(**{**scenario.host.model_dump(),
+                                              "memory_bytes": exc.needed_bytes})
+        except ConfigError:      # beyond what a host may have: the workload's size says why
+            raise ConfigError(f"{exc}: no host may have that much memory (HostConfig."
+                              f"memory_bytes); give the workload smaller messages") from None
     else:
         if not (scenario.host_programs or scenario.host_memory or scenario.mark_index):
             vars(scenario).update(vars(probe))
