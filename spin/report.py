@@ -8,10 +8,12 @@ from spin.results.report import (  # noqa: F401 (re-exported)
     comparison_table,
     count,
     link_table,
+    mark_table,
     message_table,
     nic_table,
     ratio,
     run_summary,
+    shown,
     switch_table,
     table,
     tier_table,
@@ -20,5 +22,5 @@ from spin.results.report import (  # noqa: F401 (re-exported)
 )
 
 __all__ = ["COMPARISON_ROWS", "LINK_ROWS_SHOWN", "bench_lines", "comparison_table", "count",
-           "link_table", "message_table", "nic_table", "ratio", "run_summary", "switch_table",
-           "table", "tier_table", "transport_table", "us"]
+           "link_table", "mark_table", "message_table", "nic_table", "ratio", "run_summary",
+           "shown", "switch_table", "table", "tier_table", "transport_table", "us"]

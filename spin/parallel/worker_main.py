@@ -33,6 +33,7 @@ import zmq
 from spin.errors import ConfigError, SpinError, TransportError
 from spin.parallel import codec
 from spin.parallel.auth import KeyPair, load_keys, make_client, start_authenticator
+from spin.parallel import control
 from spin.parallel.control import (
     MSG_ABORT,
     MSG_BEAT,
@@ -42,7 +43,6 @@ from spin.parallel.control import (
     MSG_REJECT,
     MSG_RESULT,
     MSG_SETUP,
-    MAX_CONTROL_BYTES,
     MSG_START,
     Aborted,
     Setup,
@@ -214,9 +214,10 @@ def _send_result(sock: zmq.Socket, payload: dict) -> None:
     """Send the run's result, or fail naming its size: the coordinator drops a control message
     above MAX_CONTROL_BYTES, and would then wait for this result for ever."""
     body = json.dumps(payload).encode()
-    if len(body) > MAX_CONTROL_BYTES:
+    limit = control.MAX_CONTROL_BYTES
+    if len(body) > limit:
         raise TransportError(
-            f"its result is {len(body) / 2**20:,.0f} MiB, above the {MAX_CONTROL_BYTES >> 20} MiB "
+            f"its result is {len(body) / 2**20:,.0f} MiB, above the {limit >> 20} MiB "
             f"a worker may send (host memory returned for checks, dumps and digests, and captured "
             f"frames make it large): run with --workers 1, or check, dump or capture less")
     sock.send_multipart([MSG_RESULT, body])

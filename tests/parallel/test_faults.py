@@ -45,13 +45,15 @@ def test_worker_failure_stops_the_run(tmp_path, mode: str, expect: str) -> None:
 def test_a_result_too_large_to_send_ends_the_run_naming_the_worker(tmp_path) -> None:
     """The coordinator drops a control message above MAX_CONTROL_BYTES: the worker refuses to
     send such a result, instead of the run waiting for it for ever."""
-    from spin.parallel.control import MAX_CONTROL_BYTES
-    spec = ToySpec(hops=20, pid_dir=str(tmp_path), result_pad_bytes=MAX_CONTROL_BYTES)
+    # the worker's limit lowered to 1 MiB: encoding a 256 MiB result holds the worker's GIL
+    # for seconds, longer than the heartbeat timeout of a loaded test machine
+    spec = ToySpec(hops=20, pid_dir=str(tmp_path), result_pad_bytes=3 << 20,
+                   worker_result_limit_bytes=1 << 20)
     started = time.monotonic()
     with pytest.raises(WorkerError) as info:
         run_fabric(TOY, spec, n_workers=2, timeout_s=60)
     msg = str(info.value)
-    assert "TransportError: its result is 256 MiB, above the 256 MiB a worker may send" in msg, msg
+    assert "TransportError: its result is 3 MiB, above the 1 MiB a worker may send" in msg, msg
     assert "--workers 1" in msg and "--- remote traceback ---" not in msg, msg
     assert info.value.remote_traceback      # kept for whoever wants it
     assert time.monotonic() - started < 30

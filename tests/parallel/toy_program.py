@@ -53,6 +53,7 @@ class ToySpec:
     fail: FailPlan | None = None
     pid_dir: str | None = None
     result_pad_bytes: int = 0  # a result this much larger (tests the control channel's limit)
+    worker_result_limit_bytes: int = 0  # lowers the worker's limit on what it sends (0: as is)
 
 
 class ToyProgram:
@@ -64,6 +65,9 @@ class ToyProgram:
         self.heap: list[tuple[int, int, int, int, int, int]] = []  # t, key, device, token, hop, payload
         self.events = 0
         self.frames_out = 0
+        if spec.worker_result_limit_bytes:    # a small result then crosses it: cheap to test
+            from spin.parallel import control     # read by the worker as it sends
+            control.MAX_CONTROL_BYTES = spec.worker_result_limit_bytes
         for tok in range(spec.n_tokens):
             dev = tok % spec.n_devices
             if dev % n_workers == worker_id:
