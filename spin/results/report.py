@@ -230,7 +230,7 @@ def run_summary(result, name: str = "") -> str:
                            [[k, count(v)] for k, v in sorted(result.drops.items())], "drops"))
     else:
         parts.append("drops: none")
-    if getattr(result, "unlogged", None):
+    if result.unlogged:
         parts.append(result.unlogged_note())
     if result.marks:
         parts.append(mark_table(result))
